@@ -1,0 +1,143 @@
+//! Python `str` semantics the reference's outputs depend on: which characters count as
+//! whitespace and word characters, how text splits into lines, and how output is cut
+//! without breaking a placeholder.
+
+use super::placeholder::PLACEHOLDER_RE;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// Python `str.isspace()` for one character.
+pub fn is_py_space(ch: char) -> bool {
+    matches!(
+        ch,
+        '\t' | '\n'
+            | '\x0b'
+            | '\x0c'
+            | '\r'
+            | '\x1c'..='\x1f'
+            | ' '
+            | '\u{85}'
+            | '\u{a0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200a}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202f}'
+            | '\u{205f}'
+            | '\u{3000}'
+    )
+}
+
+static NON_ASCII_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[\p{L}\p{N}]$").expect("word class compiles"));
+
+/// Python's `\w` for one character: `str.isalnum()` or `_`.
+pub fn is_py_word(ch: char) -> bool {
+    if ch.is_ascii() {
+        return ch.is_ascii_alphanumeric() || ch == '_';
+    }
+    let mut buf = [0u8; 4];
+    NON_ASCII_WORD.is_match(ch.encode_utf8(&mut buf))
+}
+
+/// Python's `\d` for one character (Unicode decimal digit).
+pub fn is_py_digit(ch: char) -> bool {
+    if ch.is_ascii() {
+        return ch.is_ascii_digit();
+    }
+    static ND: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\p{Nd}$").expect("digit class compiles"));
+    let mut buf = [0u8; 4];
+    ND.is_match(ch.encode_utf8(&mut buf))
+}
+
+/// Whether `ch` is one of the line separators of Python's `str.splitlines()`.
+pub fn is_line_separator(ch: char) -> bool {
+    matches!(ch, '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+/// Python `str.splitlines(keepends)`: splits on `\n`, `\r\n`, `\r`, `\v`, `\f`,
+/// `\x1c`–`\x1e`, `\x85`, `\u2028`, `\u2029`. No trailing empty line.
+pub fn splitlines(text: &str, keepends: bool) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut iter = text.char_indices().peekable();
+    while let Some((idx, ch)) = iter.next() {
+        if !is_line_separator(ch) {
+            continue;
+        }
+        let mut end_sep = idx + ch.len_utf8();
+        if ch == '\r' && bytes.get(end_sep) == Some(&b'\n') {
+            iter.next();
+            end_sep += 1;
+        }
+        lines.push(if keepends { &text[start..end_sep] } else { &text[start..idx] });
+        start = end_sep;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
+/// Byte offset of the `n`-th character (or the text length when shorter).
+pub fn byte_offset_of_char(text: &str, n: usize) -> usize {
+    text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
+}
+
+/// Number of Unicode code points (Python `len`).
+pub fn char_len(text: &str) -> usize {
+    if text.is_ascii() { text.len() } else { text.chars().count() }
+}
+
+/// Cuts `text` to `max_chars` code points, moving the cut back to the start of a
+/// placeholder it would split, and appends the `[TRUNCATED]` marker line.
+pub fn truncate_redacted(text: &str, max_chars: usize) -> String {
+    if char_len(text) <= max_chars {
+        return text.to_owned();
+    }
+    let mut cut = byte_offset_of_char(text, max_chars);
+    for m in PLACEHOLDER_RE.find_iter(text) {
+        if m.start() < cut && cut < m.end() {
+            cut = m.start();
+            break;
+        }
+        if m.start() >= cut {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(cut + 13);
+    out.push_str(&text[..cut]);
+    out.push_str("\n[TRUNCATED]\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitlines_matches_python() {
+        assert_eq!(splitlines("a\nb\r\nc\rd\x0be\x0cf\x1cg\u{85}h\u{2028}i", false), vec!["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
+        assert_eq!(splitlines("a\r\n\nb\n", true), vec!["a\r\n", "\n", "b\n"]);
+        assert_eq!(splitlines("", true), Vec::<&str>::new());
+        assert_eq!(splitlines("\n", false), vec![""]);
+    }
+
+    #[test]
+    fn truncation_never_splits_a_placeholder() {
+        let p = "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327]";
+        let text = format!("ab {p} cd");
+        for cut in 4..(3 + p.len()) {
+            assert_eq!(truncate_redacted(&text, cut), "ab \n[TRUNCATED]\n", "cut {cut}");
+        }
+        assert_eq!(truncate_redacted(&text, 3 + p.len()), format!("ab {p}\n[TRUNCATED]\n"));
+        assert_eq!(truncate_redacted("short", 10), "short");
+        assert_eq!(truncate_redacted("ééé", 2), "éé\n[TRUNCATED]\n");
+    }
+
+    #[test]
+    fn python_character_classes() {
+        assert!(is_py_space('\x1c') && is_py_space('\u{3000}') && !is_py_space('\u{200b}'));
+        assert!(is_py_word('é') && is_py_word('_') && is_py_word('²') && !is_py_word('\u{301}') && !is_py_word('\u{e000}'));
+    }
+}

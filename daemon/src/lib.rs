@@ -1,0 +1,9 @@
+//! The redctx daemon library: the redaction engine, the per-root index and cache, and
+//! the socket server that answers clients.
+//!
+//! What it is for: turning a private directory tree into redacted text that is safe to
+//! hand to an AI agent, and keeping that text fresh and fast to serve.
+//! What it is not for: speaking MCP or JSON to agents (that is the `redctx` client's
+//! job) or defining the wire format (that is `redctx-proto`).
+
+pub mod engine;

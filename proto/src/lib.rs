@@ -1,0 +1,1 @@
+//! Wire protocol between redctx clients and the daemon.

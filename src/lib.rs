@@ -1,0 +1,1 @@
+//! Carrier for end-to-end tests and benches.
