@@ -7,3 +7,4 @@
 //! job) or defining the wire format (that is `redctx-proto`).
 
 pub mod engine;
+pub mod view;

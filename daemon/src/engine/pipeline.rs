@@ -83,3 +83,11 @@ impl Engine {
         placeholder::path_id(&self.policy.salt, rel)
     }
 }
+
+/// Whether `value` standing alone would lose characters before the configured-term
+/// stage (an existing placeholder or an early baseline stage matches inside it). Alias
+/// validation refuses such canonical values.
+pub fn claimed_before_configured_terms(value: &str) -> bool {
+    // Interface stub: completed with the early baseline stages.
+    placeholder::PLACEHOLDER_RE.is_match(value)
+}

@@ -1,0 +1,151 @@
+//! The read-only view of one served root that tool renderers work on.
+//!
+//! Invariant: renderers (`tools/`) see a root only through [`RootView`]. They never touch
+//! the filesystem, the cache or the watcher, and everything a view hands out is already
+//! redacted (content, paths) or an opaque id. The index/cache layer implements the trait;
+//! a view is a consistent snapshot of one policy, so a reload swaps whole views.
+
+use crate::engine::{Counts, Engine};
+use std::sync::Arc;
+
+/// What an index entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    Dir,
+    File,
+}
+
+/// One listed entry of the root. `rel` is the raw root-relative POSIX path (`.` for the
+/// root); it never leaves the daemon unredacted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub rel: Arc<str>,
+    pub kind: EntryKind,
+    /// `st_size` (directories report the OS directory size).
+    pub size: u64,
+}
+
+impl Entry {
+    /// Last path component (`.` for the root).
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or(&self.rel)
+    }
+}
+
+/// Redacted text of a file in one variant (line-preserving or not).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RedactedDoc {
+    pub text: Arc<str>,
+    /// Substitutions made redacting this content (for receipts).
+    pub counts: Counts,
+}
+
+/// A redacted path with its opaque id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RedactedPath {
+    /// `@p_<12hex>`.
+    pub id: Arc<str>,
+    /// The root-relative path, redacted (spec 5.8).
+    pub text: Arc<str>,
+    /// Substitutions made redacting the path (for receipts).
+    pub counts: Counts,
+}
+
+/// Operator limits (spec 6.5), with our defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_raw_bytes_per_file: u64,
+    pub max_total_raw_bytes: u64,
+    pub max_traversal_entries: u64,
+    pub max_resource_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_raw_bytes_per_file: 5_000_000,
+            max_total_raw_bytes: 50_000_000,
+            max_traversal_entries: 10_000,
+            max_resource_bytes: 1_000_000,
+        }
+    }
+}
+
+/// Input-free failures a view reports; `Display` is the exact text a client may see.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ViewError {
+    #[error("Path is excluded by policy.")]
+    Excluded,
+    #[error("Path does not exist.")]
+    Missing,
+    #[error("Refusing path outside root.")]
+    OutsideRoot,
+    #[error("Refusing unsafe path.")]
+    Unsafe,
+    #[error("Not a file.")]
+    NotAFile,
+    #[error("Not a directory.")]
+    NotADirectory,
+    #[error("Refusing to print non-text file. Use stat/list to inspect metadata.")]
+    NotText,
+    #[error("Legacy .doc and .ppt files are unsupported. Export them as .docx, .pptx, or PDF first.")]
+    LegacyOffice,
+    #[error("Document extraction is disabled. Install the documents extra and start with --documents.")]
+    DocumentsDisabled,
+    /// Carries the opaque id the caller gave (already opaque: safe to echo).
+    #[error("Unknown path id: {0}")]
+    UnknownId(String),
+    #[error("Opaque path id collision detected.")]
+    IdCollision,
+    #[error("Raw file byte limit exceeded.")]
+    FileByteLimit,
+    #[error("Total raw byte limit exceeded.")]
+    TotalByteLimit,
+    #[error("Traversal entry limit exceeded.")]
+    EntryLimit,
+    #[error("File changed during read.")]
+    ChangedDuringRead,
+    #[error("Could not read file.")]
+    ReadFailed,
+    /// The policy is blocked (spec 5.13); the message is the fixed blocked text.
+    #[error("{0}")]
+    Blocked(&'static str),
+    #[error("Tool execution failed.")]
+    Internal,
+}
+
+/// A consistent, read-only snapshot of one served root under one policy.
+pub trait RootView: Send + Sync {
+    /// The compiled policy this snapshot redacts with.
+    fn engine(&self) -> &Engine;
+
+    /// Operator limits in force.
+    fn limits(&self) -> &Limits;
+
+    /// Resolves user input — `@p_<id>`, `p_<id>`, `redctx://p_<id>` (resources), a
+    /// root-relative or absolute path — to an entry, with the checks of spec 6.1 and 6.2
+    /// (containment, no symlink component, never-serve and exclusions). Freshly created
+    /// files resolve without any refresh call.
+    fn resolve(&self, input: &str) -> Result<Entry, ViewError>;
+
+    /// Children of a directory in reference order (directories first, then files, each by
+    /// casefolded name); excluded, protected and symlinked entries omitted.
+    fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError>;
+
+    /// Whether a file is served as text (extension list or content sniff, spec 6.3).
+    fn is_text(&self, file: &Entry) -> bool;
+
+    /// Redacted content, never stale: the file is re-checked against the disk before
+    /// answering. `preserve_line_count` selects the line-preserving variant (read, search,
+    /// retrieve) or the plain one (bundle, resources).
+    fn content(&self, file: &Entry, preserve_line_count: bool) -> Result<RedactedDoc, ViewError>;
+
+    /// Number of `\n` bytes (+1 when non-empty and not newline-terminated), for `stat`.
+    fn stat_line_count(&self, file: &Entry) -> Result<u64, ViewError>;
+
+    /// The redacted root-relative path and id of an entry.
+    fn path(&self, rel: &str) -> RedactedPath;
+
+    /// Redacts one path component (tree names) with the path redactor.
+    fn name(&self, name: &str) -> RedactedPath;
+}
