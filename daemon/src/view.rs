@@ -88,9 +88,13 @@ pub enum ViewError {
     NotADirectory,
     #[error("Refusing to print non-text file. Use stat/list to inspect metadata.")]
     NotText,
-    #[error("Legacy .doc and .ppt files are unsupported. Export them as .docx, .pptx, or PDF first.")]
+    #[error(
+        "Legacy .doc and .ppt files are unsupported. Export them as .docx, .pptx, or PDF first."
+    )]
     LegacyOffice,
-    #[error("Document extraction is disabled. Install the documents extra and start with --documents.")]
+    #[error(
+        "Document extraction is disabled. Install the documents extra and start with --documents."
+    )]
     DocumentsDisabled,
     /// Carries the opaque id the caller gave (already opaque: safe to echo).
     #[error("Unknown path id: {0}")]

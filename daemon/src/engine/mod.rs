@@ -5,12 +5,16 @@
 //! contents, the salt) and persist nothing for it. That keeps the boundary easy to
 //! test exhaustively and safe to run on any thread.
 
+pub mod markers;
+pub mod names;
+pub mod patterns;
 pub mod pipeline;
 pub mod placeholder;
 pub mod policy;
+pub mod pyre;
 pub mod text;
 pub mod wordlists;
 
+pub use pipeline::{Counts, Engine, EngineError, RedactOptions, Redacted};
 pub use placeholder::Category;
 pub use policy::{AliasGroup, DetectorProfile, Mode, Policy, SaltSource};
-pub use pipeline::{Counts, Engine, EngineError, RedactOptions, Redacted};

@@ -1,9 +1,20 @@
-//! The redaction pipeline (spec 5.4). Interface first; the stage implementation lands
-//! in this file.
+//! The redaction pipeline (spec 5.4): stage order, markers, placeholders, path redaction.
 
-use super::placeholder::{self, Category};
-use super::policy::Policy;
-use std::collections::BTreeMap;
+use super::markers::{Markers, line_breaks};
+use super::names::{ProperNames, by_heading};
+use super::patterns::{
+    ACRONYM, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, IDENTITY_NAME, ORG_SUFFIX, PATH_TOKENS,
+    SPEAKER_LABEL, TITLECASE,
+};
+use super::placeholder::{self, Category, normalize_value};
+use super::policy::{DetectorProfile, Mode, Policy};
+use super::pyre::{Finder, Guard, PyPattern, substitute};
+use super::text::is_py_space;
+use super::wordlists::{
+    COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
+    PATH_ALLOW_TERMS, RESERVED_PLACEHOLDER_WORDS,
+};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Per-category substitution counts of one redaction (every occurrence counts).
@@ -56,26 +67,375 @@ pub enum EngineError {
 /// A compiled policy, ready to redact. Cheap to share between threads.
 pub struct Engine {
     policy: Arc<Policy>,
+    /// Configured-term matchers, in stage order (CLIENT, ORG, PERSON, SENSITIVE).
+    terms: Vec<(Category, PyPattern)>,
+    /// Allow-list matcher (built-in + months/days + config `allow`).
+    allow: Option<PyPattern>,
+    /// Casefolded allow list.
+    allow_lookup: HashSet<String>,
+    /// Allow list plus heading words plus common capitalized words, casefolded.
+    heading_lookup: HashSet<String>,
+    /// Normalized declared alias → (group entity hex, form suffix).
+    alias_links: HashMap<String, (String, String)>,
+}
+
+/// State of one redaction call: markers and counts.
+struct Call<'e> {
+    engine: &'e Engine,
+    markers: Markers,
+    counts: Counts,
+    preserve: bool,
+}
+
+impl Call<'_> {
+    /// Replaces `value` with a marker for its placeholder (plus its line breaks when
+    /// line counts are preserved).
+    fn redact(&mut self, category: Category, value: &str) -> String {
+        let placeholder = self.engine.placeholder(category, value, &mut self.counts);
+        let mut marker = self.markers.stash(placeholder);
+        if self.preserve {
+            marker.push_str(&line_breaks(value));
+        }
+        marker
+    }
+
+    /// Protects `value` verbatim from every later stage.
+    fn protect(&mut self, value: &str) -> String {
+        self.markers.stash(value.to_owned())
+    }
+}
+
+fn apply<F: Finder + ?Sized>(
+    text: String,
+    finder: &F,
+    replace: impl FnMut(&str) -> String,
+) -> String {
+    substitute(finder, &text, replace).unwrap_or(text)
+}
+
+/// Python `re.escape(token)` length: which characters it escapes decides the order of
+/// equally long alternatives, so the reference's ordering is reproduced exactly.
+fn py_escape_len(token: &str) -> usize {
+    token
+        .chars()
+        .map(|c| {
+            if "()[]{}?*+-|^$\\.&~# \t\n\r\x0b\x0c".contains(c) {
+                2
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+fn is_term_separator(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '_' | '-')
+}
+
+/// `compile_terms_pattern`: one case-insensitive alternation of terms whose words match
+/// across any run of space, tab, `_` or `-`, longest pattern first, guarded by ASCII
+/// letters/digits on both sides.
+fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPattern> {
+    let mut seen = HashSet::new();
+    let mut parts: Vec<(usize, String)> = Vec::new();
+    for term in terms {
+        let cleaned = term.trim_matches(is_py_space);
+        if cleaned.is_empty() {
+            continue;
+        }
+        let tokens: Vec<&str> = cleaned
+            .split(is_term_separator)
+            .filter(|t| !t.is_empty())
+            .collect();
+        let key = placeholder::casefold(&tokens.join(" "));
+        // Python's key keeps a leading/trailing separator run as a space.
+        let key = format!(
+            "{}{}{}",
+            if cleaned.starts_with(is_term_separator) {
+                " "
+            } else {
+                ""
+            },
+            key,
+            if cleaned.ends_with(is_term_separator) && !tokens.is_empty() {
+                " "
+            } else {
+                ""
+            }
+        );
+        if !seen.insert(key) || tokens.is_empty() {
+            continue;
+        }
+        let py_len =
+            tokens.iter().map(|t| py_escape_len(t)).sum::<usize>() + (tokens.len() - 1) * 8;
+        let source = tokens
+            .iter()
+            .map(|t| regex::escape(t))
+            .collect::<Vec<_>>()
+            .join(r"[ \t_-]+");
+        parts.push((py_len, source));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    parts.sort_by(|a, b| b.0.cmp(&a.0));
+    let body = parts
+        .iter()
+        .map(|(_, p)| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
+    Some(PyPattern::with_end_groups(
+        &format!(r"(?i)({body})(?-i:[^A-Za-z0-9\x{{130}}\x{{131}}\x{{17F}}\x{{212A}}]|\z)"),
+        Guard::NotAlnumCi,
+        &[1],
+    ))
 }
 
 impl Engine {
     pub fn new(policy: Arc<Policy>) -> Result<Engine, EngineError> {
-        Ok(Engine { policy })
+        let mut allow_terms: Vec<&str> = DEFAULT_ALLOW_TERMS
+            .iter()
+            .chain(MONTHS_AND_DAYS)
+            .copied()
+            .collect();
+        allow_terms.extend(policy.allow.iter().map(String::as_str));
+        allow_terms.retain(|t| !t.is_empty());
+        let allow_lookup: HashSet<String> = allow_terms
+            .iter()
+            .map(|t| placeholder::casefold(t))
+            .collect();
+        let mut heading_lookup = allow_lookup.clone();
+        heading_lookup.extend(HEADING_TERMS.iter().map(|t| (*t).to_owned()));
+        heading_lookup.extend(
+            COMMON_CAPITALIZED_WORDS
+                .iter()
+                .map(|t| placeholder::casefold(t)),
+        );
+        let allow = compile_terms(allow_terms.iter().copied());
+
+        let mut alias_links = HashMap::new();
+        let mut alias_terms: HashMap<Category, Vec<&str>> = HashMap::new();
+        for group in &policy.alias_groups {
+            let entity = placeholder::digest(
+                &policy.salt,
+                group.category,
+                &normalize_value(&group.canonical),
+            );
+            for alias in &group.aliases {
+                let normalized = normalize_value(alias);
+                let suffix = placeholder::alias_form_suffix(&policy.salt, &normalized);
+                alias_links
+                    .entry(normalized)
+                    .or_insert_with(|| (entity.clone(), suffix));
+            }
+            alias_terms
+                .entry(group.category)
+                .or_default()
+                .extend(group.aliases.iter().map(String::as_str));
+        }
+        let reserved: HashSet<&str> = RESERVED_PLACEHOLDER_WORDS.iter().copied().collect();
+        let mut terms = Vec::new();
+        for (category, list) in [
+            (Category::CLIENT, &policy.clients),
+            (Category::ORG, &policy.organizations),
+            (Category::PERSON, &policy.people),
+            (Category::SENSITIVE, &policy.terms),
+        ] {
+            let all = list
+                .iter()
+                .map(String::as_str)
+                .chain(alias_terms.get(&category).into_iter().flatten().copied())
+                .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()));
+            if let Some(p) = compile_terms(all) {
+                terms.push((category, p));
+            }
+        }
+        Ok(Engine {
+            policy,
+            terms,
+            allow,
+            allow_lookup,
+            heading_lookup,
+            alias_links,
+        })
     }
 
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
 
-    /// Redacts file content.
-    pub fn redact(&self, text: &str, _opts: RedactOptions) -> Result<Redacted, EngineError> {
-        // Interface stub: the stage pipeline replaces this body.
-        Ok(Redacted { text: text.to_owned(), counts: Counts::default() })
+    /// The placeholder for `value` in `category` (a linked form for declared aliases).
+    fn placeholder(&self, category: Category, value: &str, counts: &mut Counts) -> String {
+        counts.add(category, 1);
+        let normalized = normalize_value(value);
+        match self.alias_links.get(&normalized) {
+            Some((entity, suffix)) => format!("[{category}_{entity}.{suffix}]"),
+            None => format!(
+                "[{category}_{}]",
+                placeholder::digest(&self.policy.salt, category, &normalized)
+            ),
+        }
     }
 
-    /// Redacts a root-relative POSIX path (or a single name).
+    /// Redacts file content.
+    pub fn redact(&self, text: &str, opts: RedactOptions) -> Result<Redacted, EngineError> {
+        let heuristics = match self.policy.mode {
+            Mode::Strict | Mode::Balanced => true,
+            Mode::Code => opts.prose,
+        };
+        self.run(text, opts.preserve_line_count, heuristics)
+    }
+
+    /// The stage pipeline of spec 5.4 over one whole text.
+    fn run(&self, text: &str, preserve: bool, heuristics: bool) -> Result<Redacted, EngineError> {
+        if text.is_empty() {
+            return Ok(Redacted::default());
+        }
+        let mut call = Call {
+            engine: self,
+            markers: Markers::new(text)?,
+            counts: Counts::default(),
+            preserve,
+        };
+        let (placeholders, _) = &*PATH_TOKENS;
+        let mut t = apply(text.to_owned(), placeholders, |m| call.protect(m));
+        for stage in EARLY_STAGES.iter() {
+            t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
+        }
+        if self.policy.detector_profile == DetectorProfile::Extended {
+            for stage in EXTENDED_STAGES.iter() {
+                t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
+            }
+        }
+        for (category, pattern) in &self.terms {
+            t = apply(t, pattern, |m| call.redact(*category, m));
+        }
+        if let Some(allow) = &self.allow {
+            t = apply(t, allow, |m| call.protect(m));
+        }
+        if heuristics {
+            t = apply(t, &*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
+            t = by_heading(&t, |piece, heading| {
+                substitute(&ProperNames, piece, |m| {
+                    self.proper_name(m, heading, &mut call)
+                })
+                .unwrap_or_else(|| piece.to_owned())
+            });
+            t = IDENTITY_LINE
+                .replace_all(&t, |caps: &regex::Captures| {
+                    let label = call.protect(&caps[1]);
+                    let value = &caps[4];
+                    let names =
+                        substitute(&*IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m))
+                            .unwrap_or_else(|| value.to_owned());
+                    format!("{label}{}:{}{names}", &caps[2], &caps[3])
+                })
+                .into_owned();
+            t = apply(t, &*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
+            if self.policy.mode == Mode::Strict {
+                t = apply(t, &*ACRONYM, |m| {
+                    if self.allow_lookup.contains(&placeholder::casefold(m)) {
+                        m.to_owned()
+                    } else {
+                        call.redact(Category::ENTITY, m)
+                    }
+                });
+                t = by_heading(&t, |piece, heading| {
+                    substitute(&*TITLECASE, piece, |m| {
+                        let lookup = if heading {
+                            &self.heading_lookup
+                        } else {
+                            &self.allow_lookup
+                        };
+                        if lookup.contains(&placeholder::casefold(m))
+                            || COMMON_CAPITALIZED_WORDS.contains(&m)
+                        {
+                            m.to_owned()
+                        } else {
+                            call.redact(Category::ENTITY, m)
+                        }
+                    })
+                    .unwrap_or_else(|| piece.to_owned())
+                });
+            }
+        }
+        Ok(Redacted {
+            text: call.markers.restore(&t),
+            counts: call.counts,
+        })
+    }
+
+    /// A multi-word proper name: allow-listed runs stay; on heading lines, heading words
+    /// at either end stay and only the span between the first and last other word goes.
+    fn proper_name(&self, value: &str, heading: bool, call: &mut Call<'_>) -> String {
+        if self.allow_lookup.contains(&placeholder::casefold(value)) {
+            return value.to_owned();
+        }
+        let (mut start, mut end) = (0, value.len());
+        if heading {
+            let words: Vec<(usize, usize)> = py_words(value)
+                .filter(|&(a, b)| {
+                    !self
+                        .heading_lookup
+                        .contains(&placeholder::casefold(&value[a..b]))
+                })
+                .collect();
+            let (Some(first), Some(last)) = (words.first(), words.last()) else {
+                return value.to_owned();
+            };
+            (start, end) = (first.0, last.1);
+        }
+        let placeholder = call.redact(Category::PERSON, &value[start..end]);
+        format!("{}{placeholder}{}", &value[..start], &value[end..])
+    }
+
+    /// Redacts a root-relative POSIX path (or a single name): the baseline pipeline, then
+    /// (strict and balanced) every remaining 3+ character ASCII token that is not allowed.
     pub fn redact_path(&self, rel: &str) -> Result<Redacted, EngineError> {
-        Ok(Redacted { text: rel.to_owned(), counts: Counts::default() })
+        let code = self.policy.mode == Mode::Code;
+        let mut redacted = self.run(rel, false, !code)?;
+        if code {
+            return Ok(redacted);
+        }
+        let (placeholders, tokens) = &*PATH_TOKENS;
+        let text = std::mem::take(&mut redacted.text);
+        let mut out = String::with_capacity(text.len());
+        let mut pos = 0;
+        let mut last = 0;
+        loop {
+            let ph = placeholders.find_at(&text, pos);
+            let tok = tokens.find_at(&text, pos);
+            let (s, e, is_placeholder) = match (ph, tok) {
+                (None, None) => break,
+                (Some((s, e)), None) => (s, e, true),
+                (None, Some((s, e))) => (s, e, false),
+                (Some((ps, pe)), Some((ts, te))) => {
+                    if ps <= ts {
+                        (ps, pe, true)
+                    } else {
+                        (ts, te, false)
+                    }
+                }
+            };
+            pos = e;
+            if is_placeholder {
+                continue;
+            }
+            let token = &text[s..e];
+            let key = placeholder::casefold(token);
+            if self.allow_lookup.contains(&key)
+                || PATH_ALLOW_TERMS.contains(&key.as_str())
+                || Category::from_name(token).is_some()
+            {
+                continue;
+            }
+            out.push_str(&text[last..s]);
+            out.push_str(&self.placeholder(Category::ENTITY, token, &mut redacted.counts));
+            last = e;
+        }
+        out.push_str(&text[last..]);
+        redacted.text = out;
+        Ok(redacted)
     }
 
     /// The opaque `@p_<12hex>` id of a root-relative POSIX path (`.` for the root).
@@ -84,10 +444,190 @@ impl Engine {
     }
 }
 
+/// Byte spans of Python `\S+` runs.
+fn py_words(value: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in value.char_indices() {
+        match (is_py_space(c), start) {
+            (true, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, value.len()));
+    }
+    spans.into_iter()
+}
+
 /// Whether `value` standing alone would lose characters before the configured-term
 /// stage (an existing placeholder or an early baseline stage matches inside it). Alias
 /// validation refuses such canonical values.
 pub fn claimed_before_configured_terms(value: &str) -> bool {
-    // Interface stub: completed with the early baseline stages.
     placeholder::PLACEHOLDER_RE.is_match(value)
+        || EARLY_STAGES
+            .iter()
+            .any(|stage| stage.finder.find_at(value, 0).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::policy::AliasGroup;
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    /// Fixture A of the reference spec plus the alias group of its section 17 golden,
+    /// with the derived lists the reference's loader produces for a root named `kb`.
+    fn fixture_a(mode: Mode) -> Engine {
+        let policy = Policy {
+            salt: "spec-salt".into(),
+            mode,
+            clients: strs(&["kb", "Client Alpha", "CA"]),
+            organizations: strs(&["Riverton Partners"]),
+            people: strs(&[
+                "Taylor Reed",
+                "Taylor",
+                "Reed",
+                "Jordan Vale",
+                "Jordan",
+                "Vale",
+            ]),
+            terms: strs(&["Project Meridian"]),
+            allow: strs(&["Azure", "PostgreSQL"]),
+            alias_groups: vec![AliasGroup {
+                canonical: "Taylor Reed".into(),
+                category: Category::PERSON,
+                aliases: strs(&["Taylor", "taylor.reed@example.invalid"]),
+            }],
+            ..Policy::default()
+        };
+        Engine::new(Arc::new(policy)).unwrap()
+    }
+
+    const GOLDEN_INPUT: &str = "# Client Alpha notes\n\nTaylor Reed met Jordan Vale from Riverton Partners.\nEmail taylor.reed@example.invalid and visit https://example.invalid/private.\nProject Meridian depends on Azure and PostgreSQL policy controls.\npassword = superSecret1234\nCall +1 415 555 0100 or ping @tay_reed. Host 10.12.30.4, db01.internal.example.\nAttendees: Avery, Kim, Al\n";
+
+    // Spec section 17, strict mode.
+    const GOLDEN_STRICT: &str = "# [CLIENT_8ca314beac5e5cb66ab81b057057cdba] notes\n\n[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] met [PERSON_5e8a430d9a172e7fb5d020d63efef30d] from [ORG_a7ed159dc65788927721df2f8876b8d7].\n[ENTITY_807fa148abba143d9d275dd37e4003f0] [EMAIL_b6e03a41f7e5c4a5d77d8f67fcef2327.bfdfbd5d] and visit [URL_ca77d628c2b78c833d3a894eec8a7b86]\n[SENSITIVE_2bf22bc42b32f4e971534d7ec1dbefaf] depends on Azure and PostgreSQL policy controls.\n[SECRET_8b3729e29e3d6c71a14e63e914715ae4]\n[ENTITY_d7635fa56b71f55065f3fe27c57d14b8] [PHONE_e8dec1fd8ac9a67e26b2b83d151c2d40] or ping [HANDLE_3b53685ffd63412ece39a214e5ecdf20] [ENTITY_b1431a5307835d4963f15be2dc1979d6] [IP_d3b3683b822146a0d30763db64ee79d8], [DOMAIN_7ed8861d820004935723317cca193ece].\nAttendees: [PERSON_80947927a2988995ec102c2a299eafb4], [PERSON_e585a9b6a71c612a105c65b10d436557], [PERSON_edba91fe24cd44d75981f835a9e34551]\n";
+
+    fn counts_of(r: &Redacted) -> Vec<(&'static str, u64)> {
+        r.counts.0.iter().map(|(c, n)| (c.as_str(), *n)).collect()
+    }
+
+    #[test]
+    fn spec_golden_strict_text_and_counts() {
+        let engine = fixture_a(Mode::Strict);
+        let content = engine
+            .redact(
+                GOLDEN_INPUT,
+                RedactOptions {
+                    preserve_line_count: true,
+                    prose: true,
+                },
+            )
+            .unwrap();
+        assert_eq!(content.text, GOLDEN_STRICT);
+        let path = engine
+            .redact_path("context/Client Alpha - Taylor Reed notes.md")
+            .unwrap();
+        assert_eq!(
+            path.text,
+            "context/[CLIENT_8ca314beac5e5cb66ab81b057057cdba] - [PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] notes.md"
+        );
+        assert_eq!(
+            engine.path_id("context/Client Alpha - Taylor Reed notes.md"),
+            "@p_e3f7588807ee"
+        );
+        let mut total = content.counts.clone();
+        total.merge(&path.counts);
+        let total = Redacted {
+            text: String::new(),
+            counts: total,
+        };
+        assert_eq!(
+            counts_of(&total),
+            vec![
+                ("CLIENT", 2),
+                ("DOMAIN", 1),
+                ("EMAIL", 1),
+                ("ENTITY", 3),
+                ("HANDLE", 1),
+                ("IP", 1),
+                ("ORG", 1),
+                ("PERSON", 6),
+                ("PHONE", 1),
+                ("SECRET", 1),
+                ("SENSITIVE", 1),
+                ("URL", 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_golden_balanced_keeps_capitalized_words() {
+        let engine = fixture_a(Mode::Balanced);
+        let content = engine
+            .redact(
+                GOLDEN_INPUT,
+                RedactOptions {
+                    preserve_line_count: true,
+                    prose: true,
+                },
+            )
+            .unwrap();
+        let expected = GOLDEN_STRICT
+            .replace("[ENTITY_807fa148abba143d9d275dd37e4003f0]", "Email")
+            .replace("[ENTITY_d7635fa56b71f55065f3fe27c57d14b8]", "Call")
+            .replace("[ENTITY_b1431a5307835d4963f15be2dc1979d6]", "Host");
+        assert_eq!(content.text, expected);
+        assert!(!content.counts.0.contains_key(&Category::ENTITY));
+    }
+
+    #[test]
+    fn spec_golden_tree_names() {
+        let engine = fixture_a(Mode::Strict);
+        assert_eq!(
+            engine.redact_path("blob.bin").unwrap().text,
+            "[ENTITY_2ea2e2042b6c1cd6e2b51e860775f5e7].[ENTITY_c05b64e6eac7b6159f5bc974316400f7]"
+        );
+        assert_eq!(
+            engine.redact_path("readme.txt").unwrap().text,
+            "readme.[ENTITY_9077c92b491a9a5b5bea9d2a771f0234]"
+        );
+        assert_eq!(engine.redact_path("context").unwrap().text, "context");
+        assert_eq!(engine.redact_path("docs").unwrap().text, "docs");
+    }
+
+    #[test]
+    fn line_count_is_preserved_across_multi_line_values() {
+        let engine = fixture_a(Mode::Balanced);
+        let text = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIB\nxyz\n-----END RSA PRIVATE KEY-----\ntarget\n";
+        let r = engine
+            .redact(
+                text,
+                RedactOptions {
+                    preserve_line_count: true,
+                    prose: true,
+                },
+            )
+            .unwrap();
+        assert_eq!(crate::engine::text::splitlines(&r.text, false)[5], "target");
+        assert!(!r.text.contains("MIIB"));
+        let plain = engine
+            .redact(
+                text,
+                RedactOptions {
+                    preserve_line_count: false,
+                    prose: true,
+                },
+            )
+            .unwrap();
+        assert_eq!(crate::engine::text::splitlines(&plain.text, false).len(), 3);
+    }
 }

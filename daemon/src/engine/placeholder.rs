@@ -121,7 +121,8 @@ pub fn normalize_value(value: &str) -> String {
 
 fn hmac_hex(salt: &str, message: &[&[u8]], hex_len: usize) -> String {
     let key = if salt.is_empty() { DEFAULT_SALT } else { salt };
-    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC accepts any key length");
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC accepts any key length");
     for part in message {
         mac.update(part);
     }
@@ -140,17 +141,29 @@ fn hmac_hex(salt: &str, message: &[&[u8]], hex_len: usize) -> String {
 
 /// The 128-bit hex of an ordinary placeholder: HMAC-SHA256(salt, `CATEGORY:normalized`).
 pub fn digest(salt: &str, category: Category, normalized: &str) -> String {
-    hmac_hex(salt, &[category.0.as_bytes(), b":", normalized.as_bytes()], 32)
+    hmac_hex(
+        salt,
+        &[category.0.as_bytes(), b":", normalized.as_bytes()],
+        32,
+    )
 }
 
 /// The keyed 32-bit suffix of a declared alias form: HMAC(salt, `alias-form:normalized`).
 pub fn alias_form_suffix(salt: &str, normalized: &str) -> String {
-    hmac_hex(salt, &[b"alias-form:", normalized.as_bytes()], ALIAS_FORM_HEX)
+    hmac_hex(
+        salt,
+        &[b"alias-form:", normalized.as_bytes()],
+        ALIAS_FORM_HEX,
+    )
 }
 
 /// `[CATEGORY_<32hex>]` for a raw value.
 pub fn ordinary_placeholder(salt: &str, category: Category, value: &str) -> String {
-    format!("[{}_{}]", category.0, digest(salt, category, &normalize_value(value)))
+    format!(
+        "[{}_{}]",
+        category.0,
+        digest(salt, category, &normalize_value(value))
+    )
 }
 
 /// The opaque id of a root-relative POSIX path (`.` for the root): `@p_<12hex>`.
@@ -160,7 +173,19 @@ pub fn path_id(salt: &str, rel_posix: &str) -> String {
 
 /// Opaque alias of a GitHub user within one repo alias: `user_<16hex>`.
 pub fn github_user_alias(salt: &str, repo_alias: &str, login: &str) -> String {
-    format!("user_{}", hmac_hex(salt, &[b"github-user:", repo_alias.as_bytes(), b":", login.as_bytes()], 16))
+    format!(
+        "user_{}",
+        hmac_hex(
+            salt,
+            &[
+                b"github-user:",
+                repo_alias.as_bytes(),
+                b":",
+                login.as_bytes()
+            ],
+            16
+        )
+    )
 }
 
 /// Source of the placeholder recognizer: every category (longest first), then a legacy
@@ -171,7 +196,10 @@ pub fn placeholder_pattern_source() -> String {
     // iteration order; equal-length names cannot be prefixes of one another, so any
     // order among them recognizes the same tokens.
     names.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-    format!(r"\[(?:{})_(?:[0-9]{{2}}|[0-9a-f]{{8}}|[0-9a-f]{{32}}(?:\.[0-9a-f]{{8}})?)\]", names.join("|"))
+    format!(
+        r"\[(?:{})_(?:[0-9]{{2}}|[0-9a-f]{{8}}|[0-9a-f]{{32}}(?:\.[0-9a-f]{{8}})?)\]",
+        names.join("|")
+    )
 }
 
 /// Recognizer of placeholder-shaped tokens (`PLACEHOLDER_RE`), including legacy shapes.
@@ -189,17 +217,50 @@ mod tests {
     // Golden vectors: reference spec section 17.
     #[test]
     fn golden_digests() {
-        assert_eq!(digest("golden-salt", Category::EMAIL, "taylor@example.invalid"), "0d4c962d34d08573eada0df1c5f701ed");
-        assert_eq!(digest("golden-salt", Category::SENSITIVE, "quokkaproject"), "b31768c24f00422e1ac627a60bf3f660");
-        assert_eq!(digest("golden-salt", Category::ENTITY, "txt"), "83eab1868e9d09be426db8f133f41030");
-        assert_eq!(digest("golden-salt", Category::ENTITY, "recovery"), "744724cb502cf2065928c6b96d0b5fd1");
-        assert_eq!(ordinary_placeholder("golden-salt", Category::ENTITY, "Backup"), "[ENTITY_5884b93d9b9614a4b1eaa9dd75218b07]");
-        assert_eq!(ordinary_placeholder("golden-salt", Category::ENTITY, "backup"), "[ENTITY_5884b93d9b9614a4b1eaa9dd75218b07]");
-        assert_eq!(digest("golden-salt", Category::ENTITY, "plan"), "8da8ad8d2ed4843ab710ba6b5d46d3a2");
-        assert_eq!(digest("golden-salt", Category::ENTITY, "misc"), "e614f4bf1cc621bdb804c4e888cb23c3");
-        assert_eq!(ordinary_placeholder("spec-salt", Category::PERSON, "Taylor Reed"), "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327]");
-        assert_eq!(digest("spec-salt", Category::ENTITY, "txt"), "9077c92b491a9a5b5bea9d2a771f0234");
-        assert_eq!(ordinary_placeholder("", Category::PERSON, "Alice Example"), "[PERSON_c56f2354f419277d8c8c714a3166f107]");
+        assert_eq!(
+            digest("golden-salt", Category::EMAIL, "taylor@example.invalid"),
+            "0d4c962d34d08573eada0df1c5f701ed"
+        );
+        assert_eq!(
+            digest("golden-salt", Category::SENSITIVE, "quokkaproject"),
+            "b31768c24f00422e1ac627a60bf3f660"
+        );
+        assert_eq!(
+            digest("golden-salt", Category::ENTITY, "txt"),
+            "83eab1868e9d09be426db8f133f41030"
+        );
+        assert_eq!(
+            digest("golden-salt", Category::ENTITY, "recovery"),
+            "744724cb502cf2065928c6b96d0b5fd1"
+        );
+        assert_eq!(
+            ordinary_placeholder("golden-salt", Category::ENTITY, "Backup"),
+            "[ENTITY_5884b93d9b9614a4b1eaa9dd75218b07]"
+        );
+        assert_eq!(
+            ordinary_placeholder("golden-salt", Category::ENTITY, "backup"),
+            "[ENTITY_5884b93d9b9614a4b1eaa9dd75218b07]"
+        );
+        assert_eq!(
+            digest("golden-salt", Category::ENTITY, "plan"),
+            "8da8ad8d2ed4843ab710ba6b5d46d3a2"
+        );
+        assert_eq!(
+            digest("golden-salt", Category::ENTITY, "misc"),
+            "e614f4bf1cc621bdb804c4e888cb23c3"
+        );
+        assert_eq!(
+            ordinary_placeholder("spec-salt", Category::PERSON, "Taylor Reed"),
+            "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327]"
+        );
+        assert_eq!(
+            digest("spec-salt", Category::ENTITY, "txt"),
+            "9077c92b491a9a5b5bea9d2a771f0234"
+        );
+        assert_eq!(
+            ordinary_placeholder("", Category::PERSON, "Alice Example"),
+            "[PERSON_c56f2354f419277d8c8c714a3166f107]"
+        );
         assert_eq!(
             ordinary_placeholder("redacted-context-mcp-v1", Category::PERSON, "Alice Example"),
             "[PERSON_c56f2354f419277d8c8c714a3166f107]"
@@ -209,15 +270,27 @@ mod tests {
     #[test]
     fn golden_alias_suffixes_and_ids() {
         assert_eq!(alias_form_suffix("spec-salt", "taylor"), "92710c8b");
-        assert_eq!(alias_form_suffix("spec-salt", "taylor.reed@example.invalid"), "bfdfbd5d");
-        assert_eq!(path_id("golden-salt", "docs/recovery.txt"), "@p_edc1e3a0cbb2");
+        assert_eq!(
+            alias_form_suffix("spec-salt", "taylor.reed@example.invalid"),
+            "bfdfbd5d"
+        );
+        assert_eq!(
+            path_id("golden-salt", "docs/recovery.txt"),
+            "@p_edc1e3a0cbb2"
+        );
         assert_eq!(path_id("golden-salt", "docs/backup.md"), "@p_4d6a1e447acd");
-        assert_eq!(path_id("golden-salt", "notes/quokkaproject plan.md"), "@p_1ec636f068ab");
+        assert_eq!(
+            path_id("golden-salt", "notes/quokkaproject plan.md"),
+            "@p_1ec636f068ab"
+        );
         assert_eq!(path_id("golden-salt", "notes/misc.txt"), "@p_59b0163ec6ab");
         assert_eq!(path_id("spec-salt", "."), "@p_950fe0c0dd4a");
         assert_eq!(path_id("spec-salt", "docs"), "@p_3e6e02b9c77a");
         assert_eq!(path_id("spec-salt", "docs/readme.txt"), "@p_bad6cf103171");
-        assert_eq!(github_user_alias("spec-salt", "context", "octocat"), "user_bee0b53dc265edd4");
+        assert_eq!(
+            github_user_alias("spec-salt", "context", "octocat"),
+            "user_bee0b53dc265edd4"
+        );
     }
 
     #[test]

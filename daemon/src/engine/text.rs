@@ -28,7 +28,8 @@ pub fn is_py_space(ch: char) -> bool {
     )
 }
 
-static NON_ASCII_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[\p{L}\p{N}]$").expect("word class compiles"));
+static NON_ASCII_WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[\p{L}\p{N}]$").expect("word class compiles"));
 
 /// Python's `\w` for one character: `str.isalnum()` or `_`.
 pub fn is_py_word(ch: char) -> bool {
@@ -44,14 +45,26 @@ pub fn is_py_digit(ch: char) -> bool {
     if ch.is_ascii() {
         return ch.is_ascii_digit();
     }
-    static ND: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\p{Nd}$").expect("digit class compiles"));
+    static ND: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\p{Nd}$").expect("digit class compiles"));
     let mut buf = [0u8; 4];
     ND.is_match(ch.encode_utf8(&mut buf))
 }
 
 /// Whether `ch` is one of the line separators of Python's `str.splitlines()`.
 pub fn is_line_separator(ch: char) -> bool {
-    matches!(ch, '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')
+    matches!(
+        ch,
+        '\n' | '\r'
+            | '\x0b'
+            | '\x0c'
+            | '\x1c'
+            | '\x1d'
+            | '\x1e'
+            | '\u{85}'
+            | '\u{2028}'
+            | '\u{2029}'
+    )
 }
 
 /// Python `str.splitlines(keepends)`: splits on `\n`, `\r\n`, `\r`, `\v`, `\f`,
@@ -70,7 +83,11 @@ pub fn splitlines(text: &str, keepends: bool) -> Vec<&str> {
             iter.next();
             end_sep += 1;
         }
-        lines.push(if keepends { &text[start..end_sep] } else { &text[start..idx] });
+        lines.push(if keepends {
+            &text[start..end_sep]
+        } else {
+            &text[start..idx]
+        });
         start = end_sep;
     }
     if start < text.len() {
@@ -86,7 +103,11 @@ pub fn byte_offset_of_char(text: &str, n: usize) -> usize {
 
 /// Number of Unicode code points (Python `len`).
 pub fn char_len(text: &str) -> usize {
-    if text.is_ascii() { text.len() } else { text.chars().count() }
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
 }
 
 /// Cuts `text` to `max_chars` code points, moving the cut back to the start of a
@@ -117,7 +138,10 @@ mod tests {
 
     #[test]
     fn splitlines_matches_python() {
-        assert_eq!(splitlines("a\nb\r\nc\rd\x0be\x0cf\x1cg\u{85}h\u{2028}i", false), vec!["a", "b", "c", "d", "e", "f", "g", "h", "i"]);
+        assert_eq!(
+            splitlines("a\nb\r\nc\rd\x0be\x0cf\x1cg\u{85}h\u{2028}i", false),
+            vec!["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+        );
         assert_eq!(splitlines("a\r\n\nb\n", true), vec!["a\r\n", "\n", "b\n"]);
         assert_eq!(splitlines("", true), Vec::<&str>::new());
         assert_eq!(splitlines("\n", false), vec![""]);
@@ -128,9 +152,16 @@ mod tests {
         let p = "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327]";
         let text = format!("ab {p} cd");
         for cut in 4..(3 + p.len()) {
-            assert_eq!(truncate_redacted(&text, cut), "ab \n[TRUNCATED]\n", "cut {cut}");
+            assert_eq!(
+                truncate_redacted(&text, cut),
+                "ab \n[TRUNCATED]\n",
+                "cut {cut}"
+            );
         }
-        assert_eq!(truncate_redacted(&text, 3 + p.len()), format!("ab {p}\n[TRUNCATED]\n"));
+        assert_eq!(
+            truncate_redacted(&text, 3 + p.len()),
+            format!("ab {p}\n[TRUNCATED]\n")
+        );
         assert_eq!(truncate_redacted("short", 10), "short");
         assert_eq!(truncate_redacted("ééé", 2), "éé\n[TRUNCATED]\n");
     }
@@ -138,6 +169,12 @@ mod tests {
     #[test]
     fn python_character_classes() {
         assert!(is_py_space('\x1c') && is_py_space('\u{3000}') && !is_py_space('\u{200b}'));
-        assert!(is_py_word('é') && is_py_word('_') && is_py_word('²') && !is_py_word('\u{301}') && !is_py_word('\u{e000}'));
+        assert!(
+            is_py_word('é')
+                && is_py_word('_')
+                && is_py_word('²')
+                && !is_py_word('\u{301}')
+                && !is_py_word('\u{e000}')
+        );
     }
 }

@@ -1,0 +1,165 @@
+//! Internal markers of one redaction call (spec 5.5).
+//!
+//! Each stage replaces what it redacts (and what it protects) with a marker made of
+//! private-use characters, so later stages cannot match inside it; markers are swapped
+//! for their final text at the end. The marker alphabet is a block of 1026 private-use
+//! code points that does not occur in the input: a prefix, a suffix and 1024 "digits"
+//! for the index in base 1024. Markers contain no ASCII, so no pattern can match into
+//! them. The block choice and encoding are the reference's, because a marker can end up
+//! inside a value that a later stage hashes (a URL that swallowed a secret's marker).
+
+use super::pipeline::EngineError;
+
+const PUA_MIN: u32 = 0xE000;
+const PUA_MAX: u32 = 0xF8FF;
+const RADIX: u32 = 1024;
+const BLOCK: u32 = RADIX + 2;
+
+/// The marker alphabet and stashed values of one call.
+pub struct Markers {
+    prefix: char,
+    suffix: char,
+    digit_base: u32,
+    values: Vec<String>,
+}
+
+impl Markers {
+    /// Picks the first marker block that does not occur in `source`.
+    pub fn new(source: &str) -> Result<Markers, EngineError> {
+        let mut used: Vec<u32> = source
+            .chars()
+            .map(u32::from)
+            .filter(|c| (PUA_MIN..=PUA_MAX).contains(c))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut start = PUA_MIN;
+        while start < PUA_MAX - BLOCK + 2 {
+            let end = start + BLOCK; // exclusive
+            let lo = used.partition_point(|&c| c < start);
+            let clash = used.get(lo).is_some_and(|&c| c < end);
+            if !clash {
+                return Ok(Markers {
+                    prefix: char::from_u32(start).expect("PUA code point"),
+                    suffix: char::from_u32(start + 1).expect("PUA code point"),
+                    digit_base: start + 2,
+                    values: Vec::new(),
+                });
+            }
+            start += BLOCK;
+        }
+        Err(EngineError::NoMarkerBlock)
+    }
+
+    /// Stores `value` and returns the marker that stands for it.
+    pub fn stash(&mut self, value: String) -> String {
+        let index = self.values.len() as u32;
+        self.values.push(value);
+        let mut digits = Vec::new();
+        let mut n = index;
+        loop {
+            digits.push(char::from_u32(self.digit_base + n % RADIX).expect("PUA digit"));
+            n /= RADIX;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut marker = String::with_capacity(3 * (digits.len() + 2));
+        marker.push(self.prefix);
+        marker.extend(digits.iter().rev());
+        marker.push(self.suffix);
+        marker
+    }
+
+    fn digit(&self, c: char) -> Option<u32> {
+        let v = u32::from(c).checked_sub(self.digit_base)?;
+        (v < RADIX).then_some(v)
+    }
+
+    /// Replaces every marker with its stashed value.
+    pub fn restore(&self, text: &str) -> String {
+        if self.values.is_empty() {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(p) = rest.find(self.prefix) {
+            out.push_str(&rest[..p]);
+            let after = &rest[p + self.prefix.len_utf8()..];
+            let mut index: u64 = 0;
+            let mut consumed = 0;
+            let mut ok = false;
+            for c in after.chars() {
+                if let Some(d) = self.digit(c) {
+                    index = index * u64::from(RADIX) + u64::from(d);
+                    consumed += c.len_utf8();
+                } else {
+                    ok = c == self.suffix && consumed > 0;
+                    break;
+                }
+            }
+            match (ok, self.values.get(index as usize)) {
+                (true, Some(v)) => {
+                    out.push_str(v);
+                    rest = &after[consumed + self.suffix.len_utf8()..];
+                }
+                _ => {
+                    out.push(self.prefix);
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// The line breaks (`\r\n`, `\r`, `\n`) of `value`, concatenated: what a placeholder keeps
+/// so line numbers survive.
+pub fn line_breaks(value: &str) -> String {
+    let b = value.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\r' if b.get(i + 1) == Some(&b'\n') => {
+                out.push_str("\r\n");
+                i += 2;
+            }
+            b'\r' => {
+                out.push('\r');
+                i += 1;
+            }
+            b'\n' => {
+                out.push('\n');
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_skip_blocks_used_by_the_input_and_round_trip() {
+        let input = "x\u{e000}y";
+        let mut m = Markers::new(input).unwrap();
+        assert_eq!(u32::from(m.prefix), 0xE000 + BLOCK);
+        let a = m.stash("A".into());
+        let many: Vec<String> = (0..2000).map(|i| m.stash(format!("<{i}>"))).collect();
+        assert!(!a.bytes().any(|b| b.is_ascii_digit()));
+        let text = format!("{a}-{}-{}", many[0], many[1999]);
+        assert_eq!(m.restore(&text), "A-<0>-<1999>");
+        assert_eq!(m.restore("plain \u{e000}"), "plain \u{e000}");
+    }
+
+    #[test]
+    fn line_breaks_keep_each_kind() {
+        assert_eq!(line_breaks("a\r\nb\rc\nd"), "\r\n\r\n");
+        assert_eq!(line_breaks("none"), "");
+    }
+}

@@ -1,0 +1,339 @@
+//! The reference's built-in baseline patterns (spec 5.4), rewritten for [`PyPattern`]
+//! so that every match equals Python's. Compiled once per process.
+
+use super::placeholder::Category;
+use super::pyre::{Alternation, Guard, PY_SPACE, PY_WORD, PyPattern};
+use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
+use std::sync::LazyLock;
+
+/// One baseline stage: what it matches and what it redacts as.
+pub struct Stage {
+    pub name: &'static str,
+    pub category: Category,
+    pub finder: Alternation,
+}
+
+fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
+    Stage {
+        name,
+        category,
+        finder: Alternation(vec![p]),
+    }
+}
+
+/// `(?!X)` for a single-character class X, as a consuming alternative.
+fn not_followed_by(class_body: &str) -> String {
+    format!(r"(?:[^{class_body}]|\z)")
+}
+
+/// The generic key = value secret rule (alternative 8 of the reference's generic rule).
+pub fn assignment_secret() -> PyPattern {
+    PyPattern::new(
+        &format!(
+            r#"(?i)(?:api[_-]?key|secret|token|password|passwd|pwd|private[_-]?key)\b{s}*[:=]{s}*["']?[A-Za-z0-9._~+/=@:-]{{8,}}["']?"#,
+            s = PY_SPACE
+        ),
+        Guard::NotLetterCi,
+    )
+}
+
+fn provider_tokens() -> PyPattern {
+    PyPattern::new(
+        &format!(
+            r"(?i)\b(?:AKIA|ASIA)[0-9A-Z]{{16}}\b|\bgithub_pat_[A-Za-z0-9_]{{20,}}\b|\bgh[opsu]_[A-Za-z0-9_]{{20,}}\b|\bsk-[A-Za-z0-9_-]{{20,}}\b|\bxox[baprs]-[A-Za-z0-9-]{{10,}}\b|\bAIza[0-9A-Za-z_-]{{35}}\b|\bBearer{s}+[A-Za-z0-9._~+/=-]{{12,}}\b",
+            s = PY_SPACE
+        ),
+        Guard::None,
+    )
+}
+
+fn pem() -> PyPattern {
+    PyPattern::new(
+        r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",
+        Guard::None,
+    )
+}
+
+fn salt_assignment() -> PyPattern {
+    PyPattern::new(
+        &format!(
+            r#"(?i)(?:vault[_-]?salt|redaction[_-]?salt|salt)\b{s}*[:=]{s}*(?:"""[^"]{{1,512}}"""|"[^"\n]{{1,512}}"|'[^'\n]{{1,512}}'|[A-Za-z0-9._~+/=@:-]{{1,256}})"#,
+            s = PY_SPACE
+        ),
+        Guard::NotLetterCi,
+    )
+}
+
+fn hex_secret() -> PyPattern {
+    PyPattern::new(r"(?i)[0-9a-f]{64,}", Guard::NotHex)
+}
+
+pub fn url() -> PyPattern {
+    PyPattern::new(
+        r"(?i)\b(?:https?://|www\.)[^\s\x1C-\x1F<>)\]]+",
+        Guard::None,
+    )
+}
+
+pub fn email() -> PyPattern {
+    PyPattern::new(
+        r"(?i)\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b",
+        Guard::None,
+    )
+}
+
+fn uuid() -> PyPattern {
+    PyPattern::new(
+        r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\b",
+        Guard::None,
+    )
+}
+
+fn ipv4() -> PyPattern {
+    PyPattern::new(r"\b(?:\d{1,3}\.){3}\d{1,3}\b", Guard::None)
+}
+
+fn ssn() -> PyPattern {
+    PyPattern::new(r"\b\d{3}-\d{2}-\d{4}\b", Guard::None)
+}
+
+fn card() -> PyPattern {
+    PyPattern::with_end_groups(
+        &format!(r"((?:\d[ -]*?){{13,19}}){}", not_followed_by(r"\d")),
+        Guard::NotDigit,
+        &[1],
+    )
+}
+
+fn phone() -> PyPattern {
+    PyPattern::with_end_groups(
+        &format!(
+            r"((?:\+\d{{1,3}}[\s\x1C-\x1F.-]?)?(?:\(?\d{{2,4}}\)?[\s\x1C-\x1F.-]?){{2,4}}\d{{2,4}})(?:[^\p{{L}}\p{{N}}_]|\z)"
+        ),
+        Guard::NotWord,
+        &[1],
+    )
+}
+
+pub fn domain() -> PyPattern {
+    let generic = GENERIC_TLDS.join("|");
+    let mut cc: Vec<&str> = COUNTRY_TLDS
+        .iter()
+        .copied()
+        .filter(|t| !FILE_LIKE_TLDS.contains(t))
+        .collect();
+    cc.sort_unstable();
+    let cc = cc.join("|");
+    // (?![\w-]|\.[\w-]) as consuming alternatives; the ccTLD branch also refuses ( and [.
+    let end_generic = r"(?:[^\p{L}\p{N}_.-]|\z|\.(?:[^\p{L}\p{N}_-]|\z))";
+    let end_cc = r"(?:[^\p{L}\p{N}_.(\[-]|\z|\.(?:[^\p{L}\p{N}_-]|\z))";
+    PyPattern::with_end_groups(
+        &format!(
+            r"(?i)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+(?:({generic}){end_generic}|(?-i:({cc})){end_cc})"
+        ),
+        Guard::NotDomainContext,
+        &[1, 2],
+    )
+}
+
+fn handle() -> PyPattern {
+    PyPattern::new(r"@[A-Za-z0-9_][A-Za-z0-9_.-]+", Guard::NotWordOrSlash)
+}
+
+/// Default-profile stages that run before configured terms, in pipeline order.
+pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
+    vec![
+        single("pem", Category::SECRET, pem()),
+        single("salt", Category::SECRET, salt_assignment()),
+        Stage {
+            name: "generic_secret",
+            category: Category::SECRET,
+            finder: Alternation(vec![provider_tokens(), assignment_secret()]),
+        },
+        single("hex_secret", Category::SECRET, hex_secret()),
+        single("url", Category::URL, url()),
+        single("email", Category::EMAIL, email()),
+        single("uuid", Category::ID, uuid()),
+        single("ipv4", Category::IP, ipv4()),
+        single("ssn", Category::SSN, ssn()),
+        single("card", Category::CARD, card()),
+        single("phone", Category::PHONE, phone()),
+        single("domain", Category::DOMAIN, domain()),
+        single("handle", Category::HANDLE, handle()),
+    ]
+});
+
+fn ipv6() -> PyPattern {
+    let h = "[0-9A-F]{1,4}";
+    let body = [
+        format!("(?:{h}:){{7}}{h}"),
+        format!("(?:{h}:){{1,7}}:"),
+        format!("(?:{h}:){{1,6}}:{h}"),
+        format!("(?:{h}:){{1,5}}(?::{h}){{1,2}}"),
+        format!("(?:{h}:){{1,4}}(?::{h}){{1,3}}"),
+        format!("(?:{h}:){{1,3}}(?::{h}){{1,4}}"),
+        format!("(?:{h}:){{1,2}}(?::{h}){{1,5}}"),
+        format!("{h}:(?:(?::{h}){{1,6}})"),
+        format!(":(?:(?::{h}){{1,7}}|:)"),
+    ]
+    .join("|");
+    PyPattern::with_end_groups(
+        &format!(r"(?i)((?:{body}))(?:[^0-9A-F:]|\z)"),
+        Guard::NotHexOrColon,
+        &[1],
+    )
+}
+
+/// Extended-profile stages, run after the default ones.
+pub static EXTENDED_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
+    let s = PY_SPACE;
+    vec![
+        single(
+            "service_account",
+            Category::SERVICE_ACCOUNT,
+            PyPattern::new(
+                r"(?i)\b(?:sp|svc|sa)-[A-Za-z0-9][A-Za-z0-9._-]{2,}\b",
+                Guard::None,
+            ),
+        ),
+        single(
+            "connection",
+            Category::CONNECTION,
+            PyPattern::new(
+                &format!(
+                    r"(?i)\b(?:(?:server|host|data{s}+source|uid|user{s}+id|password|pwd|accountkey|sharedaccesskey){s}*={s}*[^;\s\x1C-\x1F]+;){{2,}}[^ \n\r]*"
+                ),
+                Guard::None,
+            ),
+        ),
+        single(
+            "iban",
+            Category::IBAN,
+            PyPattern::new(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b", Guard::None),
+        ),
+        single("ipv6", Category::IP, ipv6()),
+        single(
+            "mac",
+            Category::MAC,
+            PyPattern::new(r"(?i)\b[0-9A-F]{2}(?:[:-][0-9A-F]{2}){5}\b", Guard::None),
+        ),
+        single(
+            "dob",
+            Category::DOB,
+            PyPattern::new(
+                &format!(
+                    r"(?i)\b(?:date{s}+of{s}+birth|dob|birthdate){s}*[:=]{s}*(?:\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[/-]\d{{1,2}}[/-]\d{{2,4}})\b"
+                ),
+                Guard::None,
+            ),
+        ),
+        single(
+            "passport",
+            Category::PASSPORT,
+            PyPattern::new(
+                &format!(r"(?i)\bpassport(?:{s}+(?:no|number))?{s}*[:=]{s}*[A-Z0-9]{{6,12}}\b"),
+                Guard::None,
+            ),
+        ),
+        single(
+            "driver_id",
+            Category::DRIVER_ID,
+            PyPattern::new(
+                &format!(
+                    r"(?i)\b(?:driver'?s?{s}+licen[cs]e|driving{s}+licen[cs]e|driver[_-]?id){s}*[:=]{s}*[A-Z0-9-]{{6,20}}\b"
+                ),
+                Guard::None,
+            ),
+        ),
+        single(
+            "unicode_control",
+            Category::UNICODE_CONTROL,
+            PyPattern::new(
+                r"[\x{200B}-\x{200F}\x{202A}-\x{202E}\x{2060}-\x{206F}]",
+                Guard::None,
+            ),
+        ),
+        single(
+            "prompt_injection",
+            Category::PROMPT_INJECTION,
+            PyPattern::new(
+                &format!(
+                    r"(?i)\b(?:ignore{s}+(?:all{s}+)?previous{s}+instructions|disregard{s}+(?:all{s}+)?(?:prior|previous){s}+instructions|system{s}+prompt|developer{s}+message|tool{s}+call)\b"
+                ),
+                Guard::None,
+            ),
+        ),
+    ]
+});
+
+/// `ORG_SUFFIX_RE`: capitalized words ending in a legal-entity suffix.
+pub static ORG_SUFFIX: LazyLock<PyPattern> = LazyLock::new(|| {
+    PyPattern::new(
+        &format!(
+            r"\b(?:[A-Z][A-Za-z0-9&'.-]+(?:{s}+|[-_])){{0,5}}[A-Z][A-Za-z0-9&'.-]+{s}+(?:AG|BV|Corp(?:oration)?|GmbH|Holdings|Inc|Limited|LLC|Ltd|NV|PLC|SA|SAS)\b",
+            s = PY_SPACE
+        ),
+        Guard::None,
+    )
+});
+
+/// Labels that introduce a list of people.
+pub const IDENTITY_LABEL: &str = "attendees?|participants?|stakeholders?|owners?|contacts?|authors?|reviewers?|approvers?|speakers?|presenters?";
+
+/// `IDENTITY_LINE_RE` (groups: label, spacing before `:`, spacing after, value).
+pub static IDENTITY_LINE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(&format!(
+        r"(?i)\b({IDENTITY_LABEL})\b([ \t]*):([ \t]*)([^\r\n]*)"
+    ))
+    .expect("identity pattern")
+});
+
+/// `IDENTITY_NAME_RE`: a name inside an identity line's value.
+pub static IDENTITY_NAME: LazyLock<PyPattern> =
+    LazyLock::new(|| PyPattern::new(r"\b[A-Z][a-z][A-Za-z'.-]*\b", Guard::None));
+
+/// `SPEAKER_LABEL_RE`: a capitalized word at a line start followed by `:`.
+pub static SPEAKER_LABEL: LazyLock<PyPattern> = LazyLock::new(|| {
+    PyPattern::with_end_groups(r"(?m)^([A-Z][A-Za-z'.-]{2,})[ \t]*:", Guard::None, &[1])
+});
+
+/// Strict mode: acronyms.
+pub static ACRONYM: LazyLock<PyPattern> =
+    LazyLock::new(|| PyPattern::new(r"\b[A-Z][A-Z0-9]{2,}\b", Guard::None));
+
+/// Strict mode: TitleCase tokens of 4+ characters.
+pub static TITLECASE: LazyLock<PyPattern> =
+    LazyLock::new(|| PyPattern::new(r"\b[A-Z][a-z][A-Za-z'.-]{2,}\b", Guard::None));
+
+fn not_legacy_suffix(rest: &str) -> bool {
+    let b = rest.as_bytes();
+    !(b.len() >= 4
+        && b[0] == b'_'
+        && b[1].is_ascii_digit()
+        && b[2].is_ascii_digit()
+        && b[3] == b']')
+        && !legacy_suffix_unicode(rest)
+}
+
+fn legacy_suffix_unicode(rest: &str) -> bool {
+    // `(?!_\d{2}\])` with Unicode digits.
+    let mut it = rest.chars();
+    it.next() == Some('_')
+        && it.next().is_some_and(super::text::is_py_digit)
+        && it.next().is_some_and(super::text::is_py_digit)
+        && it.next() == Some(']')
+}
+
+/// Path redaction: placeholders kept whole, other 3+ character ASCII tokens examined.
+pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
+    let placeholder = PyPattern::new(
+        &super::placeholder::placeholder_pattern_source().replace("[0-9]{2}", r"\d{2}"),
+        Guard::None,
+    );
+    let token = PyPattern::new(r"\b[A-Za-z][A-Za-z0-9]{2,}\b", Guard::NotOpenBracket)
+        .with_after(not_legacy_suffix);
+    (placeholder, token)
+});
+
+/// Python's word class, for callers composing patterns.
+pub const WORD_CLASS: &str = PY_WORD;
