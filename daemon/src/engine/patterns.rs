@@ -107,9 +107,7 @@ fn card() -> PyPattern {
 
 fn phone() -> PyPattern {
     PyPattern::with_end_groups(
-        &format!(
-            r"((?:\+\d{{1,3}}[\s\x1C-\x1F.-]?)?(?:\(?\d{{2,4}}\)?[\s\x1C-\x1F.-]?){{2,4}}\d{{2,4}})(?:[^\p{{L}}\p{{N}}_]|\z)"
-        ),
+        r"((?:\+\d{1,3}[\s\x1C-\x1F.-]?)?(?:\(?\d{2,4}\)?[\s\x1C-\x1F.-]?){2,4}\d{2,4})(?:[^\p{L}\p{N}_]|\z)",
         Guard::NotWord,
         &[1],
     )
@@ -305,14 +303,9 @@ pub static ACRONYM: LazyLock<PyPattern> =
 pub static TITLECASE: LazyLock<PyPattern> =
     LazyLock::new(|| PyPattern::new(r"\b[A-Z][a-z][A-Za-z'.-]{2,}\b", Guard::None));
 
+/// `(?!_\d{2}\])`: a path token is not the category of a legacy placeholder.
 fn not_legacy_suffix(rest: &str) -> bool {
-    let b = rest.as_bytes();
-    !(b.len() >= 4
-        && b[0] == b'_'
-        && b[1].is_ascii_digit()
-        && b[2].is_ascii_digit()
-        && b[3] == b']')
-        && !legacy_suffix_unicode(rest)
+    !legacy_suffix_unicode(rest)
 }
 
 fn legacy_suffix_unicode(rest: &str) -> bool {

@@ -8,7 +8,7 @@ use super::patterns::{
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
-use super::pyre::{Finder, Guard, PyPattern, substitute};
+use super::pyre::{Finder, Guard, PyPattern, needs_shadow, shadow, substitute};
 use super::text::is_py_space;
 use super::wordlists::{
     COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
@@ -108,9 +108,10 @@ impl Call<'_> {
 fn apply<F: Finder + ?Sized>(
     text: String,
     finder: &F,
+    shadowed: bool,
     replace: impl FnMut(&str) -> String,
 ) -> String {
-    substitute(finder, &text, replace).unwrap_or(text)
+    substitute(finder, &text, shadowed, replace).unwrap_or(text)
 }
 
 /// Python `re.escape(token)` length: which characters it escapes decides the order of
@@ -178,7 +179,7 @@ fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPatte
     if parts.is_empty() {
         return None;
     }
-    parts.sort_by(|a, b| b.0.cmp(&a.0));
+    parts.sort_by_key(|p| std::cmp::Reverse(p.0));
     let body = parts
         .iter()
         .map(|(_, p)| format!("(?:{p})"))
@@ -291,6 +292,7 @@ impl Engine {
         if text.is_empty() {
             return Ok(Redacted::default());
         }
+        let shadowed = needs_shadow(text);
         let mut call = Call {
             engine: self,
             markers: Markers::new(text)?,
@@ -298,42 +300,39 @@ impl Engine {
             preserve,
         };
         let (placeholders, _) = &*PATH_TOKENS;
-        let mut t = apply(text.to_owned(), placeholders, |m| call.protect(m));
+        let mut t = apply(text.to_owned(), placeholders, shadowed, |m| call.protect(m));
         for stage in EARLY_STAGES.iter() {
-            t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
+            t = apply(t, &stage.finder, shadowed, |m| {
+                call.redact(stage.category, m)
+            });
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
             for stage in EXTENDED_STAGES.iter() {
-                t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
+                t = apply(t, &stage.finder, shadowed, |m| {
+                    call.redact(stage.category, m)
+                });
             }
         }
         for (category, pattern) in &self.terms {
-            t = apply(t, pattern, |m| call.redact(*category, m));
+            t = apply(t, pattern, shadowed, |m| call.redact(*category, m));
         }
         if let Some(allow) = &self.allow {
-            t = apply(t, allow, |m| call.protect(m));
+            t = apply(t, allow, shadowed, |m| call.protect(m));
         }
         if heuristics {
-            t = apply(t, &*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
+            t = apply(t, &*ORG_SUFFIX, shadowed, |m| call.redact(Category::ORG, m));
             t = by_heading(&t, |piece, heading| {
-                substitute(&ProperNames, piece, |m| {
+                substitute(&ProperNames, piece, shadowed, |m| {
                     self.proper_name(m, heading, &mut call)
                 })
                 .unwrap_or_else(|| piece.to_owned())
             });
-            t = IDENTITY_LINE
-                .replace_all(&t, |caps: &regex::Captures| {
-                    let label = call.protect(&caps[1]);
-                    let value = &caps[4];
-                    let names =
-                        substitute(&*IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m))
-                            .unwrap_or_else(|| value.to_owned());
-                    format!("{label}{}:{}{names}", &caps[2], &caps[3])
-                })
-                .into_owned();
-            t = apply(t, &*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
+            t = identity_lines(&t, shadowed, &mut call);
+            t = apply(t, &*SPEAKER_LABEL, shadowed, |m| {
+                call.redact(Category::PERSON, m)
+            });
             if self.policy.mode == Mode::Strict {
-                t = apply(t, &*ACRONYM, |m| {
+                t = apply(t, &*ACRONYM, shadowed, |m| {
                     if self.allow_lookup.contains(&placeholder::casefold(m)) {
                         m.to_owned()
                     } else {
@@ -341,7 +340,7 @@ impl Engine {
                     }
                 });
                 t = by_heading(&t, |piece, heading| {
-                    substitute(&*TITLECASE, piece, |m| {
+                    substitute(&*TITLECASE, piece, shadowed, |m| {
                         let lookup = if heading {
                             &self.heading_lookup
                         } else {
@@ -399,12 +398,19 @@ impl Engine {
         }
         let (placeholders, tokens) = &*PATH_TOKENS;
         let text = std::mem::take(&mut redacted.text);
+        let shadow_text;
+        let hay = if needs_shadow(&text) {
+            shadow_text = shadow(&text);
+            shadow_text.as_str()
+        } else {
+            text.as_str()
+        };
         let mut out = String::with_capacity(text.len());
         let mut pos = 0;
         let mut last = 0;
         loop {
-            let ph = placeholders.find_at(&text, pos);
-            let tok = tokens.find_at(&text, pos);
+            let ph = placeholders.find_at(hay, pos);
+            let tok = tokens.find_at(hay, pos);
             let (s, e, is_placeholder) = match (ph, tok) {
                 (None, None) => break,
                 (Some((s, e)), None) => (s, e, true),
@@ -442,6 +448,42 @@ impl Engine {
     pub fn path_id(&self, rel: &str) -> String {
         placeholder::path_id(&self.policy.salt, rel)
     }
+}
+
+/// Identity lines (`Attendees: Avery, Kim`): the label is protected, every name-like
+/// word of the value becomes a PERSON.
+fn identity_lines(text: &str, shadowed: bool, call: &mut Call<'_>) -> String {
+    let shadow_text;
+    let hay = if shadowed {
+        shadow_text = shadow(text);
+        shadow_text.as_str()
+    } else {
+        text
+    };
+    let mut out = String::new();
+    let mut last = 0;
+    for caps in IDENTITY_LINE.captures_iter(hay) {
+        let span = |i: usize| caps.get(i).map_or(0..0, |m| m.range());
+        let whole = span(0);
+        out.push_str(&text[last..whole.start]);
+        let label = call.protect(&text[span(1)]);
+        let value = &text[span(4)];
+        let names = substitute(&*IDENTITY_NAME, value, shadowed, |m| {
+            call.redact(Category::PERSON, m)
+        })
+        .unwrap_or_else(|| value.to_owned());
+        out.push_str(&label);
+        out.push_str(&text[span(2)]);
+        out.push(':');
+        out.push_str(&text[span(3)]);
+        out.push_str(&names);
+        last = whole.end;
+    }
+    if last == 0 && out.is_empty() {
+        return text.to_owned();
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// Byte spans of Python `\S+` runs.

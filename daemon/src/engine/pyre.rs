@@ -10,11 +10,13 @@
 //!   group (`(MAIN)(?:[^X]|\z)`); the capture is the match. Because the alternative
 //!   succeeds exactly when the look-ahead would, the priority-ordered (leftmost-first)
 //!   result of `regex` equals Python's first backtracking solution.
+//!
 //! Patterns that need more than that (proper-name runs, headings) are hand-written in
 //! `names.rs`.
 
 use super::text::{is_py_digit, is_py_word};
 use regex::Regex;
+use std::sync::LazyLock;
 
 /// Python's whitespace class `\s` (Unicode `White_Space` plus `\x1c`–`\x1f`).
 pub const PY_SPACE: &str = r"[\s\x1C-\x1F]";
@@ -81,6 +83,8 @@ pub struct PyPattern {
     /// A condition on the text after the match; on failure the candidate is skipped.
     /// Only used where Python could not find a shorter match at the same start.
     after: Option<fn(&str) -> bool>,
+    /// The pattern uses `\b`, whose notion of a word character differs from Python's.
+    word_boundary: bool,
 }
 
 impl PyPattern {
@@ -92,6 +96,7 @@ impl PyPattern {
             end_groups: Vec::new(),
             needs_captures: false,
             after: None,
+            word_boundary: source.contains(r"\b"),
         }
     }
 
@@ -104,6 +109,7 @@ impl PyPattern {
             end_groups: end_groups.to_vec(),
             needs_captures: true,
             after: None,
+            word_boundary: source.contains(r"\b"),
         }
     }
 
@@ -148,8 +154,54 @@ impl PyPattern {
     }
 }
 
+/// Python's IGNORECASE also equates `İ` (U+0130) and `ı` (U+0131) with `i`/`I`, which
+/// Unicode simple case folding (used by `regex`) does not. For a case-insensitive
+/// pattern, every character class that holds `i` or `I` gains both characters.
+fn python_case_insensitive(source: &str) -> String {
+    use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind};
+    if !source.starts_with("(?i)") {
+        return source.to_owned();
+    }
+    let Ok(hir) = regex_syntax::Parser::new().parse(source) else {
+        return source.to_owned();
+    };
+    fn rewrite(hir: &Hir) -> Hir {
+        match hir.kind() {
+            HirKind::Class(Class::Unicode(cls)) => {
+                let has_i = cls.ranges().iter().any(|r| {
+                    (r.start()..=r.end()).contains(&'i') || (r.start()..=r.end()).contains(&'I')
+                });
+                if has_i {
+                    let mut cls = cls.clone();
+                    cls.union(&ClassUnicode::new([ClassUnicodeRange::new(
+                        '\u{130}', '\u{131}',
+                    )]));
+                    Hir::class(Class::Unicode(cls))
+                } else {
+                    hir.clone()
+                }
+            }
+            HirKind::Repetition(rep) => {
+                let mut rep = rep.clone();
+                rep.sub = Box::new(rewrite(&rep.sub));
+                Hir::repetition(rep)
+            }
+            HirKind::Capture(cap) => {
+                let mut cap = cap.clone();
+                cap.sub = Box::new(rewrite(&cap.sub));
+                Hir::capture(cap)
+            }
+            HirKind::Concat(subs) => Hir::concat(subs.iter().map(rewrite).collect()),
+            HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(rewrite).collect()),
+            _ => hir.clone(),
+        }
+    }
+    rewrite(&hir).to_string()
+}
+
 fn compile(source: &str) -> Regex {
-    regex::RegexBuilder::new(source)
+    let source = python_case_insensitive(source);
+    regex::RegexBuilder::new(&source)
         .size_limit(64 << 20)
         .dfa_size_limit(64 << 20)
         .build()
@@ -178,11 +230,20 @@ impl Alternation {
 /// Anything that finds successive Python-style matches.
 pub trait Finder {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)>;
+
+    /// Whether matching depends on `\b` (and so needs the word-class shadow).
+    fn uses_word_boundary(&self) -> bool {
+        false
+    }
 }
 
 impl Finder for PyPattern {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
         self.find_at(hay, start)
+    }
+
+    fn uses_word_boundary(&self) -> bool {
+        self.word_boundary
     }
 }
 
@@ -190,19 +251,69 @@ impl Finder for Alternation {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
         self.find_at(hay, start)
     }
+
+    fn uses_word_boundary(&self) -> bool {
+        self.0.iter().any(|p| p.word_boundary)
+    }
+}
+
+static RUST_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\A\w\z").expect("word pattern"));
+
+fn differs(c: char) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
+    let mut buf = [0u8; 4];
+    RUST_WORD.is_match(c.encode_utf8(&mut buf)) != is_py_word(c)
+}
+
+/// Whether `text` holds characters that `regex` and Python classify differently as word
+/// characters (combining marks, other numbers such as `²`, connector punctuation).
+pub fn needs_shadow(text: &str) -> bool {
+    !text.is_ascii() && text.chars().any(differs)
+}
+
+/// `text` with every character whose word-ness differs between `regex` and Python
+/// replaced by a stand-in of the same UTF-8 length and Python's word-ness, so `\b`
+/// behaves as in Python while byte offsets stay valid for the original text.
+pub fn shadow(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if !differs(c) {
+                return c;
+            }
+            match (is_py_word(c), c.len_utf8()) {
+                (true, 2) => '\u{e9}',
+                (true, 3) => '\u{4e00}',
+                (true, _) => '\u{20000}',
+                (false, 2) => '\u{d7}',
+                (false, 3) => '\u{2022}',
+                (false, _) => '\u{1f600}',
+            }
+        })
+        .collect()
 }
 
 /// Python `pattern.sub(callback, text)`: replaces every match, left to right. Returns
-/// `None` when nothing matched (so callers keep the text without copying).
+/// `None` when nothing matched (so callers keep the text without copying). With
+/// `shadowed`, `\b` patterns match on [`shadow`]`(text)`.
 pub fn substitute<F: Finder + ?Sized>(
     finder: &F,
     text: &str,
+    shadowed: bool,
     mut replace: impl FnMut(&str) -> String,
 ) -> Option<String> {
+    let shadow_text;
+    let hay = if shadowed && finder.uses_word_boundary() {
+        shadow_text = shadow(text);
+        shadow_text.as_str()
+    } else {
+        text
+    };
     let mut out: Option<String> = None;
     let mut last = 0;
     let mut pos = 0;
-    while let Some((s, e)) = finder.find_from(text, pos) {
+    while let Some((s, e)) = finder.find_from(hay, pos) {
         let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
         buf.push_str(&text[last..s]);
         buf.push_str(&replace(&text[s..e]));
