@@ -270,6 +270,58 @@ mod tests {
         assert!(salts.windows(2).all(|w| w[0] == w[1]), "{salts:?}");
     }
 
+    /// Child half of `racing_processes_agree_on_one_salt`; a no-op in a normal run.
+    #[test]
+    fn vault_child_process() {
+        let (Some(root), Some(state)) = (
+            std::env::var_os("REDCTX_VAULT_CHILD_ROOT"),
+            std::env::var_os("REDCTX_VAULT_CHILD_STATE"),
+        ) else {
+            return;
+        };
+        let salt = load_or_create_vault_salt(Path::new(&root), &env_with_state(Path::new(&state)))
+            .unwrap();
+        println!("SALT={salt}");
+    }
+
+    #[test]
+    fn racing_processes_agree_on_one_salt() {
+        let (_tmp, root, state) = dirs();
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                std::process::Command::new(&exe)
+                    .args([
+                        "--exact",
+                        "vault::tests::vault_child_process",
+                        "--nocapture",
+                        "--test-threads=1",
+                    ])
+                    .env("REDCTX_VAULT_CHILD_ROOT", &root)
+                    .env("REDCTX_VAULT_CHILD_STATE", &state)
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let salts: Vec<String> = children
+            .into_iter()
+            .map(|child| {
+                let out = child.wait_with_output().unwrap();
+                assert!(out.status.success());
+                let text = String::from_utf8(out.stdout).unwrap();
+                // libtest may print the test name on the same line before the output.
+                let at = text.find("SALT=").expect("child printed a salt") + 5;
+                text[at..].chars().take(64).collect::<String>()
+            })
+            .collect();
+        assert!(salts.windows(2).all(|w| w[0] == w[1]), "{salts:?}");
+        assert_eq!(
+            salts[0],
+            read_vault_salt(&vault_salt_path(&state, &root)).unwrap()
+        );
+    }
+
     #[test]
     fn malformed_or_empty_salt_is_refused_and_left_untouched() {
         let (_tmp, root, state) = dirs();

@@ -28,6 +28,7 @@
 
 use super::pipeline::claimed_before_configured_terms;
 use super::placeholder::{self, Category, casefold, normalize_value};
+pub use super::policy::GitHubRepo;
 use super::policy::{AliasGroup, DetectorProfile, ExplicitCounts, Mode, Policy, SaltSource};
 use super::text::is_py_space;
 use super::wordlists::RESERVED_PLACEHOLDER_WORDS;
@@ -144,16 +145,6 @@ pub enum ConfigError {
         "Redaction salt changed. Restore the previous salt or restart the MCP server and obtain new opaque references. Context access is blocked."
     )]
     SaltChanged,
-}
-
-/// One `[github.repos.<alias>]` table, validated.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct GitHubRepo {
-    pub alias: String,
-    pub owner: String,
-    pub repo: String,
-    pub api_url: String,
-    pub token_env: String,
 }
 
 /// A parsed config file: values coerced exactly as the reference does, not yet
@@ -329,6 +320,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
     let mut aliases: &[(String, Vec<String>)] = &[];
     let mut config_mode = None;
     let mut detectors = true;
+    let mut github_repos = Vec::new();
 
     if let Some(config) = inputs.config {
         clients.extend(config.clients.iter().cloned());
@@ -353,7 +345,8 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
                 explicit_terms.extend(file_terms);
             }
         }
-        for repo in config.github_repos()? {
+        github_repos = config.github_repos()?.to_vec();
+        for repo in &github_repos {
             terms.push(repo.owner.clone());
             terms.push(repo.repo.clone());
             terms.push(format!("{}/{}", repo.owner, repo.repo));
@@ -437,6 +430,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
         environment_terms: dedupe(&environment_terms),
         explicit,
         config_loaded: inputs.config.is_some(),
+        github_repos,
     })
 }
 
@@ -1115,12 +1109,16 @@ mod tests {
 
     #[test]
     fn alias_validation_errors_name_groups_by_position_only() {
-        let base = "people = [\"Zq Person\", \"Quux Person\"]\nterms = [\"[PERSON_0123456789abcdef0123456789abcdef]\"]\nallow = [\"Zq allowed\"]\n[aliases]\n";
+        let base = "people = [\"Zq Person\", \"Quux Person\"]\nterms = [\"[PERSON_0123456789abcdef0123456789abcdef]\", \"zq@example.invalid\"]\nallow = [\"Zq allowed\"]\n[aliases]\n";
         let cases: Vec<(String, String)> = vec![
             ("\"Zq Person\" = \"zq1\"\n\"zq  PERSON\" = \"zq2\"".into(), "Alias group 2 repeats the canonical value of alias group 1.".into()),
             ("\"Zq Nobody\" = \"zq1\"".into(), "Alias group 1: the canonical value must also be a configured client, organization, person, or term.".into()),
             (
                 "\"[PERSON_0123456789abcdef0123456789abcdef]\" = \"zq1\"".into(),
+                "Alias group 1: a built-in detector redacts the canonical value before configured terms; use a name or term as the canonical value and list emails, URLs, handles, and similar identifiers as its aliases.".into(),
+            ),
+            (
+                "\"zq@example.invalid\" = \"zq1\"".into(),
                 "Alias group 1: a built-in detector redacts the canonical value before configured terms; use a name or term as the canonical value and list emails, URLs, handles, and similar identifiers as its aliases.".into(),
             ),
             (
@@ -1238,6 +1236,7 @@ mod tests {
             }
         );
         let policy = build(text).unwrap();
+        assert_eq!(policy.github_repos, repos);
         assert_eq!(policy.terms, ["t1", "Octo", "Hello", "Octo/Hello"]);
         assert_eq!(
             policy.explicit.terms, 1,

@@ -89,6 +89,17 @@ pub struct AliasGroup {
     pub aliases: Vec<String>,
 }
 
+/// One `[github.repos.<alias>]` table, validated (spec 5.1). Its owner and repo are
+/// already in the policy's terms; the rest configures the GitHub source.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GitHubRepo {
+    pub alias: String,
+    pub owner: String,
+    pub repo: String,
+    pub api_url: String,
+    pub token_env: String,
+}
+
 /// Counts of explicitly configured values, for doctor and audit.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ExplicitCounts {
@@ -126,13 +137,17 @@ pub struct Policy {
     pub explicit: ExplicitCounts,
     /// Whether a config file existed when the policy was built.
     pub config_loaded: bool,
+    /// GitHub repo aliases in config order (a later alias equal after trimming replaced
+    /// an earlier one in place). Not part of [`Policy::fingerprint`]: they change no
+    /// redacted output, but a changed table still makes a reload build new sources.
+    pub github_repos: Vec<GitHubRepo>,
 }
 
 impl Policy {
     /// A 256-bit digest of everything in this policy that can change redacted output,
     /// plus [`super::ENGINE_VERSION`]. Caches use it as their namespace: equal
     /// fingerprints mean byte-identical redactions. Bookkeeping that never reaches the
-    /// output (salt source, counts, whether a config existed) is left out.
+    /// output (salt source, counts, whether a config existed, GitHub tables) is left out.
     pub fn fingerprint(&self) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
         h.update(b"redctx-policy\0");
