@@ -7,4 +7,6 @@
 //! job) or defining the wire format (that is `redctx-proto`).
 
 pub mod engine;
+pub mod policy_loader;
+pub mod vault;
 pub mod view;

@@ -5,6 +5,7 @@
 //! contents, the salt) and persist nothing for it. That keeps the boundary easy to
 //! test exhaustively and safe to run on any thread.
 
+pub mod config;
 pub mod markers;
 pub mod names;
 pub mod patterns;
@@ -14,6 +15,10 @@ pub mod policy;
 pub mod pyre;
 pub mod text;
 pub mod wordlists;
+
+/// Version of the redaction output. Bump it whenever the same policy and input could
+/// produce different redacted text, so caches keyed by [`Policy::fingerprint`] miss.
+pub const ENGINE_VERSION: u32 = 1;
 
 pub use pipeline::{Counts, Engine, EngineError, RedactOptions, Redacted};
 pub use placeholder::Category;

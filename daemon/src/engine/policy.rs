@@ -89,6 +89,17 @@ pub struct AliasGroup {
     pub aliases: Vec<String>,
 }
 
+/// One `[github.repos.<alias>]` table, validated (spec 5.1). Its owner and repo are
+/// already in the policy's terms; the rest configures the GitHub source.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GitHubRepo {
+    pub alias: String,
+    pub owner: String,
+    pub repo: String,
+    pub api_url: String,
+    pub token_env: String,
+}
+
 /// Counts of explicitly configured values, for doctor and audit.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ExplicitCounts {
@@ -126,4 +137,56 @@ pub struct Policy {
     pub explicit: ExplicitCounts,
     /// Whether a config file existed when the policy was built.
     pub config_loaded: bool,
+    /// GitHub repo aliases in config order (a later alias equal after trimming replaced
+    /// an earlier one in place). Not part of [`Policy::fingerprint`]: they change no
+    /// redacted output, but a changed table still makes a reload build new sources.
+    pub github_repos: Vec<GitHubRepo>,
+}
+
+impl Policy {
+    /// A 256-bit digest of everything in this policy that can change redacted output,
+    /// plus [`super::ENGINE_VERSION`]. Caches use it as their namespace: equal
+    /// fingerprints mean byte-identical redactions. Bookkeeping that never reaches the
+    /// output (salt source, counts, whether a config existed, GitHub tables) is left out.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"redctx-policy\0");
+        h.update(&super::ENGINE_VERSION.to_le_bytes());
+        // Every field is tagged and every string length-prefixed, so no two different
+        // policies serialize to the same bytes.
+        let field = |h: &mut blake3::Hasher, tag: u8, value: &str| {
+            h.update(&[tag]);
+            h.update(&(value.len() as u64).to_le_bytes());
+            h.update(value.as_bytes());
+        };
+        let list = |h: &mut blake3::Hasher, tag: u8, values: &[String]| {
+            h.update(&[tag]);
+            h.update(&(values.len() as u64).to_le_bytes());
+            for value in values {
+                h.update(&(value.len() as u64).to_le_bytes());
+                h.update(value.as_bytes());
+            }
+        };
+        field(&mut h, 1, &self.salt);
+        field(&mut h, 2, self.mode.as_str());
+        field(&mut h, 3, self.detector_profile.as_str());
+        h.update(&[4, u8::from(self.detectors)]);
+        list(&mut h, 5, &self.clients);
+        list(&mut h, 6, &self.organizations);
+        list(&mut h, 7, &self.people);
+        list(&mut h, 8, &self.terms);
+        list(&mut h, 9, &self.allow);
+        list(&mut h, 10, &self.exclude_dirs);
+        list(&mut h, 11, &self.exclude_globs);
+        h.update(&[12]);
+        h.update(&(self.alias_groups.len() as u64).to_le_bytes());
+        for group in &self.alias_groups {
+            field(&mut h, 13, &group.canonical);
+            field(&mut h, 14, group.category.as_str());
+            list(&mut h, 15, &group.aliases);
+        }
+        list(&mut h, 16, &self.term_files);
+        list(&mut h, 17, &self.protected_paths);
+        *h.finalize().as_bytes()
+    }
 }
