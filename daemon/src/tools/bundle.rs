@@ -46,13 +46,16 @@ pub fn bundle(view: &dyn RootView, args: &BundleArgs) -> ToolOutput {
     }
 }
 
-fn bundle_inner(view: &dyn RootView, args: &BundleArgs, counts: &mut Counts) -> Result<String, ToolError> {
+fn bundle_inner(
+    view: &dyn RootView,
+    args: &BundleArgs,
+    counts: &mut Counts,
+) -> Result<String, ToolError> {
     let mut budget = Budget::from_limits(view.limits());
     let targets = target_files(view, &args.paths, &args.glob, true, &mut budget)?;
     let mut out = String::new();
-    let mut files = 0usize;
     let mut total_chars = 0usize;
-    for entry in &targets.files {
+    for (files, entry) in targets.files.iter().enumerate() {
         if files >= args.max_files || total_chars >= args.max_total_chars {
             out.push_str("[TRUNCATED: file or total character limit reached]\n");
             return Ok(out);
@@ -70,7 +73,6 @@ fn bundle_inner(view: &dyn RootView, args: &BundleArgs, counts: &mut Counts) -> 
         }
         out.push_str(&format!("--- END {} ---\n", path.id));
         total_chars += char_len(&text);
-        files += 1;
     }
     match targets.error {
         Some(error) => Err(error),

@@ -29,12 +29,23 @@ pub(crate) struct FakeView {
 
 impl FakeView {
     pub fn new(salt: &str) -> FakeView {
-        Self::with_policy(Policy { salt: salt.into(), ..Policy::default() })
+        Self::with_policy(Policy {
+            salt: salt.into(),
+            ..Policy::default()
+        })
     }
 
     pub fn with_policy(policy: Policy) -> FakeView {
         let mut nodes = BTreeMap::new();
-        nodes.insert(".".to_string(), Node { kind: EntryKind::Dir, raw: Vec::new(), text: false, redacted: None });
+        nodes.insert(
+            ".".to_string(),
+            Node {
+                kind: EntryKind::Dir,
+                raw: Vec::new(),
+                text: false,
+                redacted: None,
+            },
+        );
         FakeView {
             engine: Engine::new(Arc::new(policy)).expect("engine"),
             limits: Limits::default(),
@@ -67,7 +78,12 @@ impl FakeView {
         self.add_parents(rel);
         self.nodes.insert(
             rel.into(),
-            Node { kind: EntryKind::File, raw: content.as_bytes().to_vec(), text: true, redacted: None },
+            Node {
+                kind: EntryKind::File,
+                raw: content.as_bytes().to_vec(),
+                text: true,
+                redacted: None,
+            },
         );
         self
     }
@@ -75,14 +91,30 @@ impl FakeView {
     /// A file the view does not serve as text.
     pub fn binary(mut self, rel: &str, raw: &[u8]) -> Self {
         self.add_parents(rel);
-        self.nodes.insert(rel.into(), Node { kind: EntryKind::File, raw: raw.to_vec(), text: false, redacted: None });
+        self.nodes.insert(
+            rel.into(),
+            Node {
+                kind: EntryKind::File,
+                raw: raw.to_vec(),
+                text: false,
+                redacted: None,
+            },
+        );
         self
     }
 
     /// A file listed as text (by extension) whose content turns out binary on read.
     pub fn text_ext_binary(mut self, rel: &str, raw: &[u8]) -> Self {
         self.add_parents(rel);
-        self.nodes.insert(rel.into(), Node { kind: EntryKind::File, raw: raw.to_vec(), text: true, redacted: None });
+        self.nodes.insert(
+            rel.into(),
+            Node {
+                kind: EntryKind::File,
+                raw: raw.to_vec(),
+                text: true,
+                redacted: None,
+            },
+        );
         self
     }
 
@@ -92,7 +124,14 @@ impl FakeView {
     }
 
     /// A text file whose redacted forms are fixed.
-    pub fn redacted_file(mut self, rel: &str, raw: &str, preserving: &str, plain: &str, counts: Counts) -> Self {
+    pub fn redacted_file(
+        mut self,
+        rel: &str,
+        raw: &str,
+        preserving: &str,
+        plain: &str,
+        counts: Counts,
+    ) -> Self {
         self = self.file(rel, raw);
         if let Some(node) = self.nodes.get_mut(rel) {
             node.redacted = Some((preserving.into(), plain.into(), counts));
@@ -116,14 +155,20 @@ impl FakeView {
     }
 
     fn is_excluded(&self, rel: &str) -> bool {
-        self.excluded.iter().any(|ex| rel == ex || rel.starts_with(&format!("{ex}/")))
+        self.excluded
+            .iter()
+            .any(|ex| rel == ex || rel.starts_with(&format!("{ex}/")))
     }
 
     fn entry(&self, rel: &str) -> Option<Entry> {
         self.nodes.get(rel).map(|node| Entry {
             rel: rel.into(),
             kind: node.kind,
-            size: if node.kind == EntryKind::Dir { 4096 } else { node.raw.len() as u64 },
+            size: if node.kind == EntryKind::Dir {
+                4096
+            } else {
+                node.raw.len() as u64
+            },
         })
     }
 
@@ -142,7 +187,10 @@ impl RootView for FakeView {
     }
 
     fn resolve(&self, input: &str) -> Result<Entry, ViewError> {
-        let id = input.strip_prefix("redctx://").or_else(|| input.strip_prefix('@')).unwrap_or(input);
+        let id = input
+            .strip_prefix("redctx://")
+            .or_else(|| input.strip_prefix('@'))
+            .unwrap_or(input);
         if id.starts_with("p_") && id.len() == 14 {
             let wanted = format!("@{id}");
             return self
@@ -156,11 +204,18 @@ impl RootView for FakeView {
         if input.starts_with('/') {
             return Err(ViewError::OutsideRoot);
         }
-        let parts: Vec<&str> = input.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        let parts: Vec<&str> = input
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
         if parts.contains(&"..") {
             return Err(ViewError::OutsideRoot);
         }
-        let rel = if parts.is_empty() { ".".to_string() } else { parts.join("/") };
+        let rel = if parts.is_empty() {
+            ".".to_string()
+        } else {
+            parts.join("/")
+        };
         let entry = self.entry(&rel).ok_or(ViewError::Missing)?;
         if self.is_excluded(&rel) {
             return Err(ViewError::Excluded);
@@ -172,11 +227,19 @@ impl RootView for FakeView {
         if dir.kind != EntryKind::Dir {
             return Err(ViewError::NotADirectory);
         }
-        let prefix = if &*dir.rel == "." { String::new() } else { format!("{}/", dir.rel) };
+        let prefix = if &*dir.rel == "." {
+            String::new()
+        } else {
+            format!("{}/", dir.rel)
+        };
         let mut children: Vec<Entry> = self
             .nodes
             .keys()
-            .filter(|rel| rel.as_str() != "." && rel.starts_with(&prefix) && !rel[prefix.len()..].contains('/'))
+            .filter(|rel| {
+                rel.as_str() != "."
+                    && rel.starts_with(&prefix)
+                    && !rel[prefix.len()..].contains('/')
+            })
             .filter(|rel| !self.is_excluded(rel))
             .filter_map(|rel| self.entry(rel))
             .collect();
@@ -185,14 +248,23 @@ impl RootView for FakeView {
     }
 
     fn is_text(&self, file: &Entry) -> bool {
-        self.node(file).map(|n| n.kind == EntryKind::File && n.text).unwrap_or(false)
+        self.node(file)
+            .map(|n| n.kind == EntryKind::File && n.text)
+            .unwrap_or(false)
     }
 
     fn content(&self, file: &Entry, preserve_line_count: bool) -> Result<RedactedDoc, ViewError> {
         let node = self.node(file)?;
         if let Some((preserving, plain, counts)) = &node.redacted {
-            let text = if preserve_line_count { preserving } else { plain };
-            return Ok(RedactedDoc { text: text.as_str().into(), counts: counts.clone() });
+            let text = if preserve_line_count {
+                preserving
+            } else {
+                plain
+            };
+            return Ok(RedactedDoc {
+                text: text.as_str().into(),
+                counts: counts.clone(),
+            });
         }
         if !node.text || node.raw.contains(&0) {
             return Err(ViewError::NotText);
@@ -200,9 +272,18 @@ impl RootView for FakeView {
         let raw = String::from_utf8_lossy(&node.raw);
         let redacted = self
             .engine
-            .redact(&raw, RedactOptions { preserve_line_count, prose: false })
+            .redact(
+                &raw,
+                RedactOptions {
+                    preserve_line_count,
+                    prose: false,
+                },
+            )
             .map_err(|_| ViewError::Internal)?;
-        Ok(RedactedDoc { text: redacted.text.into(), counts: redacted.counts })
+        Ok(RedactedDoc {
+            text: redacted.text.into(),
+            counts: redacted.counts,
+        })
     }
 
     fn stat_line_count(&self, file: &Entry) -> Result<u64, ViewError> {
@@ -216,7 +297,11 @@ impl RootView for FakeView {
             let redacted = self.engine.redact_path(rel).expect("path redaction");
             (redacted.text, redacted.counts)
         });
-        RedactedPath { id: self.engine.path_id(rel).into(), text: text.into(), counts }
+        RedactedPath {
+            id: self.engine.path_id(rel).into(),
+            text: text.into(),
+            counts,
+        }
     }
 
     fn name(&self, name: &str) -> RedactedPath {
@@ -224,6 +309,10 @@ impl RootView for FakeView {
             let redacted = self.engine.redact_path(name).expect("name redaction");
             (redacted.text, redacted.counts)
         });
-        RedactedPath { id: Arc::from(""), text: text.into(), counts }
+        RedactedPath {
+            id: Arc::from(""),
+            text: text.into(),
+            counts,
+        }
     }
 }

@@ -24,14 +24,19 @@ enum Token {
 enum CharSet {
     /// A set Python's regex engine would reject (never matches; Python raises).
     Never,
-    Class { negated: bool, items: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
 }
 
 impl CharSet {
     fn contains(&self, ch: char) -> bool {
         match self {
             CharSet::Never => false,
-            CharSet::Class { negated, items } => items.iter().any(|&(lo, hi)| lo <= ch && ch <= hi) != *negated,
+            CharSet::Class { negated, items } => {
+                items.iter().any(|&(lo, hi)| lo <= ch && ch <= hi) != *negated
+            }
         }
     }
 }
@@ -134,7 +139,11 @@ fn translate_set(pat: &[char], start: usize, end: usize) -> CharSet {
     } else {
         let mut chunks: Vec<Vec<char>> = Vec::new();
         let mut i = start;
-        let mut k = if pat[start] == '!' { start + 2 } else { start + 1 };
+        let mut k = if pat[start] == '!' {
+            start + 2
+        } else {
+            start + 1
+        };
         loop {
             let found = (k..end).find(|&x| pat[x] == '-');
             let Some(dash) = found else { break };
@@ -151,7 +160,8 @@ fn translate_set(pat: &[char], start: usize, end: usize) -> CharSet {
         // Drop reversed ranges, as Python does before compiling.
         let mut k = chunks.len().saturating_sub(1);
         while k > 0 {
-            let (Some(&prev_last), Some(&next_first)) = (chunks[k - 1].last(), chunks[k].first()) else {
+            let (Some(&prev_last), Some(&next_first)) = (chunks[k - 1].last(), chunks[k].first())
+            else {
                 // Python would raise IndexError here; such a pattern never matches.
                 return CharSet::Never;
             };
@@ -175,7 +185,10 @@ fn translate_set(pat: &[char], start: usize, end: usize) -> CharSet {
     }
     let negated = class[0] == ('!', false);
     if negated && class.len() == 1 {
-        return CharSet::Class { negated: true, items: Vec::new() };
+        return CharSet::Class {
+            negated: true,
+            items: Vec::new(),
+        };
     }
     let body = if negated { &class[1..] } else { &class[..] };
     let mut items = Vec::new();

@@ -18,7 +18,11 @@ pub struct ListArgs {
 
 impl Default for ListArgs {
     fn default() -> Self {
-        ListArgs { path: ".".into(), recursive: false, max_depth: None }
+        ListArgs {
+            path: ".".into(),
+            recursive: false,
+            max_depth: None,
+        }
     }
 }
 
@@ -32,7 +36,10 @@ pub struct TreeArgs {
 
 impl Default for TreeArgs {
     fn default() -> Self {
-        TreeArgs { path: ".".into(), max_depth: Some(3) }
+        TreeArgs {
+            path: ".".into(),
+            max_depth: Some(3),
+        }
     }
 }
 

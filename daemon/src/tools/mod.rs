@@ -35,7 +35,9 @@ pub use bundle::{BundleArgs, bundle};
 pub use listing::{ListArgs, TreeArgs, list, stat, tree};
 pub use read::{LinesArgs, ReadArgs, head, read, tail};
 pub use receipt::{DetectorReceipt, Receipt};
-pub use report::{AuditArgs, AuditFormat, DoctorArgs, PluggedDetector, audit, doctor, refresh_index};
+pub use report::{
+    AuditArgs, AuditFormat, DoctorArgs, PluggedDetector, audit, doctor, refresh_index,
+};
 pub use retrieve::{RetrieveArgs, retrieve};
 pub use search::{SearchArgs, search};
 pub use walk::{Budget, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};
@@ -57,13 +59,25 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A successful answer; empty output becomes the reference's `OK\n`.
     pub fn ok(text: String, counts: Counts) -> ToolOutput {
-        let text = if text.is_empty() { "OK\n".to_owned() } else { text };
-        ToolOutput { text, is_error: false, counts }
+        let text = if text.is_empty() {
+            "OK\n".to_owned()
+        } else {
+            text
+        };
+        ToolOutput {
+            text,
+            is_error: false,
+            counts,
+        }
     }
 
     /// A failed call. Counts made before the failure still belong to the receipt.
     pub fn error(error: ToolError, counts: Counts) -> ToolOutput {
-        ToolOutput { text: error.to_string(), is_error: true, counts }
+        ToolOutput {
+            text: error.to_string(),
+            is_error: true,
+            counts,
+        }
     }
 }
 
@@ -80,7 +94,9 @@ pub enum ToolError {
     StartBeyondEnd,
     #[error("Invalid regex.")]
     InvalidRegex,
-    #[error("Retrieval requires max_results between 1 and 50 and max_chars between 256 and 100000.")]
+    #[error(
+        "Retrieval requires max_results between 1 and 50 and max_chars between 256 and 100000."
+    )]
     RetrievalBounds,
     #[error("Retrieval query exceeds the 2000 character limit.")]
     RetrievalQueryTooLong,
@@ -120,7 +136,10 @@ pub(crate) fn is_legacy_office(entry: &Entry) -> bool {
 
 /// Office/PDF documents that need `--documents` to be served.
 pub(crate) fn is_document(entry: &Entry) -> bool {
-    matches!(suffix_folded(entry).as_str(), ".docx" | ".pptx" | ".pdf" | ".xlsx" | ".xls")
+    matches!(
+        suffix_folded(entry).as_str(),
+        ".docx" | ".pptx" | ".pdf" | ".xlsx" | ".xls"
+    )
 }
 
 /// The checks of the reference's `validate_path(expected="text")`, in its order, for a
@@ -143,7 +162,12 @@ pub(crate) fn check_text_file(view: &dyn RootView, entry: &Entry) -> Result<(), 
 }
 
 /// One `list` line: `<ref>\t<kind>\t<size>\t<rpath>` (spec 3.3); adds the path's counts.
-pub(crate) fn format_entry(view: &dyn RootView, entry: &Entry, counts: &mut Counts, out: &mut String) {
+pub(crate) fn format_entry(
+    view: &dyn RootView,
+    entry: &Entry,
+    counts: &mut Counts,
+    out: &mut String,
+) {
     let path = view.path(&entry.rel);
     counts.merge(&path.counts);
     out.push_str(&path.id);

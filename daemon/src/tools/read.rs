@@ -23,7 +23,13 @@ pub struct ReadArgs {
 
 impl Default for ReadArgs {
     fn default() -> Self {
-        ReadArgs { path: String::new(), start_line: None, end_line: None, max_chars: DEFAULT_MAX_CHARS, line_numbers: false }
+        ReadArgs {
+            path: String::new(),
+            start_line: None,
+            end_line: None,
+            max_chars: DEFAULT_MAX_CHARS,
+            line_numbers: false,
+        }
     }
 }
 
@@ -39,7 +45,12 @@ pub struct LinesArgs {
 
 impl Default for LinesArgs {
     fn default() -> Self {
-        LinesArgs { path: String::new(), lines: 40, max_chars: DEFAULT_MAX_CHARS, line_numbers: false }
+        LinesArgs {
+            path: String::new(),
+            lines: 40,
+            max_chars: DEFAULT_MAX_CHARS,
+            line_numbers: false,
+        }
     }
 }
 
@@ -57,13 +68,11 @@ fn render(
     view: &dyn RootView,
     entry: &Entry,
     selected: &str,
-    first: u64,
-    last: u64,
-    args_max_chars: usize,
-    line_numbers: bool,
+    (first, last): (u64, u64),
+    (max_chars, line_numbers): (usize, bool),
     counts: &mut Counts,
 ) -> String {
-    let text = truncate_redacted(selected, args_max_chars);
+    let text = truncate_redacted(selected, max_chars);
     let rpath = view.path(&entry.rel);
     counts.merge(&rpath.counts);
     let mut out = format!("--- {} {} lines {first}-{last} ---\n", rpath.id, rpath.text);
@@ -96,12 +105,23 @@ pub fn read(view: &dyn RootView, args: &ReadArgs) -> ToolOutput {
         let end_given = args.end_line.filter(|&end| end != 0);
         let end = end_given.unwrap_or(n);
         if end < start {
-            return Err(if end_given.is_some() { ToolError::EndBeforeStart } else { ToolError::StartBeyondEnd });
+            return Err(if end_given.is_some() {
+                ToolError::EndBeforeStart
+            } else {
+                ToolError::StartBeyondEnd
+            });
         }
         let from = (start - 1).min(n) as usize;
         let to = end.min(n) as usize;
         let selected: String = lines[from..to.max(from)].concat();
-        Ok(render(view, &entry, &selected, start, end.min(n), args.max_chars, args.line_numbers, &mut counts))
+        Ok(render(
+            view,
+            &entry,
+            &selected,
+            (start, end.min(n)),
+            (args.max_chars, args.line_numbers),
+            &mut counts,
+        ))
     })();
     match result {
         Ok(text) => ToolOutput::ok(text, counts),
@@ -132,7 +152,14 @@ pub fn tail(view: &dyn RootView, args: &LinesArgs) -> ToolOutput {
         let n = lines.len() as u64;
         let start = (n + 1).saturating_sub(args.lines).max(1);
         let selected: String = lines[(start - 1).min(n) as usize..].concat();
-        Ok(render(view, &entry, &selected, start, n, args.max_chars, args.line_numbers, &mut counts))
+        Ok(render(
+            view,
+            &entry,
+            &selected,
+            (start, n),
+            (args.max_chars, args.line_numbers),
+            &mut counts,
+        ))
     })();
     match result {
         Ok(text) => ToolOutput::ok(text, counts),

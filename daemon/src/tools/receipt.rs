@@ -34,7 +34,10 @@ impl Receipt {
             }
         }
         let mut receipt = Map::new();
-        receipt.insert("detector_profile".to_owned(), Value::from(self.detector_profile.clone()));
+        receipt.insert(
+            "detector_profile".to_owned(),
+            Value::from(self.detector_profile.clone()),
+        );
         receipt.insert("counts_by_category".to_owned(), Value::Object(counts));
         if let Some(detectors) = &self.detectors {
             let list = detectors
@@ -79,7 +82,11 @@ mod tests {
         ] {
             counts.add(category, n);
         }
-        let receipt = Receipt { detector_profile: "default".into(), counts, detectors: None };
+        let receipt = Receipt {
+            detector_profile: "default".into(),
+            counts,
+            detectors: None,
+        };
         assert_eq!(
             receipt.to_json(),
             r#"{"detector_profile":"default","counts_by_category":{"CLIENT":2,"DOMAIN":1,"EMAIL":1,"ENTITY":3,"HANDLE":1,"IP":1,"ORG":1,"PERSON":6,"PHONE":1,"SECRET":1,"SENSITIVE":1,"URL":1}}"#
@@ -91,7 +98,12 @@ mod tests {
         let receipt = Receipt {
             detector_profile: "extended".into(),
             counts: Counts::default(),
-            detectors: Some(vec![DetectorReceipt { name: "patterns".into(), version: "1".into(), nominated: 2, positional: 0 }]),
+            detectors: Some(vec![DetectorReceipt {
+                name: "patterns".into(),
+                version: "1".into(),
+                nominated: 2,
+                positional: 0,
+            }]),
         };
         assert_eq!(
             receipt.to_json(),

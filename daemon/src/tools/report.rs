@@ -4,7 +4,9 @@
 use super::{ToolError, ToolOutput};
 use crate::engine::placeholder::{PLACEHOLDER_RE, ordinary_placeholder};
 use crate::engine::text::{char_len, is_py_space};
-use crate::engine::wordlists::{DEFAULT_ALLOW_TERMS, DEFAULT_EXCLUDE_DIRS, DEFAULT_EXCLUDE_GLOBS, MONTHS_AND_DAYS};
+use crate::engine::wordlists::{
+    DEFAULT_ALLOW_TERMS, DEFAULT_EXCLUDE_DIRS, DEFAULT_EXCLUDE_GLOBS, MONTHS_AND_DAYS,
+};
 use crate::engine::{Counts, Policy, RedactOptions};
 use crate::view::{RootView, ViewError};
 use serde_json::{Map, Value, json};
@@ -43,8 +45,11 @@ pub fn doctor(view: &dyn RootView, args: &DoctorArgs) -> ToolOutput {
         .chain(policy.allow.iter().map(String::as_str))
         .filter(|term| !term.is_empty())
         .collect();
-    let dirs: BTreeSet<&str> =
-        DEFAULT_EXCLUDE_DIRS.iter().copied().chain(policy.exclude_dirs.iter().map(String::as_str)).collect();
+    let dirs: BTreeSet<&str> = DEFAULT_EXCLUDE_DIRS
+        .iter()
+        .copied()
+        .chain(policy.exclude_dirs.iter().map(String::as_str))
+        .collect();
     let globs: BTreeSet<&str> = DEFAULT_EXCLUDE_GLOBS
         .iter()
         .copied()
@@ -59,22 +64,45 @@ pub fn doctor(view: &dyn RootView, args: &DoctorArgs) -> ToolOutput {
         out.push('\n');
     };
     line("root", ".".into());
-    line("config_loaded", if policy.config_loaded { "True" } else { "False" }.into());
+    line(
+        "config_loaded",
+        if policy.config_loaded {
+            "True"
+        } else {
+            "False"
+        }
+        .into(),
+    );
     line("mode", policy.mode.as_str().into());
     line("detector_profile", policy.detector_profile.as_str().into());
     line("salt_source", policy.salt_source.as_str().into());
-    line("random_vault_salt", (policy.salt_source == crate::engine::SaltSource::LocalState).to_string());
+    line(
+        "random_vault_salt",
+        (policy.salt_source == crate::engine::SaltSource::LocalState).to_string(),
+    );
     line("clients", policy.clients.len().to_string());
     line("organizations", policy.organizations.len().to_string());
     line("people_terms", policy.people.len().to_string());
     line("other_terms", policy.terms.len().to_string());
     line("alias_groups", policy.alias_groups.len().to_string());
-    line("aliases", policy.alias_groups.iter().map(|g| g.aliases.len()).sum::<usize>().to_string());
+    line(
+        "aliases",
+        policy
+            .alias_groups
+            .iter()
+            .map(|g| g.aliases.len())
+            .sum::<usize>()
+            .to_string(),
+    );
     line("allow_terms", allow.len().to_string());
     line("excluded_dirs", dirs.len().to_string());
     line("excluded_globs", globs.len().to_string());
     if !args.plugged_detectors.is_empty() {
-        let listed: Vec<String> = args.plugged_detectors.iter().map(|d| format!("{} {}", d.name, d.version)).collect();
+        let listed: Vec<String> = args
+            .plugged_detectors
+            .iter()
+            .map(|d| format!("{} {}", d.name, d.version))
+            .collect();
         line("detectors", listed.join(", "));
     }
     line("builtin_detectors", policy.detectors.to_string());
@@ -148,7 +176,11 @@ fn unlinked_alias_forms(view: &dyn RootView) -> Result<usize, ToolError> {
     let mut unlinked = 0;
     for group in &policy.alias_groups {
         let ordinary = ordinary_placeholder(&policy.salt, group.category, &group.canonical);
-        if engine.redact(&group.canonical, RedactOptions::default())?.text != ordinary {
+        if engine
+            .redact(&group.canonical, RedactOptions::default())?
+            .text
+            != ordinary
+        {
             unlinked += 1;
         }
         // `[CAT_<entity>]` → `_<entity>.` marks a linked form of this group.
@@ -156,7 +188,9 @@ fn unlinked_alias_forms(view: &dyn RootView) -> Result<usize, ToolError> {
         let link = format!("_{entity}.");
         for alias in &group.aliases {
             let redacted = engine.redact(alias, RedactOptions::default())?.text;
-            let whole = PLACEHOLDER_RE.find(&redacted).is_some_and(|m| m.start() == 0 && m.end() == redacted.len());
+            let whole = PLACEHOLDER_RE
+                .find(&redacted)
+                .is_some_and(|m| m.start() == 0 && m.end() == redacted.len());
             if !whole || !redacted.contains(&link) {
                 unlinked += 1;
             }
@@ -174,12 +208,20 @@ fn unlinked_alias_forms(view: &dyn RootView) -> Result<usize, ToolError> {
 pub fn audit(view: &dyn RootView, args: &AuditArgs) -> ToolOutput {
     let mut counts = Counts::default();
     match audit_inner(view, args, &mut counts) {
-        Ok((text, failed)) => ToolOutput { text, is_error: failed, counts },
+        Ok((text, failed)) => ToolOutput {
+            text,
+            is_error: failed,
+            counts,
+        },
         Err(error) => ToolOutput::error(error, counts),
     }
 }
 
-fn audit_inner(view: &dyn RootView, args: &AuditArgs, counts: &mut Counts) -> Result<(String, bool), ToolError> {
+fn audit_inner(
+    view: &dyn RootView,
+    args: &AuditArgs,
+    counts: &mut Counts,
+) -> Result<(String, bool), ToolError> {
     let engine = view.engine();
     let policy = engine.policy();
     let mut refs = Vec::with_capacity(args.links.len());
@@ -201,9 +243,18 @@ fn audit_inner(view: &dyn RootView, args: &AuditArgs, counts: &mut Counts) -> Re
         "root_terms": policy.root_terms.len(),
         "environment_terms": policy.environment_terms.len(),
     });
-    let broad_allow = policy.allow.iter().filter(|t| char_len(t.trim_matches(is_py_space)) < 3 || t.contains('*')).count();
-    let synthetic = engine.redact(&SYNTHETIC_VALUES.join("\n"), RedactOptions::default())?.text;
-    let leaked = SYNTHETIC_VALUES.iter().filter(|value| synthetic.contains(*value)).count();
+    let broad_allow = policy
+        .allow
+        .iter()
+        .filter(|t| char_len(t.trim_matches(is_py_space)) < 3 || t.contains('*'))
+        .count();
+    let synthetic = engine
+        .redact(&SYNTHETIC_VALUES.join("\n"), RedactOptions::default())?
+        .text;
+    let leaked = SYNTHETIC_VALUES
+        .iter()
+        .filter(|value| synthetic.contains(*value))
+        .count();
 
     let mut links = check(
         "containment",
@@ -217,13 +268,21 @@ fn audit_inner(view: &dyn RootView, args: &AuditArgs, counts: &mut Counts) -> Re
         check(
             "containment",
             "broken or looping symlinks",
-            if args.broken_links > 0 { "WARN" } else { "PASS" },
+            if args.broken_links > 0 {
+                "WARN"
+            } else {
+                "PASS"
+            },
             format!("{} found", args.broken_links),
         ),
         check(
             "configuration",
             "random vault salt",
-            if policy.salt_source == crate::engine::SaltSource::LocalState { "PASS" } else { "WARN" },
+            if policy.salt_source == crate::engine::SaltSource::LocalState {
+                "PASS"
+            } else {
+                "WARN"
+            },
             policy.salt_source.as_str().into(),
         ),
         check(
@@ -257,7 +316,10 @@ fn audit_inner(view: &dyn RootView, args: &AuditArgs, counts: &mut Counts) -> Re
             "configuration",
             "plugged detectors",
             "PASS",
-            format!("{} active in addition to the built-in baseline", args.plugged_detectors),
+            format!(
+                "{} active in addition to the built-in baseline",
+                args.plugged_detectors
+            ),
         ));
     }
     checks.extend([
@@ -267,34 +329,61 @@ fn audit_inner(view: &dyn RootView, args: &AuditArgs, counts: &mut Counts) -> Re
             if leaked > 0 { "FAIL" } else { "PASS" },
             format!("{leaked} raw values escaped"),
         ),
-        check("redaction", "placeholder collisions", "PASS", "collision detection enabled".into()),
+        check(
+            "redaction",
+            "placeholder collisions",
+            "PASS",
+            "collision detection enabled".into(),
+        ),
         check(
             "redaction",
             "global placeholder collision absence",
             "NOT_TESTED",
             "collisions are detected when placeholders are generated".into(),
         ),
-        check("exposure", "read-only default", "PASS", "controlled writes require explicit MCP --enable-writes".into()),
+        check(
+            "exposure",
+            "read-only default",
+            "PASS",
+            "controlled writes require explicit MCP --enable-writes".into(),
+        ),
         if args.writes_enabled {
-            check("exposure", "controlled writes currently enabled", "WARN", "enabled by current MCP server".into())
+            check(
+                "exposure",
+                "controlled writes currently enabled",
+                "WARN",
+                "enabled by current MCP server".into(),
+            )
         } else {
-            check("exposure", "controlled writes currently disabled", "PASS", "disabled".into())
+            check(
+                "exposure",
+                "controlled writes currently disabled",
+                "PASS",
+                "disabled".into(),
+            )
         },
         check(
             "exposure",
             "write subdirectory confinement",
-            if args.write_subdir_confined { "PASS" } else { "FAIL" },
+            if args.write_subdir_confined {
+                "PASS"
+            } else {
+                "FAIL"
+            },
             "raw write path not reported".into(),
         ),
     ]);
-    let failed = checks.iter().any(|c| c.get("status").and_then(Value::as_str) == Some("FAIL"));
+    let failed = checks
+        .iter()
+        .any(|c| c.get("status").and_then(Value::as_str) == Some("FAIL"));
 
     let text = match args.format {
         AuditFormat::Json => {
             let checks: Vec<Value> = checks.into_iter().map(Value::Object).collect();
             let mut root = Map::new();
             root.insert("checks".into(), Value::Array(checks));
-            let mut text = serde_json::to_string_pretty(&Value::Object(root)).map_err(|_| ToolError::Failed)?;
+            let mut text = serde_json::to_string_pretty(&Value::Object(root))
+                .map_err(|_| ToolError::Failed)?;
             text.push('\n');
             text
         }
@@ -302,7 +391,12 @@ fn audit_inner(view: &dyn RootView, args: &AuditArgs, counts: &mut Counts) -> Re
             let mut text = String::new();
             for c in &checks {
                 let field = |key: &str| c.get(key).and_then(Value::as_str).unwrap_or_default();
-                text.push_str(&format!("{}: {} {}", field("category"), field("name"), field("status")));
+                text.push_str(&format!(
+                    "{}: {} {}",
+                    field("category"),
+                    field("name"),
+                    field("status")
+                ));
                 if !field("detail").is_empty() {
                     text.push_str("  ");
                     text.push_str(field("detail"));

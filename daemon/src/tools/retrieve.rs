@@ -11,22 +11,25 @@ use super::{ToolError, ToolOutput};
 use crate::engine::Counts;
 use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
 use crate::engine::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
-use crate::view::{Entry, RootView};
+use crate::view::{Entry, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Words a query term never is.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of", "on", "or", "that",
-    "the", "this", "to", "was", "what", "when", "where", "which", "who", "with",
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of",
+    "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who",
+    "with",
 ];
 /// A passage grows until one more line would pass this many characters…
 const PASSAGE_CHARS: usize = 1600;
 /// …or it already spans this many lines.
 const PASSAGE_LINES: u64 = 24;
-const TRUNCATED_MARKER: &str = "[TRUNCATED: more matching passages; narrow the query or increase limits]\n";
-const TOO_SMALL: &str = "Matching passages exceed max_chars. Increase max_chars to return a cited passage.\n";
+const TRUNCATED_MARKER: &str =
+    "[TRUNCATED: more matching passages; narrow the query or increase limits]\n";
+const TOO_SMALL: &str =
+    "Matching passages exceed max_chars. Increase max_chars to return a cited passage.\n";
 
 /// Arguments of `redctx_retrieve` / `retrieve`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,9 +138,17 @@ struct DocScan {
     candidates: Vec<Candidate>,
 }
 
+/// One document's redacted text, content counts, redacted path and scan.
+type ScannedDoc = (Arc<str>, Counts, RedactedPath, DocScan);
+
 /// Splits `text` into the reference's passages and scores their terms.
 fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocScan {
-    let mut scan = DocScan { passages: 0, tokens: 0, df: vec![0; terms.len()], candidates: Vec::new() };
+    let mut scan = DocScan {
+        passages: 0,
+        tokens: 0,
+        df: vec![0; terms.len()],
+        candidates: Vec::new(),
+    };
     let base = text.as_ptr() as usize;
     let offset = |s: &str| s.as_ptr() as usize - base;
     let emit = |scan: &mut DocScan, start_line: u64, end_line: u64, parts: &[&str]| {
@@ -182,7 +193,9 @@ fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocS
         let number = index as u64 + 1;
         let mut line = full_line;
         let line_chars = char_len(line);
-        if !block.is_empty() && (size + line_chars + 1 > PASSAGE_CHARS || number - start >= PASSAGE_LINES) {
+        if !block.is_empty()
+            && (size + line_chars + 1 > PASSAGE_CHARS || number - start >= PASSAGE_LINES)
+        {
             emit(&mut scan, start, end, &block);
             block.clear();
             size = 0;
@@ -252,7 +265,11 @@ pub fn retrieve(view: &dyn RootView, args: &RetrieveArgs) -> ToolOutput {
     }
 }
 
-fn retrieve_inner(view: &dyn RootView, args: &RetrieveArgs, counts: &mut Counts) -> Result<String, ToolError> {
+fn retrieve_inner(
+    view: &dyn RootView,
+    args: &RetrieveArgs,
+    counts: &mut Counts,
+) -> Result<String, ToolError> {
     if !(1..=50).contains(&args.max_results) || !(256..=100_000).contains(&args.max_chars) {
         return Err(ToolError::RetrievalBounds);
     }
@@ -268,7 +285,12 @@ fn retrieve_inner(view: &dyn RootView, args: &RetrieveArgs, counts: &mut Counts)
     if term_list.is_empty() || term_list.len() > 64 {
         return Err(ToolError::RetrievalTerms);
     }
-    let terms: HashMap<String, usize> = term_list.iter().cloned().enumerate().map(|(i, t)| (t, i)).collect();
+    let terms: HashMap<String, usize> = term_list
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, t)| (t, i))
+        .collect();
 
     let mut budget = Budget::from_limits(view.limits());
     budget.max_files = args.max_files;
@@ -281,10 +303,12 @@ fn retrieve_inner(view: &dyn RootView, args: &RetrieveArgs, counts: &mut Counts)
         }
     }
     let stop = stop.or_else(|| targets.error.map(|error| (targets.files.len(), error)));
-    let scan_end = stop.as_ref().map_or(targets.files.len(), |(index, _)| *index);
+    let scan_end = stop
+        .as_ref()
+        .map_or(targets.files.len(), |(index, _)| *index);
     let files: &[Entry] = &targets.files[..scan_end];
 
-    let scanned: Vec<Result<(Arc<str>, Counts, crate::view::RedactedPath, DocScan), ToolError>> = files
+    let scanned: Vec<Result<ScannedDoc, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
@@ -330,7 +354,9 @@ fn retrieve_inner(view: &dyn RootView, args: &RetrieveArgs, counts: &mut Counts)
         let length = candidate.length as f64;
         candidate.score = candidate.hits.iter().fold(0.0, |score, &(term, hits)| {
             let frequency = df[term];
-            let idf = (1.0 + ((passages as f64 - frequency as f64) + 0.5) / (frequency as f64 + 0.5)).ln();
+            let idf = (1.0
+                + ((passages as f64 - frequency as f64) + 0.5) / (frequency as f64 + 0.5))
+                .ln();
             let hits = hits as f64;
             score + idf * (hits * 2.2) / (hits + 1.2 * (0.25 + 0.75 * length / average))
         });
@@ -370,7 +396,11 @@ fn retrieve_inner(view: &dyn RootView, args: &RetrieveArgs, counts: &mut Counts)
         selected += 1;
     }
     if selected < candidates.len() {
-        output.push_str(if selected > 0 { TRUNCATED_MARKER } else { TOO_SMALL });
+        output.push_str(if selected > 0 {
+            TRUNCATED_MARKER
+        } else {
+            TOO_SMALL
+        });
     }
     Ok(output)
 }
@@ -384,27 +414,57 @@ mod tests {
         let text = "Don't re-run [PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] x_y a- -b Straße ²";
         assert_eq!(
             tokens(text),
-            vec!["don't", "re-run", "[person_b6e03a41f7e5c4a5d77d8f67fcef2327]", "x", "y", "a", "b", "strasse", "²"]
+            vec![
+                "don't",
+                "re-run",
+                "[person_b6e03a41f7e5c4a5d77d8f67fcef2327]",
+                "x",
+                "y",
+                "a",
+                "b",
+                "strasse",
+                "²"
+            ]
         );
         assert_eq!(tokens("PERSON_b6e0"), vec!["person", "b6e0"]);
     }
 
     #[test]
     fn long_lines_are_cut_after_the_last_space_and_never_inside_a_placeholder() {
-        let terms: HashMap<String, usize> =
-            [("w".to_string(), 0), ("w".repeat(1599), 1), ("w".repeat(1000), 2)].into_iter().collect();
+        let terms: HashMap<String, usize> = [
+            ("w".to_string(), 0),
+            ("w".repeat(1599), 1),
+            ("w".repeat(1000), 2),
+        ]
+        .into_iter()
+        .collect();
         // 1,599 chars then a placeholder straddling the 1,600 cut, no spaces before it.
         let p = "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327]";
         let line = format!("{}{p} w", "w".repeat(1599));
         let scan = scan_document(0, &line, &terms);
-        let texts: Vec<String> = scan.candidates.iter().map(|c| passage_text(&line, c)).collect();
+        let texts: Vec<String> = scan
+            .candidates
+            .iter()
+            .map(|c| passage_text(&line, c))
+            .collect();
         assert_eq!(texts, vec!["w".repeat(1599), format!("{p} w")]);
         // With a space before the cut, the cut lands right after it.
         let line = format!("{} {}", "w".repeat(1000), "w".repeat(1000));
         let scan = scan_document(0, &line, &terms);
-        let texts: Vec<String> = scan.candidates.iter().map(|c| passage_text(&line, c)).collect();
-        assert_eq!(texts, vec![format!("{} ", "w".repeat(1000)), "w".repeat(1000)]);
-        assert!(scan.candidates.iter().all(|c| c.start_line == 1 && c.end_line == 1));
+        let texts: Vec<String> = scan
+            .candidates
+            .iter()
+            .map(|c| passage_text(&line, c))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![format!("{} ", "w".repeat(1000)), "w".repeat(1000)]
+        );
+        assert!(
+            scan.candidates
+                .iter()
+                .all(|c| c.start_line == 1 && c.end_line == 1)
+        );
     }
 
     #[test]

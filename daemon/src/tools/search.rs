@@ -77,7 +77,9 @@ fn raw_prefilter_applies(query: &str, regex: bool, ignore_case: bool) -> bool {
     }
     if ignore_case {
         let folded = casefold(stripped);
-        !Category::ALL.iter().any(|c| casefold(c.as_str()).contains(&folded))
+        !Category::ALL
+            .iter()
+            .any(|c| casefold(c.as_str()).contains(&folded))
     } else {
         !Category::ALL.iter().any(|c| c.as_str().contains(stripped))
     }
@@ -86,7 +88,10 @@ fn raw_prefilter_applies(query: &str, regex: bool, ignore_case: bool) -> bool {
 /// How lines are tested.
 enum Matcher {
     /// Substring; `needle` is already casefolded when `fold`.
-    Literal { needle: String, fold: bool },
+    Literal {
+        needle: String,
+        fold: bool,
+    },
     Regex(Regex),
 }
 
@@ -94,12 +99,17 @@ impl Matcher {
     /// 0-based indices of matching lines of `text`, split without line ends.
     fn matching_lines(&self, text: &str) -> Vec<usize> {
         match self {
-            Matcher::Literal { needle, fold: false } => {
+            Matcher::Literal {
+                needle,
+                fold: false,
+            } => {
                 if !text.contains(needle.as_str()) {
                     return Vec::new();
                 }
                 let lines = splitlines(text, false);
-                (0..lines.len()).filter(|&i| lines[i].contains(needle.as_str())).collect()
+                (0..lines.len())
+                    .filter(|&i| lines[i].contains(needle.as_str()))
+                    .collect()
             }
             Matcher::Literal { needle, fold: true } => {
                 // Case folding is per character, so a file whose folded whole text
@@ -111,14 +121,20 @@ impl Matcher {
                 if text.is_ascii() {
                     // ASCII folding keeps every byte offset: split the folded copy.
                     let lines = splitlines(&folded, false);
-                    return (0..lines.len()).filter(|&i| lines[i].contains(needle.as_str())).collect();
+                    return (0..lines.len())
+                        .filter(|&i| lines[i].contains(needle.as_str()))
+                        .collect();
                 }
                 let lines = splitlines(text, false);
-                (0..lines.len()).filter(|&i| casefold(lines[i]).contains(needle.as_str())).collect()
+                (0..lines.len())
+                    .filter(|&i| casefold(lines[i]).contains(needle.as_str()))
+                    .collect()
             }
             Matcher::Regex(re) => {
                 let lines = splitlines(text, false);
-                (0..lines.len()).filter(|&i| re.is_match(lines[i])).collect()
+                (0..lines.len())
+                    .filter(|&i| re.is_match(lines[i]))
+                    .collect()
             }
         }
     }
@@ -127,7 +143,12 @@ impl Matcher {
 /// The grep lines of one file, in the reference's order: for each match, its context
 /// window, every line at most once; a line is marked `:` only as the centre of its
 /// own window (a match first shown as context of an earlier match stays `-`).
-fn file_lines(doc: &RedactedDoc, path: &RedactedPath, matches: &[usize], context: usize) -> Vec<String> {
+fn file_lines(
+    doc: &RedactedDoc,
+    path: &RedactedPath,
+    matches: &[usize],
+    context: usize,
+) -> Vec<String> {
     let lines = splitlines(&doc.text, false);
     let mut emitted = vec![false; lines.len()];
     let mut out = Vec::new();
@@ -140,7 +161,12 @@ fn file_lines(doc: &RedactedDoc, path: &RedactedPath, matches: &[usize], context
             }
             emitted[index] = true;
             let marker = if index == m { ':' } else { '-' };
-            out.push(format!("{}{marker}{}:{}:{line}\n", path.id, index + 1, path.text));
+            out.push(format!(
+                "{}{marker}{}:{}:{line}\n",
+                path.id,
+                index + 1,
+                path.text
+            ));
         }
     }
     out
@@ -151,10 +177,20 @@ enum FileResult {
     /// Not searched (non-text under the raw prefilter).
     Skipped,
     Failed(ToolError),
-    Searched { doc_counts: Counts, path: Option<RedactedPath>, lines: Vec<String> },
+    Searched {
+        doc_counts: Counts,
+        path: Option<RedactedPath>,
+        lines: Vec<String>,
+    },
 }
 
-fn search_file(view: &dyn RootView, entry: &Entry, matcher: &Matcher, prefilter: bool, context: usize) -> FileResult {
+fn search_file(
+    view: &dyn RootView,
+    entry: &Entry,
+    matcher: &Matcher,
+    prefilter: bool,
+    context: usize,
+) -> FileResult {
     if prefilter && !view.is_text(entry) {
         return FileResult::Skipped;
     }
@@ -165,11 +201,19 @@ fn search_file(view: &dyn RootView, entry: &Entry, matcher: &Matcher, prefilter:
     };
     let matches = matcher.matching_lines(&doc.text);
     if matches.is_empty() {
-        return FileResult::Searched { doc_counts: doc.counts, path: None, lines: Vec::new() };
+        return FileResult::Searched {
+            doc_counts: doc.counts,
+            path: None,
+            lines: Vec::new(),
+        };
     }
     let path = view.path(&entry.rel);
     let lines = file_lines(&doc, &path, &matches, context);
-    FileResult::Searched { doc_counts: doc.counts, path: Some(path), lines }
+    FileResult::Searched {
+        doc_counts: doc.counts,
+        path: Some(path),
+        lines,
+    }
 }
 
 /// `search`: `<ref><:|-><line>:<rpath>:<redacted line>` lines, files in walk order
@@ -196,7 +240,11 @@ pub fn search(view: &dyn RootView, args: &SearchArgs) -> ToolOutput {
     }
 }
 
-fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> Result<String, ToolError> {
+fn search_inner(
+    view: &dyn RootView,
+    args: &SearchArgs,
+    counts: &mut Counts,
+) -> Result<String, ToolError> {
     let matcher = if args.regex {
         let re = RegexBuilder::new(&args.query)
             .case_insensitive(args.ignore_case)
@@ -206,9 +254,15 @@ fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> 
             .map_err(|_| ToolError::InvalidRegex)?;
         Matcher::Regex(re)
     } else if args.ignore_case {
-        Matcher::Literal { needle: casefold(&args.query), fold: true }
+        Matcher::Literal {
+            needle: casefold(&args.query),
+            fold: true,
+        }
     } else {
-        Matcher::Literal { needle: args.query.clone(), fold: false }
+        Matcher::Literal {
+            needle: args.query.clone(),
+            fold: false,
+        }
     };
     let prefilter = raw_prefilter_applies(&args.query, args.regex, args.ignore_case);
     let mut budget = Budget::from_limits(view.limits());
@@ -225,7 +279,9 @@ fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> 
         }
     }
     let stop = stop.or_else(|| targets.error.map(|error| (targets.files.len(), error)));
-    let scan_end = stop.as_ref().map_or(targets.files.len(), |(index, _)| *index);
+    let scan_end = stop
+        .as_ref()
+        .map_or(targets.files.len(), |(index, _)| *index);
     let files = &targets.files[..scan_end];
 
     let mut out = String::new();
@@ -233,8 +289,10 @@ fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> 
     let context = args.context;
     if args.regex {
         // The reference reads and redacts every file before matching any.
-        let searched: Vec<FileResult> =
-            files.par_iter().map(|entry| search_file(view, entry, &matcher, false, context)).collect();
+        let searched: Vec<FileResult> = files
+            .par_iter()
+            .map(|entry| search_file(view, entry, &matcher, false, context))
+            .collect();
         for result in &searched {
             match result {
                 FileResult::Failed(error) => return Err(error.clone()),
@@ -246,8 +304,19 @@ fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> 
             return Err(error);
         }
         for result in &searched {
-            if let FileResult::Searched { path: Some(path), lines, .. } = result
-                && emit(&mut out, &mut results, args.max_results, path, lines, counts)
+            if let FileResult::Searched {
+                path: Some(path),
+                lines,
+                ..
+            } = result
+                && emit(
+                    &mut out,
+                    &mut results,
+                    args.max_results,
+                    path,
+                    lines,
+                    counts,
+                )
             {
                 return Ok(out);
             }
@@ -261,18 +330,31 @@ fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> 
     let mut batch = 32;
     while done < files.len() {
         let end = (done + batch).min(files.len());
-        let searched: Vec<FileResult> =
-            files[done..end].par_iter().map(|entry| search_file(view, entry, &matcher, prefilter, context)).collect();
+        let searched: Vec<FileResult> = files[done..end]
+            .par_iter()
+            .map(|entry| search_file(view, entry, &matcher, prefilter, context))
+            .collect();
         for result in searched {
             match result {
                 FileResult::Skipped => {}
                 FileResult::Failed(error) => return Err(error),
-                FileResult::Searched { doc_counts, path, lines } => {
+                FileResult::Searched {
+                    doc_counts,
+                    path,
+                    lines,
+                } => {
                     if !prefilter || path.is_some() {
                         counts.merge(&doc_counts);
                     }
                     if let Some(path) = path
-                        && emit(&mut out, &mut results, args.max_results, &path, &lines, counts)
+                        && emit(
+                            &mut out,
+                            &mut results,
+                            args.max_results,
+                            &path,
+                            &lines,
+                            counts,
+                        )
                     {
                         return Ok(out);
                     }
@@ -289,7 +371,14 @@ fn search_inner(view: &dyn RootView, args: &SearchArgs, counts: &mut Counts) -> 
 }
 
 /// Appends a file's lines until the cap; returns true once `[TRUNCATED]` was written.
-fn emit(out: &mut String, results: &mut usize, max_results: usize, path: &RedactedPath, lines: &[String], counts: &mut Counts) -> bool {
+fn emit(
+    out: &mut String,
+    results: &mut usize,
+    max_results: usize,
+    path: &RedactedPath,
+    lines: &[String],
+    counts: &mut Counts,
+) -> bool {
     for line in lines {
         out.push_str(line);
         merge_times(counts, &path.counts, 1);

@@ -29,7 +29,10 @@ pub(crate) fn target_files(
     let starts: Vec<Entry> = if scopes.is_empty() {
         vec![view.resolve(".")?]
     } else {
-        scopes.iter().map(|scope| view.resolve(scope)).collect::<Result<_, _>>()?
+        scopes
+            .iter()
+            .map(|scope| view.resolve(scope))
+            .collect::<Result<_, _>>()?
     };
     let patterns: Vec<Pattern> = globs.iter().map(|glob| Pattern::new(glob)).collect();
     let mut seen: HashSet<Arc<str>> = HashSet::new();
@@ -58,7 +61,12 @@ pub(crate) fn target_files(
         for item in walk(view, start, None, false, budget) {
             match item {
                 Ok((entry, _)) => keep(entry, &mut files),
-                Err(error) => return Ok(Targets { files, error: Some(error) }),
+                Err(error) => {
+                    return Ok(Targets {
+                        files,
+                        error: Some(error),
+                    });
+                }
             }
         }
     }

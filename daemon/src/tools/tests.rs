@@ -12,9 +12,18 @@ const SALT: &str = "golden-salt";
 /// Corpus A of `gen.sh`.
 fn corpus_a() -> FakeView {
     FakeView::new(SALT)
-        .file("docs/readme.md", "alpha line one\nbeta line two\n\ngamma line four\n")
-        .file("docs/design.md", "design notes\nthe backup runs nightly\nrecovery drills happen monthly\n")
-        .file("notes/meeting.md", "todo: write more tests\nno newline at end")
+        .file(
+            "docs/readme.md",
+            "alpha line one\nbeta line two\n\ngamma line four\n",
+        )
+        .file(
+            "docs/design.md",
+            "design notes\nthe backup runs nightly\nrecovery drills happen monthly\n",
+        )
+        .file(
+            "notes/meeting.md",
+            "todo: write more tests\nno newline at end",
+        )
         .file("notes/draft.md", "")
         .binary("docs/archive", b"bin\0ary")
         .file("tools/build.py", "x = 1\r\ny = 2\r\n")
@@ -60,20 +69,34 @@ fn assert_golden(name: &str, output: ToolOutput) {
 }
 
 fn tree_args(path: &str, max_depth: Option<u32>) -> TreeArgs {
-    TreeArgs { path: path.into(), max_depth }
+    TreeArgs {
+        path: path.into(),
+        max_depth,
+    }
 }
 
 fn list_args(path: &str, recursive: bool, max_depth: Option<u32>) -> ListArgs {
-    ListArgs { path: path.into(), recursive, max_depth }
+    ListArgs {
+        path: path.into(),
+        recursive,
+        max_depth,
+    }
 }
 
 fn read_args(path: &str) -> ReadArgs {
-    ReadArgs { path: path.into(), ..ReadArgs::default() }
+    ReadArgs {
+        path: path.into(),
+        ..ReadArgs::default()
+    }
 }
 
 fn grep(query: &str) -> SearchArgs {
     // CLI defaults: case-sensitive.
-    SearchArgs { query: query.into(), ignore_case: false, ..SearchArgs::default() }
+    SearchArgs {
+        query: query.into(),
+        ignore_case: false,
+        ..SearchArgs::default()
+    }
 }
 
 fn counts(pairs: &[(Category, u64)]) -> Counts {
@@ -91,7 +114,10 @@ fn tree_matches_the_reference() {
     assert_golden("tree_depth5", tree(&view, &tree_args(".", Some(5))));
     assert_golden("tree_depth0", tree(&view, &tree_args(".", Some(0))));
     assert_golden("tree_docs", tree(&view, &tree_args("docs", Some(3))));
-    assert_golden("tree_file", tree(&view, &tree_args("docs/readme.md", Some(3))));
+    assert_golden(
+        "tree_file",
+        tree(&view, &tree_args("docs/readme.md", Some(3))),
+    );
 }
 
 #[test]
@@ -99,10 +125,19 @@ fn list_matches_the_reference() {
     let view = corpus_a();
     assert_golden("ls_root", list(&view, &list_args(".", false, None)));
     assert_golden("ls_docs", list(&view, &list_args("docs", false, None)));
-    assert_golden("ls_file", list(&view, &list_args("docs/readme.md", false, None)));
+    assert_golden(
+        "ls_file",
+        list(&view, &list_args("docs/readme.md", false, None)),
+    );
     assert_golden("ls_recursive", list(&view, &list_args(".", true, None)));
-    assert_golden("ls_recursive_depth1", list(&view, &list_args(".", true, Some(1))));
-    assert_golden("ls_recursive_tools", list(&view, &list_args("tools", true, None)));
+    assert_golden(
+        "ls_recursive_depth1",
+        list(&view, &list_args(".", true, Some(1))),
+    );
+    assert_golden(
+        "ls_recursive_tools",
+        list(&view, &list_args("tools", true, None)),
+    );
 }
 
 #[test]
@@ -125,21 +160,54 @@ fn list_of_an_empty_directory_is_ok() {
 #[test]
 fn read_matches_the_reference() {
     let view = corpus_a();
-    assert_golden("cat_crlf_numbered", read(&view, &ReadArgs { line_numbers: true, ..read_args("tools/build.py") }));
+    assert_golden(
+        "cat_crlf_numbered",
+        read(
+            &view,
+            &ReadArgs {
+                line_numbers: true,
+                ..read_args("tools/build.py")
+            },
+        ),
+    );
     assert_golden("cat_plain", read(&view, &read_args("docs/readme.md")));
     assert_golden(
         "cat_range",
-        read(&view, &ReadArgs { start_line: Some(2), end_line: Some(3), ..read_args("docs/readme.md") }),
+        read(
+            &view,
+            &ReadArgs {
+                start_line: Some(2),
+                end_line: Some(3),
+                ..read_args("docs/readme.md")
+            },
+        ),
     );
     assert_golden(
         "cat_range_past_end",
-        read(&view, &ReadArgs { start_line: Some(3), end_line: Some(9), ..read_args("docs/design.md") }),
+        read(
+            &view,
+            &ReadArgs {
+                start_line: Some(3),
+                end_line: Some(9),
+                ..read_args("docs/design.md")
+            },
+        ),
     );
     assert_golden(
         "cat_truncated_numbered",
-        read(&view, &ReadArgs { max_chars: 20, line_numbers: true, ..read_args("docs/readme.md") }),
+        read(
+            &view,
+            &ReadArgs {
+                max_chars: 20,
+                line_numbers: true,
+                ..read_args("docs/readme.md")
+            },
+        ),
     );
-    assert_golden("cat_no_final_newline", read(&view, &read_args("notes/meeting.md")));
+    assert_golden(
+        "cat_no_final_newline",
+        read(&view, &read_args("notes/meeting.md")),
+    );
 }
 
 #[test]
@@ -148,9 +216,25 @@ fn read_errors_match_the_reference() {
     assert_golden("cat_empty", read(&view, &read_args("notes/draft.md")));
     assert_golden(
         "cat_end_before_start",
-        read(&view, &ReadArgs { start_line: Some(3), end_line: Some(2), ..read_args("docs/readme.md") }),
+        read(
+            &view,
+            &ReadArgs {
+                start_line: Some(3),
+                end_line: Some(2),
+                ..read_args("docs/readme.md")
+            },
+        ),
     );
-    assert_golden("cat_start_beyond_end", read(&view, &ReadArgs { start_line: Some(9), ..read_args("docs/readme.md") }));
+    assert_golden(
+        "cat_start_beyond_end",
+        read(
+            &view,
+            &ReadArgs {
+                start_line: Some(9),
+                ..read_args("docs/readme.md")
+            },
+        ),
+    );
     assert_golden("cat_binary", read(&view, &read_args("docs/archive")));
     assert_golden("cat_dir", read(&view, &read_args("docs")));
     assert_golden("cat_missing", read(&view, &read_args("docs/nope.md")));
@@ -165,7 +249,10 @@ fn read_by_opaque_id_and_unknown_id() {
     assert_eq!(read(&view, &read_args(&id)).text, by_path.text);
     assert_eq!(read(&view, &read_args(&id[1..])).text, by_path.text);
     let unknown = read(&view, &read_args("@p_000000000000"));
-    assert_eq!((unknown.text.as_str(), unknown.is_error), ("Unknown path id: @p_000000000000", true));
+    assert_eq!(
+        (unknown.text.as_str(), unknown.is_error),
+        ("Unknown path id: @p_000000000000", true)
+    );
 }
 
 #[test]
@@ -179,28 +266,110 @@ fn head_and_tail_match_the_reference() {
     };
     assert_golden("head_two", head(&view, &lines("docs/design.md", 2, false)));
     assert_golden("tail_two", tail(&view, &lines("docs/design.md", 2, false)));
-    assert_golden("tail_numbered", tail(&view, &lines("notes/meeting.md", 1, true)));
-    assert_golden("tail_empty", tail(&view, &lines("notes/draft.md", 40, false)));
+    assert_golden(
+        "tail_numbered",
+        tail(&view, &lines("notes/meeting.md", 1, true)),
+    );
+    assert_golden(
+        "tail_empty",
+        tail(&view, &lines("notes/draft.md", 40, false)),
+    );
 }
 
 #[test]
 fn search_matches_the_reference() {
     let view = corpus_a();
-    assert_golden("grep_context", search(&view, &SearchArgs { context: 1, ..grep("line") }));
-    assert_golden("grep_ignore_case", search(&view, &SearchArgs { ignore_case: true, ..grep("LINE") }));
-    assert_golden("grep_regex", search(&view, &SearchArgs { regex: true, ..grep("l[a-z]+e") }));
-    assert_golden("grep_max_results", search(&view, &SearchArgs { max_results: 3, ..grep("line") }));
-    assert_golden("grep_max_results_exact", search(&view, &SearchArgs { max_results: 4, ..grep("line") }));
-    assert_golden("grep_glob", search(&view, &SearchArgs { glob: vec!["notes/*".into()], ..grep("e") }));
+    assert_golden(
+        "grep_context",
+        search(
+            &view,
+            &SearchArgs {
+                context: 1,
+                ..grep("line")
+            },
+        ),
+    );
+    assert_golden(
+        "grep_ignore_case",
+        search(
+            &view,
+            &SearchArgs {
+                ignore_case: true,
+                ..grep("LINE")
+            },
+        ),
+    );
+    assert_golden(
+        "grep_regex",
+        search(
+            &view,
+            &SearchArgs {
+                regex: true,
+                ..grep("l[a-z]+e")
+            },
+        ),
+    );
+    assert_golden(
+        "grep_max_results",
+        search(
+            &view,
+            &SearchArgs {
+                max_results: 3,
+                ..grep("line")
+            },
+        ),
+    );
+    assert_golden(
+        "grep_max_results_exact",
+        search(
+            &view,
+            &SearchArgs {
+                max_results: 4,
+                ..grep("line")
+            },
+        ),
+    );
+    assert_golden(
+        "grep_glob",
+        search(
+            &view,
+            &SearchArgs {
+                glob: vec!["notes/*".into()],
+                ..grep("e")
+            },
+        ),
+    );
     assert_golden(
         "grep_scoped",
-        search(&view, &SearchArgs { paths: vec!["tools".into(), "docs/design.md".into(), "tools".into()], ..grep("e") }),
+        search(
+            &view,
+            &SearchArgs {
+                paths: vec!["tools".into(), "docs/design.md".into(), "tools".into()],
+                ..grep("e")
+            },
+        ),
     );
     assert_golden("grep_no_match", search(&view, &grep("nothing-here")));
-    assert_golden("grep_invalid_regex", search(&view, &SearchArgs { regex: true, ..grep("a(") }));
+    assert_golden(
+        "grep_invalid_regex",
+        search(
+            &view,
+            &SearchArgs {
+                regex: true,
+                ..grep("a(")
+            },
+        ),
+    );
     assert_golden(
         "grep_context_overlap",
-        search(&view, &SearchArgs { regex: true, context: 1, ..grep("alpha|beta") }),
+        search(
+            &view,
+            &SearchArgs {
+                regex: true,
+                context: 1,
+                ..grep("alpha|beta")
+            },
+        ),
     );
 }
 
@@ -212,9 +381,21 @@ fn search_skips_unreadable_files_only_where_the_reference_prefilters() {
     assert!(!out.is_error && out.text.starts_with("@p_"), "{}", out.text);
     // `_` disables the prefilter: the unreadable file fails the whole call.
     let out = search(&view, &grep("line_"));
-    assert_eq!((out.text.as_str(), out.is_error), ("Refusing to print non-text file. Use stat/list to inspect metadata.", true));
+    assert_eq!(
+        (out.text.as_str(), out.is_error),
+        (
+            "Refusing to print non-text file. Use stat/list to inspect metadata.",
+            true
+        )
+    );
     // Regex mode always reads every file first.
-    let out = search(&view, &SearchArgs { regex: true, ..grep("zzz") });
+    let out = search(
+        &view,
+        &SearchArgs {
+            regex: true,
+            ..grep("zzz")
+        },
+    );
     assert!(out.is_error);
 }
 
@@ -223,19 +404,46 @@ fn search_truncation_stops_before_a_later_failure() {
     // Neither query is raw-prefiltered (`_`; all hex), so the unreadable last file
     // fails the call unless the output cap is reached before it.
     let view = corpus_a().text_ext_binary("tools/zz.md", b"\0");
-    let out = search(&view, &SearchArgs { max_results: 2, ..grep("line_") });
+    let out = search(
+        &view,
+        &SearchArgs {
+            max_results: 2,
+            ..grep("line_")
+        },
+    );
     assert!(out.is_error, "no match before the bad file: the call fails");
-    let out = search(&view, &SearchArgs { max_results: 200, ..grep("e") });
+    let out = search(
+        &view,
+        &SearchArgs {
+            max_results: 200,
+            ..grep("e")
+        },
+    );
     assert!(out.is_error, "the cap is not reached before the bad file");
-    let out = search(&view, &SearchArgs { max_results: 2, ..grep("e") });
+    let out = search(
+        &view,
+        &SearchArgs {
+            max_results: 2,
+            ..grep("e")
+        },
+    );
     assert!(!out.is_error && out.text.ends_with("[TRUNCATED]\n"));
 }
 
 #[test]
 fn search_scope_that_is_excluded_fails() {
     let view = corpus_a().exclude("notes");
-    let out = search(&view, &SearchArgs { paths: vec!["notes".into()], ..grep("e") });
-    assert_eq!((out.text.as_str(), out.is_error), ("Path is excluded by policy.", true));
+    let out = search(
+        &view,
+        &SearchArgs {
+            paths: vec!["notes".into()],
+            ..grep("e")
+        },
+    );
+    assert_eq!(
+        (out.text.as_str(), out.is_error),
+        ("Path is excluded by policy.", true)
+    );
     // Whole-root search silently leaves the excluded directory out.
     let out = search(&view, &grep("newline"));
     assert_eq!(out.text, "No matches.\n");
@@ -245,13 +453,32 @@ fn search_scope_that_is_excluded_fails() {
 fn search_on_a_large_tree_keeps_walk_order() {
     let mut view = FakeView::new(SALT);
     for i in 0..300 {
-        view = view.file(&format!("d{:03}/f.md", 299 - i), &format!("hit {i}\nmiss\n"));
+        view = view.file(
+            &format!("d{:03}/f.md", 299 - i),
+            &format!("hit {i}\nmiss\n"),
+        );
     }
-    let out = search(&view, &SearchArgs { max_results: 1000, ..grep("hit") });
-    let order: Vec<&str> = out.text.lines().map(|l| l.rsplit(':').next().unwrap()).collect();
+    let out = search(
+        &view,
+        &SearchArgs {
+            max_results: 1000,
+            ..grep("hit")
+        },
+    );
+    let order: Vec<&str> = out
+        .text
+        .lines()
+        .map(|l| l.rsplit(':').next().unwrap())
+        .collect();
     let expected: Vec<String> = (0..300).rev().map(|i| format!("hit {i}")).collect();
     assert_eq!(order, expected);
-    let out = search(&view, &SearchArgs { max_results: 250, ..grep("hit") });
+    let out = search(
+        &view,
+        &SearchArgs {
+            max_results: 250,
+            ..grep("hit")
+        },
+    );
     assert_eq!(out.text.lines().count(), 251);
 }
 
@@ -266,11 +493,21 @@ fn search_receipt_counts_content_and_each_printed_path() {
             &format!("{p} met {p}\nbye\n{p}"),
             counts(&[(Category::PERSON, 3)]),
         )
-        .redacted_path("people.md", "[ENTITY_x].md", counts(&[(Category::ENTITY, 1)]));
+        .redacted_path(
+            "people.md",
+            "[ENTITY_x].md",
+            counts(&[(Category::ENTITY, 1)]),
+        );
     let out = search(&view, &grep(p));
     let id = view.engine().path_id("people.md");
-    assert_eq!(out.text, format!("{id}:1:[ENTITY_x].md:{p} met {p}\n{id}:3:[ENTITY_x].md:{p}\n"));
-    assert_eq!(out.counts, counts(&[(Category::PERSON, 3), (Category::ENTITY, 2)]));
+    assert_eq!(
+        out.text,
+        format!("{id}:1:[ENTITY_x].md:{p} met {p}\n{id}:3:[ENTITY_x].md:{p}\n")
+    );
+    assert_eq!(
+        out.counts,
+        counts(&[(Category::PERSON, 3), (Category::ENTITY, 2)])
+    );
     // The raw value is not searchable: only redacted text is.
     assert_eq!(search(&view, &grep("Taylor")).text, "No matches.\n");
 }
@@ -283,66 +520,177 @@ fn stat_matches_the_reference() {
     assert_golden("stat_binary", stat(&view, "docs/archive"));
     assert_golden("stat_no_final_newline", stat(&view, "notes/meeting.md"));
     let root = stat(&view, ".");
-    assert_eq!(root.text, format!("id: {}\npath: .\ntype: directory\nsize_bytes: 4096\n", view.engine().path_id(".")));
+    assert_eq!(
+        root.text,
+        format!(
+            "id: {}\npath: .\ntype: directory\nsize_bytes: 4096\n",
+            view.engine().path_id(".")
+        )
+    );
 }
 
 #[test]
 fn stat_of_a_text_file_over_the_byte_limit_fails() {
     let mut view = corpus_a();
     view.limits.max_raw_bytes_per_file = 10;
-    assert_eq!(stat(&view, "docs/readme.md").text, "Raw file byte limit exceeded.");
-    assert!(!stat(&view, "docs/archive").is_error, "binary files are not counted");
+    assert_eq!(
+        stat(&view, "docs/readme.md").text,
+        "Raw file byte limit exceeded."
+    );
+    assert!(
+        !stat(&view, "docs/archive").is_error,
+        "binary files are not counted"
+    );
 }
 
 #[test]
 fn bundle_matches_the_reference() {
     let view = corpus_a();
     assert_golden("bundle_all", bundle(&view, &BundleArgs::default()));
-    assert_golden("bundle_two_files", bundle(&view, &BundleArgs { max_files: 2, ..BundleArgs::default() }));
+    assert_golden(
+        "bundle_two_files",
+        bundle(
+            &view,
+            &BundleArgs {
+                max_files: 2,
+                ..BundleArgs::default()
+            },
+        ),
+    );
     assert_golden(
         "bundle_chars_per_file",
-        bundle(&view, &BundleArgs { paths: vec!["docs".into()], max_chars_per_file: 10, ..BundleArgs::default() }),
+        bundle(
+            &view,
+            &BundleArgs {
+                paths: vec!["docs".into()],
+                max_chars_per_file: 10,
+                ..BundleArgs::default()
+            },
+        ),
     );
-    assert_golden("bundle_total_chars", bundle(&view, &BundleArgs { max_total_chars: 50, ..BundleArgs::default() }));
-    assert_golden("bundle_glob", bundle(&view, &BundleArgs { glob: vec!["*.py".into()], ..BundleArgs::default() }));
+    assert_golden(
+        "bundle_total_chars",
+        bundle(
+            &view,
+            &BundleArgs {
+                max_total_chars: 50,
+                ..BundleArgs::default()
+            },
+        ),
+    );
+    assert_golden(
+        "bundle_glob",
+        bundle(
+            &view,
+            &BundleArgs {
+                glob: vec!["*.py".into()],
+                ..BundleArgs::default()
+            },
+        ),
+    );
 }
 
 #[test]
 fn bundle_uses_plain_content_and_counts_it_with_the_path() {
     let view = FakeView::new(SALT)
-        .redacted_file("a.md", "raw", "[SECRET_1]\n\n", "[SECRET_1]", counts(&[(Category::SECRET, 1)]))
+        .redacted_file(
+            "a.md",
+            "raw",
+            "[SECRET_1]\n\n",
+            "[SECRET_1]",
+            counts(&[(Category::SECRET, 1)]),
+        )
         .redacted_path("a.md", "[ENTITY_a].md", counts(&[(Category::ENTITY, 1)]));
     let out = bundle(&view, &BundleArgs::default());
     let id = view.engine().path_id("a.md");
-    assert_eq!(out.text, format!("\n--- BEGIN {id} [ENTITY_a].md ---\n[SECRET_1]\n--- END {id} ---\n"));
-    assert_eq!(out.counts, counts(&[(Category::SECRET, 1), (Category::ENTITY, 1)]));
+    assert_eq!(
+        out.text,
+        format!("\n--- BEGIN {id} [ENTITY_a].md ---\n[SECRET_1]\n--- END {id} ---\n")
+    );
+    assert_eq!(
+        out.counts,
+        counts(&[(Category::SECRET, 1), (Category::ENTITY, 1)])
+    );
 }
 
 #[test]
 fn retrieve_matches_the_reference() {
     let view = corpus_b();
-    let args = |query: &str| RetrieveArgs { query: query.into(), ..RetrieveArgs::default() };
-    assert_golden("retrieve_golden", retrieve(&view, &args("database backup recovery")));
+    let args = |query: &str| RetrieveArgs {
+        query: query.into(),
+        ..RetrieveArgs::default()
+    };
+    assert_golden(
+        "retrieve_golden",
+        retrieve(&view, &args("database backup recovery")),
+    );
     assert_golden(
         "retrieve_scoped",
-        retrieve(&view, &RetrieveArgs { paths: vec!["docs".into()], glob: vec!["*.md".into()], ..args("database") }),
+        retrieve(
+            &view,
+            &RetrieveArgs {
+                paths: vec!["docs".into()],
+                glob: vec!["*.md".into()],
+                ..args("database")
+            },
+        ),
     );
-    assert_golden("retrieve_tight", retrieve(&view, &RetrieveArgs { max_results: 2, max_chars: 400, ..args("database") }));
-    assert_golden("retrieve_too_small", retrieve(&view, &RetrieveArgs { max_chars: 256, ..args("unrelated") }));
+    assert_golden(
+        "retrieve_tight",
+        retrieve(
+            &view,
+            &RetrieveArgs {
+                max_results: 2,
+                max_chars: 400,
+                ..args("database")
+            },
+        ),
+    );
+    assert_golden(
+        "retrieve_too_small",
+        retrieve(
+            &view,
+            &RetrieveArgs {
+                max_chars: 256,
+                ..args("unrelated")
+            },
+        ),
+    );
     assert_golden("retrieve_no_match", retrieve(&view, &args("zebra")));
     assert_golden("retrieve_stop_words", retrieve(&view, &args("the of and")));
-    assert_golden("retrieve_bounds", retrieve(&view, &RetrieveArgs { max_results: 51, ..args("database") }));
+    assert_golden(
+        "retrieve_bounds",
+        retrieve(
+            &view,
+            &RetrieveArgs {
+                max_results: 51,
+                ..args("database")
+            },
+        ),
+    );
 }
 
 #[test]
 fn retrieve_validation_messages() {
     let view = corpus_b();
-    let args = |query: String| RetrieveArgs { query, ..RetrieveArgs::default() };
-    assert_eq!(retrieve(&view, &args("x".repeat(2001))).text, "Retrieval query exceeds the 2000 character limit.");
+    let args = |query: String| RetrieveArgs {
+        query,
+        ..RetrieveArgs::default()
+    };
+    assert_eq!(
+        retrieve(&view, &args("x".repeat(2001))).text,
+        "Retrieval query exceeds the 2000 character limit."
+    );
     let many: Vec<String> = (0..65).map(|i| format!("w{i}")).collect();
-    assert_eq!(retrieve(&view, &args(many.join(" "))).text, "Retrieval requires 1 to 64 searchable query terms.");
+    assert_eq!(
+        retrieve(&view, &args(many.join(" "))).text,
+        "Retrieval requires 1 to 64 searchable query terms."
+    );
     assert!(!retrieve(&view, &args(many[..64].join(" "))).is_error);
-    let bounds = RetrieveArgs { max_chars: 255, ..args("database".into()) };
+    let bounds = RetrieveArgs {
+        max_chars: 255,
+        ..args("database".into())
+    };
     assert_eq!(
         retrieve(&view, &bounds).text,
         "Retrieval requires max_results between 1 and 50 and max_chars between 256 and 100000."
@@ -355,22 +703,59 @@ fn retrieve_has_no_file_wall_by_default_but_honours_one_when_asked() {
     for i in 0..100 {
         view = view.file(&format!("notes/n{i:03}.md"), "database\n");
     }
-    let args = RetrieveArgs { query: "database".into(), ..RetrieveArgs::default() };
+    let args = RetrieveArgs {
+        query: "database".into(),
+        ..RetrieveArgs::default()
+    };
     assert!(!retrieve(&view, &args).is_error);
-    let walled = RetrieveArgs { max_files: Some(80), ..args.clone() };
+    let walled = RetrieveArgs {
+        max_files: Some(80),
+        ..args.clone()
+    };
     assert_eq!(retrieve(&view, &walled).text, "File limit exceeded.");
-    let passages = RetrieveArgs { max_passages: Some(20), ..args };
-    assert_eq!(retrieve(&view, &passages).text, "Retrieval passage limit exceeded. Narrow the paths or glob.");
+    let passages = RetrieveArgs {
+        max_passages: Some(20),
+        ..args
+    };
+    assert_eq!(
+        retrieve(&view, &passages).text,
+        "Retrieval passage limit exceeded. Narrow the paths or glob."
+    );
 }
 
 #[test]
 fn retrieve_receipt_counts_every_scanned_document() {
     let view = FakeView::new(SALT)
-        .redacted_file("a.md", "x", "[SECRET_1] database", "", counts(&[(Category::SECRET, 1)]))
-        .redacted_file("b.md", "y", "nothing here", "", counts(&[(Category::EMAIL, 2)]))
+        .redacted_file(
+            "a.md",
+            "x",
+            "[SECRET_1] database",
+            "",
+            counts(&[(Category::SECRET, 1)]),
+        )
+        .redacted_file(
+            "b.md",
+            "y",
+            "nothing here",
+            "",
+            counts(&[(Category::EMAIL, 2)]),
+        )
         .redacted_path("b.md", "[ENTITY_b].md", counts(&[(Category::ENTITY, 1)]));
-    let out = retrieve(&view, &RetrieveArgs { query: "database".into(), ..RetrieveArgs::default() });
-    assert_eq!(out.counts, counts(&[(Category::SECRET, 1), (Category::EMAIL, 2), (Category::ENTITY, 1)]));
+    let out = retrieve(
+        &view,
+        &RetrieveArgs {
+            query: "database".into(),
+            ..RetrieveArgs::default()
+        },
+    );
+    assert_eq!(
+        out.counts,
+        counts(&[
+            (Category::SECRET, 1),
+            (Category::EMAIL, 2),
+            (Category::ENTITY, 1)
+        ])
+    );
 }
 
 /// Spec 17's retrieval golden needs the real pipeline (the corpus holds an email, a
@@ -378,14 +763,24 @@ fn retrieve_receipt_counts_every_scanned_document() {
 #[test]
 #[ignore = "needs the redaction pipeline (engine::pipeline is a stub)"]
 fn retrieve_spec_17_golden() {
-    let mut policy = Policy { salt: SALT.into(), mode: Mode::Balanced, ..Policy::default() };
+    let mut policy = Policy {
+        salt: SALT.into(),
+        mode: Mode::Balanced,
+        ..Policy::default()
+    };
     policy.terms = vec!["quokkaproject".into()];
     let view = FakeView::with_policy(policy)
         .file("docs/backup.md", "# Backup runbook\n\nThe quokkaproject database backup runs nightly.\nRecovery drills happen monthly.\n")
         .file("docs/recovery.txt", "database recovery\n\nbackup procedures for PostgreSQL\nContact taylor@example.invalid\n")
         .file("notes/misc.txt", &("unrelated text\n".repeat(30) + "backup once\n"))
         .file("notes/quokkaproject plan.md", "database database database\n");
-    let out = retrieve(&view, &RetrieveArgs { query: "database backup recovery".into(), ..RetrieveArgs::default() });
+    let out = retrieve(
+        &view,
+        &RetrieveArgs {
+            query: "database backup recovery".into(),
+            ..RetrieveArgs::default()
+        },
+    );
     let expected = "--- @p_edc1e3a0cbb2 docs/[ENTITY_744724cb502cf2065928c6b96d0b5fd1].[ENTITY_83eab1868e9d09be426db8f133f41030] lines 1-4 score=2.493 ---
 database recovery
 
@@ -420,7 +815,9 @@ backup once
 fn retrieve_spec_17_golden_with_fixed_redactions() {
     let s = "[SENSITIVE_b31768c24f00422e1ac627a60bf3f660]";
     let none = Counts::default();
-    let backup = format!("# Backup runbook\n\nThe {s} database backup runs nightly.\nRecovery drills happen monthly.\n");
+    let backup = format!(
+        "# Backup runbook\n\nThe {s} database backup runs nightly.\nRecovery drills happen monthly.\n"
+    );
     let recovery = "database recovery\n\nbackup procedures for PostgreSQL\nContact [EMAIL_0d4c962d34d08573eada0df1c5f701ed]\n";
     let misc = "unrelated text\n".repeat(30) + "backup once\n";
     let view = FakeView::new(SALT)
@@ -444,7 +841,13 @@ fn retrieve_spec_17_golden_with_fixed_redactions() {
             &format!("notes/{s} [ENTITY_8da8ad8d2ed4843ab710ba6b5d46d3a2].md"),
             none,
         );
-    let out = retrieve(&view, &RetrieveArgs { query: "database backup recovery".into(), ..RetrieveArgs::default() });
+    let out = retrieve(
+        &view,
+        &RetrieveArgs {
+            query: "database backup recovery".into(),
+            ..RetrieveArgs::default()
+        },
+    );
     let headers: Vec<&str> = out.text.lines().filter(|l| l.starts_with("--- ")).collect();
     assert_eq!(
         headers,
@@ -459,15 +862,34 @@ fn retrieve_spec_17_golden_with_fixed_redactions() {
     let docs = view.engine().path_id("docs");
     let scoped = retrieve(
         &view,
-        &RetrieveArgs { query: "database".into(), paths: vec![docs], glob: vec!["*.md".into()], ..RetrieveArgs::default() },
+        &RetrieveArgs {
+            query: "database".into(),
+            paths: vec![docs],
+            glob: vec!["*.md".into()],
+            ..RetrieveArgs::default()
+        },
     );
-    assert_eq!(scoped.text.lines().next().unwrap(), "--- @p_4d6a1e447acd docs/[ENTITY_5884b93d9b9614a4b1eaa9dd75218b07].md lines 1-4 score=0.288 ---");
+    assert_eq!(
+        scoped.text.lines().next().unwrap(),
+        "--- @p_4d6a1e447acd docs/[ENTITY_5884b93d9b9614a4b1eaa9dd75218b07].md lines 1-4 score=0.288 ---"
+    );
     assert_eq!(scoped.text.matches("--- @p_").count(), 1);
-    let tight =
-        retrieve(&view, &RetrieveArgs { query: "database".into(), max_results: 2, max_chars: 400, ..RetrieveArgs::default() });
+    let tight = retrieve(
+        &view,
+        &RetrieveArgs {
+            query: "database".into(),
+            max_results: 2,
+            max_chars: 400,
+            ..RetrieveArgs::default()
+        },
+    );
     assert!(tight.text.contains("score=1.028"));
     assert_eq!(tight.text.matches("--- @p_").count(), 1);
-    assert!(tight.text.ends_with("[TRUNCATED: more matching passages; narrow the query or increase limits]\n"));
+    assert!(
+        tight.text.ends_with(
+            "[TRUNCATED: more matching passages; narrow the query or increase limits]\n"
+        )
+    );
 }
 
 #[test]
@@ -477,24 +899,48 @@ fn read_never_cuts_a_placeholder_and_numbers_the_marker() {
     let view = FakeView::new(SALT)
         .redacted_file("a.md", "", &text, &text, counts(&[(Category::PERSON, 1)]))
         .redacted_path("a.md", "[ENTITY_a].md", counts(&[(Category::ENTITY, 1)]));
-    let out = read(&view, &ReadArgs { max_chars: 10, line_numbers: true, ..read_args("a.md") });
+    let out = read(
+        &view,
+        &ReadArgs {
+            max_chars: 10,
+            line_numbers: true,
+            ..read_args("a.md")
+        },
+    );
     let id = view.engine().path_id("a.md");
-    assert_eq!(out.text, format!("--- {id} [ENTITY_a].md lines 1-2 ---\n     1\thi \n     2\t[TRUNCATED]\n"));
-    assert_eq!(out.counts, counts(&[(Category::PERSON, 1), (Category::ENTITY, 1)]));
+    assert_eq!(
+        out.text,
+        format!("--- {id} [ENTITY_a].md lines 1-2 ---\n     1\thi \n     2\t[TRUNCATED]\n")
+    );
+    assert_eq!(
+        out.counts,
+        counts(&[(Category::PERSON, 1), (Category::ENTITY, 1)])
+    );
 }
 
 #[test]
 fn list_and_tree_count_every_printed_path_or_name() {
     let view = corpus_a()
-        .redacted_path("docs/design.md", "docs/[ENTITY_d].md", counts(&[(Category::ENTITY, 1)]))
-        .redacted_name("design.md", "[ENTITY_d].md", counts(&[(Category::ENTITY, 1)]))
+        .redacted_path(
+            "docs/design.md",
+            "docs/[ENTITY_d].md",
+            counts(&[(Category::ENTITY, 1)]),
+        )
+        .redacted_name(
+            "design.md",
+            "[ENTITY_d].md",
+            counts(&[(Category::ENTITY, 1)]),
+        )
         .redacted_name("tools", "[CLIENT_t]", counts(&[(Category::CLIENT, 1)]));
     let out = list(&view, &list_args(".", true, None));
     assert!(out.text.contains("\tfile\t68\tdocs/[ENTITY_d].md\n"));
     assert_eq!(out.counts, counts(&[(Category::ENTITY, 1)]));
     let out = tree(&view, &tree_args(".", Some(3)));
     assert!(out.text.contains(" [ENTITY_d].md\n") && out.text.contains(" [CLIENT_t]/\n"));
-    assert_eq!(out.counts, counts(&[(Category::ENTITY, 1), (Category::CLIENT, 1)]));
+    assert_eq!(
+        out.counts,
+        counts(&[(Category::ENTITY, 1), (Category::CLIENT, 1)])
+    );
 }
 
 fn doctor_policy() -> Policy {
@@ -518,18 +964,28 @@ fn doctor_matches_the_reference_then_adds_our_keys() {
     assert_eq!(out.text, expected + "builtin_detectors: false\n");
     let args = DoctorArgs {
         documents: true,
-        plugged_detectors: vec![PluggedDetector { name: "patterns".into(), version: "1".into() }],
+        plugged_detectors: vec![PluggedDetector {
+            name: "patterns".into(),
+            version: "1".into(),
+        }],
         extra: vec![("cache_entries".into(), "3".into())],
     };
     let out = doctor(&view, &args);
-    assert!(out.text.contains("excluded_globs: 15\ndetectors: patterns 1\nbuiltin_detectors: false\ncache_entries: 3\n"));
+    assert!(out.text.contains(
+        "excluded_globs: 15\ndetectors: patterns 1\nbuiltin_detectors: false\ncache_entries: 3\n"
+    ));
 }
 
 /// Today's stub engine redacts nothing, so the synthetic leak suite fails; the reference
 /// passes it. Adjust the golden only while that is so.
 fn audit_golden(view: &FakeView, name: &str) -> (String, bool) {
     let (mut text, mut is_error) = golden(name);
-    let stub = view.engine().redact("AKIAIOSFODNN7EXAMPLE", Default::default()).unwrap().text == "AKIAIOSFODNN7EXAMPLE";
+    let stub = view
+        .engine()
+        .redact("AKIAIOSFODNN7EXAMPLE", Default::default())
+        .unwrap()
+        .text
+        == "AKIAIOSFODNN7EXAMPLE";
     if stub {
         text = text
             .replace("synthetic leak suite PASS  0 raw values escaped", "synthetic leak suite FAIL  5 raw values escaped")
@@ -545,12 +1001,33 @@ fn audit_golden(view: &FakeView, name: &str) -> (String, bool) {
 #[test]
 fn audit_matches_the_reference() {
     let view = FakeView::with_policy(doctor_policy());
-    for (name, format) in [("audit_text", AuditFormat::Text), ("audit_json", AuditFormat::Json)] {
-        let out = audit(&view, &AuditArgs { format, ..AuditArgs::default() });
-        assert_eq!((out.text, out.is_error), audit_golden(&view, name), "{name}");
+    for (name, format) in [
+        ("audit_text", AuditFormat::Text),
+        ("audit_json", AuditFormat::Json),
+    ] {
+        let out = audit(
+            &view,
+            &AuditArgs {
+                format,
+                ..AuditArgs::default()
+            },
+        );
+        assert_eq!(
+            (out.text, out.is_error),
+            audit_golden(&view, name),
+            "{name}"
+        );
     }
-    for (name, format) in [("audit_link_text", AuditFormat::Text), ("audit_link_json", AuditFormat::Json)] {
-        let args = AuditArgs { format, links: vec!["notes/review.md".into()], broken_links: 1, ..AuditArgs::default() };
+    for (name, format) in [
+        ("audit_link_text", AuditFormat::Text),
+        ("audit_link_json", AuditFormat::Json),
+    ] {
+        let args = AuditArgs {
+            format,
+            links: vec!["notes/review.md".into()],
+            broken_links: 1,
+            ..AuditArgs::default()
+        };
         let out = audit(&view, &args);
         let (text, _) = audit_golden(&view, name);
         assert_eq!((out.text, out.is_error), (text, true), "{name}");
@@ -561,8 +1038,17 @@ fn audit_matches_the_reference() {
 fn audit_lists_ten_links_then_a_count() {
     let view = FakeView::with_policy(doctor_policy());
     let links: Vec<String> = (0..12).map(|i| format!("l{i:02}")).collect();
-    let out = audit(&view, &AuditArgs { links, ..AuditArgs::default() });
-    assert!(out.text.contains(&format!("  - {} l09\n  - and 2 more\n", view.engine().path_id("l09"))));
+    let out = audit(
+        &view,
+        &AuditArgs {
+            links,
+            ..AuditArgs::default()
+        },
+    );
+    assert!(out.text.contains(&format!(
+        "  - {} l09\n  - and 2 more\n",
+        view.engine().path_id("l09")
+    )));
     assert!(!out.text.contains(" l10\n"));
 }
 
@@ -570,7 +1056,10 @@ fn audit_lists_ten_links_then_a_count() {
 fn refresh_index_reports_success_or_the_limit() {
     assert_eq!(refresh_index(|| Ok(())).text, "Refreshed path index.\n");
     let out = refresh_index(|| Err(crate::view::ViewError::EntryLimit));
-    assert_eq!((out.text.as_str(), out.is_error), ("Traversal entry limit exceeded.", true));
+    assert_eq!(
+        (out.text.as_str(), out.is_error),
+        ("Traversal entry limit exceeded.", true)
+    );
 }
 
 #[test]
@@ -579,10 +1068,16 @@ fn fnmatch_agrees_with_python_on_generated_cases() {
     let mut checked = 0;
     for line in cases.lines() {
         let mut parts = line.split('\t');
-        let (Some(expected), Some(pattern), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        let (Some(expected), Some(pattern), Some(name)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
             continue;
         };
-        assert_eq!(glob::fnmatch(name, pattern), expected == "1", "pattern {pattern:?} name {name:?}");
+        assert_eq!(
+            glob::fnmatch(name, pattern),
+            expected == "1",
+            "pattern {pattern:?} name {name:?}"
+        );
         checked += 1;
     }
     assert!(checked > 1000);

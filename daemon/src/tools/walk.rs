@@ -89,7 +89,16 @@ pub fn walk<'a>(
     include_dirs: bool,
     budget: &'a mut Budget,
 ) -> Walk<'a> {
-    Walk { view, budget, max_depth, include_dirs, start: Some(start), expand: None, stack: Vec::new(), done: false }
+    Walk {
+        view,
+        budget,
+        max_depth,
+        include_dirs,
+        start: Some(start),
+        expand: None,
+        stack: Vec::new(),
+        done: false,
+    }
 }
 
 /// The lazy iterator behind [`walk`].
