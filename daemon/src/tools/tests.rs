@@ -758,10 +758,9 @@ fn retrieve_receipt_counts_every_scanned_document() {
     );
 }
 
-/// Spec 17's retrieval golden needs the real pipeline (the corpus holds an email, a
-/// configured term and path words the reference redacts).
+/// Spec 17's retrieval golden, end to end through the real redaction pipeline (the corpus
+/// holds an email, a configured term and path words the reference redacts).
 #[test]
-#[ignore = "needs the redaction pipeline (engine::pipeline is a stub)"]
 fn retrieve_spec_17_golden() {
     let mut policy = Policy {
         salt: SALT.into(),
@@ -976,28 +975,6 @@ fn doctor_matches_the_reference_then_adds_our_keys() {
     ));
 }
 
-/// Today's stub engine redacts nothing, so the synthetic leak suite fails; the reference
-/// passes it. Adjust the golden only while that is so.
-fn audit_golden(view: &FakeView, name: &str) -> (String, bool) {
-    let (mut text, mut is_error) = golden(name);
-    let stub = view
-        .engine()
-        .redact("AKIAIOSFODNN7EXAMPLE", Default::default())
-        .unwrap()
-        .text
-        == "AKIAIOSFODNN7EXAMPLE";
-    if stub {
-        text = text
-            .replace("synthetic leak suite PASS  0 raw values escaped", "synthetic leak suite FAIL  5 raw values escaped")
-            .replace(
-                "\"name\": \"synthetic leak suite\",\n      \"status\": \"PASS\",\n      \"detail\": \"0 raw values escaped\"",
-                "\"name\": \"synthetic leak suite\",\n      \"status\": \"FAIL\",\n      \"detail\": \"5 raw values escaped\"",
-            );
-        is_error = true;
-    }
-    (text, is_error)
-}
-
 #[test]
 fn audit_matches_the_reference() {
     let view = FakeView::with_policy(doctor_policy());
@@ -1012,11 +989,7 @@ fn audit_matches_the_reference() {
                 ..AuditArgs::default()
             },
         );
-        assert_eq!(
-            (out.text, out.is_error),
-            audit_golden(&view, name),
-            "{name}"
-        );
+        assert_eq!((out.text, out.is_error), golden(name), "{name}");
     }
     for (name, format) in [
         ("audit_link_text", AuditFormat::Text),
@@ -1029,7 +1002,7 @@ fn audit_matches_the_reference() {
             ..AuditArgs::default()
         };
         let out = audit(&view, &args);
-        let (text, _) = audit_golden(&view, name);
+        let (text, _) = golden(name);
         assert_eq!((out.text, out.is_error), (text, true), "{name}");
     }
 }
@@ -1045,11 +1018,16 @@ fn audit_lists_ten_links_then_a_count() {
             ..AuditArgs::default()
         },
     );
-    assert!(out.text.contains(&format!(
-        "  - {} l09\n  - and 2 more\n",
-        view.engine().path_id("l09")
-    )));
-    assert!(!out.text.contains(" l10\n"));
+    let line = |rel: &str| {
+        let path = view.path(rel);
+        format!("  - {} {}\n", path.id, path.text)
+    };
+    assert!(
+        out.text
+            .contains(&format!("{}  - and 2 more\n", line("l09")))
+    );
+    assert!(!out.text.contains(&line("l10")));
+    assert_eq!(out.text.matches("  - @p_").count(), 10);
 }
 
 #[test]
@@ -1081,4 +1059,93 @@ fn fnmatch_agrees_with_python_on_generated_cases() {
         checked += 1;
     }
     assert!(checked > 1000);
+}
+
+/// Fixture A of spec 14.2 with the alias group of the spec 17 end-to-end golden, as the
+/// reference's loader derives it for a root named `kb`.
+fn fixture_a_policy(mode: Mode) -> Policy {
+    let strs = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+    Policy {
+        salt: "spec-salt".into(),
+        mode,
+        clients: strs(&["kb", "Client Alpha", "CA"]),
+        organizations: strs(&["Riverton Partners"]),
+        people: strs(&[
+            "Taylor Reed",
+            "Taylor",
+            "Reed",
+            "Jordan Vale",
+            "Jordan",
+            "Vale",
+        ]),
+        terms: strs(&["Project Meridian"]),
+        allow: strs(&["Azure", "PostgreSQL"]),
+        alias_groups: vec![crate::engine::AliasGroup {
+            canonical: "Taylor Reed".into(),
+            category: Category::PERSON,
+            aliases: strs(&["Taylor", "taylor.reed@example.invalid"]),
+        }],
+        ..Policy::default()
+    }
+}
+
+const FIXTURE_A_NOTES: &str = "# Client Alpha notes\n\nTaylor Reed met Jordan Vale from Riverton Partners.\nEmail taylor.reed@example.invalid and visit https://example.invalid/private.\nProject Meridian depends on Azure and PostgreSQL policy controls.\npassword = superSecret1234\nCall +1 415 555 0100 or ping @tay_reed. Host 10.12.30.4, db01.internal.example.\nAttendees: Avery, Kim, Al\n";
+
+#[test]
+fn spec_17_read_tree_and_receipt_end_to_end() {
+    let view = FakeView::with_policy(fixture_a_policy(Mode::Strict))
+        .file(
+            "context/Client Alpha - Taylor Reed notes.md",
+            FIXTURE_A_NOTES,
+        )
+        .binary("docs/blob.bin", b"\0")
+        .file("docs/readme.txt", "hi\n");
+    let out = read(
+        &view,
+        &read_args("context/Client Alpha - Taylor Reed notes.md"),
+    );
+    let expected = "--- @p_e3f7588807ee context/[CLIENT_8ca314beac5e5cb66ab81b057057cdba] - [PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] notes.md lines 1-8 ---
+# [CLIENT_8ca314beac5e5cb66ab81b057057cdba] notes
+
+[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] met [PERSON_5e8a430d9a172e7fb5d020d63efef30d] from [ORG_a7ed159dc65788927721df2f8876b8d7].
+[ENTITY_807fa148abba143d9d275dd37e4003f0] [EMAIL_b6e03a41f7e5c4a5d77d8f67fcef2327.bfdfbd5d] and visit [URL_ca77d628c2b78c833d3a894eec8a7b86]
+[SENSITIVE_2bf22bc42b32f4e971534d7ec1dbefaf] depends on Azure and PostgreSQL policy controls.
+[SECRET_8b3729e29e3d6c71a14e63e914715ae4]
+[ENTITY_d7635fa56b71f55065f3fe27c57d14b8] [PHONE_e8dec1fd8ac9a67e26b2b83d151c2d40] or ping [HANDLE_3b53685ffd63412ece39a214e5ecdf20] [ENTITY_b1431a5307835d4963f15be2dc1979d6] [IP_d3b3683b822146a0d30763db64ee79d8], [DOMAIN_7ed8861d820004935723317cca193ece].
+Attendees: [PERSON_80947927a2988995ec102c2a299eafb4], [PERSON_e585a9b6a71c612a105c65b10d436557], [PERSON_edba91fe24cd44d75981f835a9e34551]
+";
+    assert_eq!(out.text, expected);
+    let receipt = Receipt {
+        detector_profile: "default".into(),
+        counts: out.counts,
+        detectors: None,
+    };
+    assert_eq!(
+        receipt.to_json(),
+        r#"{"detector_profile":"default","counts_by_category":{"CLIENT":2,"DOMAIN":1,"EMAIL":1,"ENTITY":3,"HANDLE":1,"IP":1,"ORG":1,"PERSON":6,"PHONE":1,"SECRET":1,"SENSITIVE":1,"URL":1}}"#
+    );
+    let out = tree(&view, &tree_args(".", Some(3)));
+    assert_eq!(
+        out.text,
+        "@p_950fe0c0dd4a ./
+  @p_622b2dcc77b0 context/
+    @p_e3f7588807ee [CLIENT_8ca314beac5e5cb66ab81b057057cdba] - [PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] notes.md
+  @p_3e6e02b9c77a docs/
+    @p_495c4e4fdca8 [ENTITY_2ea2e2042b6c1cd6e2b51e860775f5e7].[ENTITY_c05b64e6eac7b6159f5bc974316400f7]
+    @p_bad6cf103171 readme.[ENTITY_9077c92b491a9a5b5bea9d2a771f0234]
+"
+    );
+}
+
+#[test]
+fn audit_reports_fixture_a_alias_groups_as_linked() {
+    let view = FakeView::with_policy(fixture_a_policy(Mode::Strict));
+    let out = audit(&view, &AuditArgs::default());
+    assert!(
+        out.text.contains(
+            "configuration: alias groups PASS  1 groups, 2 aliases, 0 forms not redacted as one linked placeholder on their own\nredaction: synthetic leak suite"
+        ),
+        "{}",
+        out.text
+    );
 }
