@@ -10,6 +10,7 @@ use crate::engine::placeholder::casefold;
 use crate::engine::text::{is_py_space, splitlines};
 use crate::engine::{Category, Counts};
 use crate::view::{Entry, RedactedDoc, RedactedPath, RootView, ViewError};
+use aho_corasick::AhoCorasick;
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
 
@@ -87,55 +88,62 @@ fn raw_prefilter_applies(query: &str, regex: bool, ignore_case: bool) -> bool {
 
 /// How lines are tested.
 enum Matcher {
-    /// Substring; `needle` is already casefolded when `fold`.
+    /// Substring; `needle` is already casefolded when `fold`. `finder` searches for the
+    /// needle exactly, or ASCII-case-insensitively when folding an ASCII needle (equal to
+    /// casefolding both sides on ASCII text, without copying it).
     Literal {
         needle: String,
         fold: bool,
+        finder: AhoCorasick,
     },
     Regex(Regex),
 }
 
 impl Matcher {
+    fn literal(query: &str, fold: bool) -> Result<Matcher, ToolError> {
+        let needle = if fold {
+            casefold(query)
+        } else {
+            query.to_owned()
+        };
+        let finder = AhoCorasick::builder()
+            .ascii_case_insensitive(fold)
+            .build([needle.as_str()])
+            .map_err(|_| ToolError::Failed)?;
+        Ok(Matcher::Literal {
+            needle,
+            fold,
+            finder,
+        })
+    }
+
     /// 0-based indices of matching lines of `text`, split without line ends.
     fn matching_lines(&self, text: &str) -> Vec<usize> {
+        let lines_where = |test: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            let lines = splitlines(text, false);
+            (0..lines.len()).filter(|&i| test(lines[i])).collect()
+        };
         match self {
             Matcher::Literal {
                 needle,
-                fold: false,
+                fold,
+                finder,
             } => {
-                if !text.contains(needle.as_str()) {
-                    return Vec::new();
+                if !*fold || (needle.is_ascii() && text.is_ascii()) {
+                    // A line holding the needle puts it in the whole text too.
+                    if !finder.is_match(text) {
+                        return Vec::new();
+                    }
+                    return lines_where(&|line| finder.is_match(line));
                 }
-                let lines = splitlines(text, false);
-                (0..lines.len())
-                    .filter(|&i| lines[i].contains(needle.as_str()))
-                    .collect()
-            }
-            Matcher::Literal { needle, fold: true } => {
                 // Case folding is per character, so a file whose folded whole text
                 // lacks the needle has no matching line.
-                let folded = casefold(text);
-                if !folded.contains(needle.as_str()) {
+                if !casefold(text).contains(needle.as_str()) {
                     return Vec::new();
                 }
-                if text.is_ascii() {
-                    // ASCII folding keeps every byte offset: split the folded copy.
-                    let lines = splitlines(&folded, false);
-                    return (0..lines.len())
-                        .filter(|&i| lines[i].contains(needle.as_str()))
-                        .collect();
-                }
-                let lines = splitlines(text, false);
-                (0..lines.len())
-                    .filter(|&i| casefold(lines[i]).contains(needle.as_str()))
-                    .collect()
+                lines_where(&|line| casefold(line).contains(needle.as_str()))
             }
-            Matcher::Regex(re) => {
-                let lines = splitlines(text, false);
-                (0..lines.len())
-                    .filter(|&i| re.is_match(lines[i]))
-                    .collect()
-            }
+            Matcher::Regex(re) => lines_where(&|line| re.is_match(line)),
         }
     }
 }
@@ -253,16 +261,8 @@ fn search_inner(
             .build()
             .map_err(|_| ToolError::InvalidRegex)?;
         Matcher::Regex(re)
-    } else if args.ignore_case {
-        Matcher::Literal {
-            needle: casefold(&args.query),
-            fold: true,
-        }
     } else {
-        Matcher::Literal {
-            needle: args.query.clone(),
-            fold: false,
-        }
+        Matcher::literal(&args.query, args.ignore_case)?
     };
     let prefilter = raw_prefilter_applies(&args.query, args.regex, args.ignore_case);
     let mut budget = Budget::from_limits(view.limits());

@@ -1149,3 +1149,41 @@ fn audit_reports_fixture_a_alias_groups_as_linked() {
         out.text
     );
 }
+
+#[test]
+fn search_ignore_case_uses_full_case_folding() {
+    let view = FakeView::new(SALT)
+        .file("a.md", "Die STRASSE\nplain\n")
+        .file("b.md", "the \u{212A}ey\n");
+    let out = search(
+        &view,
+        &SearchArgs {
+            query: "straße".into(),
+            ..SearchArgs::default()
+        },
+    );
+    assert_eq!(out.text.lines().count(), 1, "{}", out.text);
+    assert!(out.text.ends_with(":1:a.md:Die STRASSE\n"));
+    // KELVIN SIGN folds to an ASCII `k`.
+    let out = search(
+        &view,
+        &SearchArgs {
+            query: "KEY".into(),
+            ..SearchArgs::default()
+        },
+    );
+    assert!(
+        out.text.ends_with(":1:b.md:the \u{212A}ey\n"),
+        "{}",
+        out.text
+    );
+    assert_eq!(search(&view, &grep("KEY")).text, "No matches.\n");
+}
+
+#[test]
+fn search_for_an_empty_query_matches_every_line() {
+    let view = corpus_a();
+    let out = search(&view, &grep(""));
+    // 4 + 3 lines in docs, 2 in notes/meeting.md, 2 + 2 in tools; the empty file has none.
+    assert_eq!(out.text.lines().count(), 13, "{}", out.text);
+}
