@@ -10,7 +10,9 @@ use crate::view::RootView;
 /// Arguments of `redctx_bundle` / `bundle`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BundleArgs {
+    /// Scopes (paths or ids); empty = the whole root.
     pub paths: Vec<String>,
+    /// fnmatch patterns on the raw relative path (any may match).
     pub glob: Vec<String>,
     /// Default 80 (a soft cap: the bundle stops with a truncation line).
     pub max_files: usize,

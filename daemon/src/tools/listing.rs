@@ -11,6 +11,7 @@ use crate::view::{EntryKind, RootView};
 pub struct ListArgs {
     /// Path or id; default `.`.
     pub path: String,
+    /// Walk the subtree (the start first) instead of listing children.
     pub recursive: bool,
     /// Only with `recursive`: 0 lists the start alone; `None` is unlimited.
     pub max_depth: Option<u32>,
@@ -29,6 +30,7 @@ impl Default for ListArgs {
 /// Arguments of `redctx_tree` / `tree`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TreeArgs {
+    /// Path or id; default `.`.
     pub path: String,
     /// Default 3; `None` is unlimited (CLI only).
     pub max_depth: Option<u32>,

@@ -12,12 +12,15 @@ pub const DEFAULT_MAX_CHARS: usize = 120_000;
 /// Arguments of `redctx_read` / `cat`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadArgs {
+    /// Path or id of a text file.
     pub path: String,
     /// 1-based; `None` (or 0) starts at line 1.
     pub start_line: Option<u64>,
     /// Inclusive; `None` (or 0, as the reference treats it) reads to the end.
     pub end_line: Option<u64>,
+    /// Output cut (characters, placeholder-safe); default 120,000.
     pub max_chars: usize,
+    /// Prefix each line with `{n:>6}\t`.
     pub line_numbers: bool,
 }
 
@@ -36,10 +39,13 @@ impl Default for ReadArgs {
 /// Arguments of the CLI's `head` and `tail`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LinesArgs {
+    /// Path or id of a text file.
     pub path: String,
     /// Default 40. `head` with 0 reads the whole file (reference quirk: 0 means "no end").
     pub lines: u64,
+    /// As [`ReadArgs::max_chars`].
     pub max_chars: usize,
+    /// As [`ReadArgs::line_numbers`].
     pub line_numbers: bool,
 }
 

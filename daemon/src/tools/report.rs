@@ -25,6 +25,7 @@ pub struct PluggedDetector {
 pub struct DoctorArgs {
     /// Document extraction is on (the five document globs are then not excluded).
     pub documents: bool,
+    /// Loaded plugged detectors, in load order (the `detectors:` line).
     pub plugged_detectors: Vec<PluggedDetector>,
     /// Further `key: value` lines of ours, printed after every reference key.
     pub extra: Vec<(String, String)>,
@@ -124,13 +125,16 @@ pub enum AuditFormat {
 /// which sees the filesystem) and server facts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuditArgs {
+    /// Text lines or indented JSON.
     pub format: AuditFormat,
     /// Raw root-relative paths of symlink/reparse entries that are not excluded, in
     /// scan order.
     pub links: Vec<String>,
     /// How many of those do not resolve (broken or looping).
     pub broken_links: u64,
+    /// Controlled writes are on for this server (a WARN).
     pub writes_enabled: bool,
+    /// Writes cannot leave their subdirectory (always true for us; FAIL otherwise).
     pub write_subdir_confined: bool,
     /// Plugged detectors loaded (0 leaves the check out).
     pub plugged_detectors: usize,

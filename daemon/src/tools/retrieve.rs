@@ -34,8 +34,11 @@ const TOO_SMALL: &str =
 /// Arguments of `redctx_retrieve` / `retrieve`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetrieveArgs {
+    /// Free text; at most 2,000 characters and 64 distinct non-stop-word terms.
     pub query: String,
+    /// Scopes (paths or ids); empty = the whole root.
     pub paths: Vec<String>,
+    /// fnmatch patterns on the raw relative path (any may match).
     pub glob: Vec<String>,
     /// 1..=50 (default 8); checked here, as the reference does.
     pub max_results: i64,

@@ -24,11 +24,13 @@ const REGEX_SIZE_LIMIT: usize = 16 << 20;
 /// Arguments of `redctx_search` / `grep`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchArgs {
+    /// Literal text, or a regex when `regex`.
     pub query: String,
     /// Scopes (paths or ids); empty = the whole root.
     pub paths: Vec<String>,
     /// MCP default true, CLI default false.
     pub ignore_case: bool,
+    /// Treat `query` as a regular expression (Rust `regex` syntax).
     pub regex: bool,
     /// Lines of context before and after each match.
     pub context: usize,

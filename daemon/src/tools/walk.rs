@@ -21,9 +21,13 @@ pub const DEFAULT_TRAVERSAL_ENTRIES: u64 = 1_000_000;
 /// `None` means unlimited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Budget {
+    /// Traversal entries (start + every listed child).
     pub max_entries: Option<u64>,
+    /// Files read (`File limit exceeded.`).
     pub max_files: Option<u64>,
+    /// Raw bytes of one file (its size on disk).
     pub max_file_bytes: Option<u64>,
+    /// Raw bytes of all files read by the call.
     pub max_total_bytes: Option<u64>,
     entries: u64,
     files: u64,
