@@ -97,6 +97,8 @@ enum Matcher {
         needle: String,
         fold: bool,
         finder: AhoCorasick,
+        /// The query as given is ASCII (decides how the reference screens raw bytes).
+        query_ascii: bool,
     },
     Regex(Regex),
 }
@@ -116,11 +118,18 @@ impl Matcher {
             needle,
             fold,
             finder,
+            query_ascii: query.is_ascii(),
         })
     }
 
     /// 0-based indices of matching lines of `text`, split without line ends.
-    fn matching_lines(&self, text: &str) -> Vec<usize> {
+    ///
+    /// `prefilter`: the reference screens each file's raw bytes first; for an ASCII
+    /// query with `ignore_case` that screen is ASCII-case-insensitive (`bytes.lower()`),
+    /// so a file whose only occurrences need a non-ASCII fold (`straße` for `STRASSE`)
+    /// is skipped, while a file that passes is then matched line by line with full
+    /// case folding. We screen the redacted text the same way.
+    fn matching_lines(&self, text: &str, prefilter: bool) -> Vec<usize> {
         let lines_where = |test: &dyn Fn(&str) -> bool| -> Vec<usize> {
             let lines = splitlines(text, false);
             (0..lines.len()).filter(|&i| test(lines[i])).collect()
@@ -130,8 +139,10 @@ impl Matcher {
                 needle,
                 fold,
                 finder,
+                query_ascii,
             } => {
-                if !*fold || (needle.is_ascii() && text.is_ascii()) {
+                let ascii = needle.is_ascii() && text.is_ascii();
+                if !*fold || ascii {
                     // A line holding the needle puts it in the whole text too.
                     if !finder.is_match(text) {
                         return Vec::new();
@@ -140,7 +151,12 @@ impl Matcher {
                 }
                 // Case folding is per character, so a file whose folded whole text
                 // lacks the needle has no matching line.
-                if !casefold(text).contains(needle.as_str()) {
+                let screened = if prefilter && *query_ascii {
+                    finder.is_match(text)
+                } else {
+                    casefold(text).contains(needle.as_str())
+                };
+                if !screened {
                     return Vec::new();
                 }
                 lines_where(&|line| casefold(line).contains(needle.as_str()))
@@ -209,7 +225,7 @@ fn search_file(
         Err(ViewError::NotText) if prefilter => return FileResult::Skipped,
         Err(error) => return FileResult::Failed(error.into()),
     };
-    let matches = matcher.matching_lines(&doc.text);
+    let matches = matcher.matching_lines(&doc.text, prefilter);
     if matches.is_empty() {
         return FileResult::Searched {
             doc_counts: doc.counts,

@@ -1164,11 +1164,22 @@ fn search_ignore_case_uses_full_case_folding() {
     );
     assert_eq!(out.text.lines().count(), 1, "{}", out.text);
     assert!(out.text.ends_with(":1:a.md:Die STRASSE\n"));
-    // KELVIN SIGN folds to an ASCII `k`.
+    // KELVIN SIGN casefolds to `k`, but the reference screens raw bytes with ASCII
+    // lowering for an ASCII query, so `KEY` never reaches the line check: no match.
     let out = search(
         &view,
         &SearchArgs {
             query: "KEY".into(),
+            ..SearchArgs::default()
+        },
+    );
+    assert_eq!(out.text, "No matches.\n");
+    // A regex is not screened: IGNORECASE folds the sign (Python `re` does too).
+    let out = search(
+        &view,
+        &SearchArgs {
+            query: "KEY".into(),
+            regex: true,
             ..SearchArgs::default()
         },
     );
@@ -1177,7 +1188,6 @@ fn search_ignore_case_uses_full_case_folding() {
         "{}",
         out.text
     );
-    assert_eq!(search(&view, &grep("KEY")).text, "No matches.\n");
 }
 
 #[test]
@@ -1186,4 +1196,52 @@ fn search_for_an_empty_query_matches_every_line() {
     let out = search(&view, &grep(""));
     // 4 + 3 lines in docs, 2 in notes/meeting.md, 2 + 2 in tools; the empty file has none.
     assert_eq!(out.text.lines().count(), 13, "{}", out.text);
+}
+
+/// Corpus C of `gen.sh`.
+fn corpus_c() -> FakeView {
+    let words: Vec<String> = (0..400).map(|i| format!("alpha{i}")).collect();
+    let long = format!("{} needle {} needle", words.join(" "), "z".repeat(1700));
+    FakeView::new(SALT)
+        .file(
+            "notes/review.md",
+            &format!("intro needle\n{long}\nafter needle\n"),
+        )
+        .file(
+            "notes/draft.md",
+            "crlf needle one\r\ncrlf two\r\n\r\nstraße needle\r\n",
+        )
+        .file(
+            "notes/meeting.md",
+            "strasse here\nstraße there\nthe perſon\n",
+        )
+}
+
+#[test]
+fn retrieve_long_lines_crlf_and_case_folding_match_the_reference() {
+    let view = corpus_c();
+    let args = |query: &str| RetrieveArgs {
+        query: query.into(),
+        ..RetrieveArgs::default()
+    };
+    assert_golden("retrieve_long_lines", retrieve(&view, &args("needle")));
+    assert_golden("retrieve_casefold", retrieve(&view, &args("STRASSE")));
+}
+
+#[test]
+fn search_case_folding_follows_the_reference_raw_screen() {
+    let view = corpus_c();
+    let folded = |query: &str| SearchArgs {
+        query: query.into(),
+        ..SearchArgs::default()
+    };
+    assert_golden(
+        "grep_ascii_prefilter_gate",
+        search(&view, &folded("STRASSE")),
+    );
+    assert_golden(
+        "grep_unprefiltered_casefold",
+        search(&view, &folded("PERSON")),
+    );
+    assert_golden("grep_non_ascii_query", search(&view, &folded("STRAßE")));
 }

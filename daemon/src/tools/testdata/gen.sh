@@ -102,3 +102,19 @@ ln -s nowhere "$A/notes/review.md"
 run audit_link_text "$A" audit
 run audit_link_json "$A" audit --format json
 rm "$A/notes/review.md"
+
+# Corpus C: retrieval passage edge cases (a 4,000-char line, CRLF, non-ASCII words).
+C="$WORK/c/kb"
+mkdir -p "$C/notes"
+python3 -c "
+import sys
+words = ' '.join(['alpha%d' % i for i in range(400)]) + ' needle ' + 'z' * 1700 + ' needle'
+sys.stdout.write('intro needle\n' + words + '\nafter needle\n')
+" > "$C/notes/review.md"
+printf 'crlf needle one\r\ncrlf two\r\n\r\nstra\303\237e needle\r\n' > "$C/notes/draft.md"
+printf 'strasse here\nstra\303\237e there\nthe per\305\277on\n' > "$C/notes/meeting.md"
+run retrieve_long_lines "$C" retrieve 'needle'
+run retrieve_casefold "$C" retrieve 'STRASSE'
+run grep_ascii_prefilter_gate "$C" grep -i 'STRASSE'
+run grep_unprefiltered_casefold "$C" grep -i 'PERSON'
+run grep_non_ascii_query "$C" grep -i 'STRAßE'
