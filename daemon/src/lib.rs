@@ -9,4 +9,5 @@
 pub mod engine;
 pub mod policy_loader;
 pub mod vault;
+pub mod tools;
 pub mod view;

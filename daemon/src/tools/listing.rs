@@ -1,0 +1,148 @@
+//! `list`, `tree` and `stat`: metadata answers that read no file content (except the
+//! line count of `stat`).
+
+use super::walk::{Budget, walk};
+use super::{ToolError, ToolOutput, format_entry};
+use crate::engine::Counts;
+use crate::view::{EntryKind, RootView};
+
+/// Arguments of `redctx_list` / `ls`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListArgs {
+    /// Path or id; default `.`.
+    pub path: String,
+    /// Walk the subtree (the start first) instead of listing children.
+    pub recursive: bool,
+    /// Only with `recursive`: 0 lists the start alone; `None` is unlimited.
+    pub max_depth: Option<u32>,
+}
+
+impl Default for ListArgs {
+    fn default() -> Self {
+        ListArgs {
+            path: ".".into(),
+            recursive: false,
+            max_depth: None,
+        }
+    }
+}
+
+/// Arguments of `redctx_tree` / `tree`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeArgs {
+    /// Path or id; default `.`.
+    pub path: String,
+    /// Default 3; `None` is unlimited (CLI only).
+    pub max_depth: Option<u32>,
+}
+
+impl Default for TreeArgs {
+    fn default() -> Self {
+        TreeArgs {
+            path: ".".into(),
+            max_depth: Some(3),
+        }
+    }
+}
+
+/// `list`: one `<ref>\t<kind>\t<size>\t<rpath>` line per entry (spec 3.3). Not
+/// recursive: the children of a directory (each charged to the traversal budget), or the
+/// file itself. Recursive: the walk from the start itself, honouring `max_depth`.
+/// Nothing to list answers `OK\n`.
+pub fn list(view: &dyn RootView, args: &ListArgs) -> ToolOutput {
+    let mut counts = Counts::default();
+    let mut out = String::new();
+    let result = (|| -> Result<(), ToolError> {
+        let start = view.resolve(&args.path)?;
+        let mut budget = Budget::from_limits(view.limits());
+        if args.recursive {
+            for item in walk(view, start, args.max_depth, true, &mut budget) {
+                let (entry, _) = item?;
+                format_entry(view, &entry, &mut counts, &mut out);
+            }
+        } else if start.kind == EntryKind::File {
+            format_entry(view, &start, &mut counts, &mut out);
+        } else {
+            let children = view.children(&start)?;
+            for _ in &children {
+                budget.consume_entry()?;
+            }
+            for child in &children {
+                format_entry(view, child, &mut counts, &mut out);
+            }
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ToolOutput::ok(out, counts),
+        Err(error) => ToolOutput::error(error, counts),
+    }
+}
+
+/// `tree`: a file start prints its `list` line (reference quirk); a directory prints the
+/// pre-order walk to `max_depth`, two spaces per level, `<ref> <name>` with `/` after
+/// directories. The start is always named `.`; other names are the last path component
+/// redacted alone (`RootView::name`), so their counts are those of the names.
+pub fn tree(view: &dyn RootView, args: &TreeArgs) -> ToolOutput {
+    let mut counts = Counts::default();
+    let mut out = String::new();
+    let result = (|| -> Result<(), ToolError> {
+        let start = view.resolve(&args.path)?;
+        if start.kind == EntryKind::File {
+            format_entry(view, &start, &mut counts, &mut out);
+            return Ok(());
+        }
+        let engine = view.engine();
+        let mut budget = Budget::from_limits(view.limits());
+        for item in walk(view, start, args.max_depth, true, &mut budget) {
+            let (entry, depth) = item?;
+            let name = view.name(if depth == 0 { "." } else { entry.name() });
+            counts.merge(&name.counts);
+            for _ in 0..depth {
+                out.push_str("  ");
+            }
+            out.push_str(&engine.path_id(&entry.rel));
+            out.push(' ');
+            out.push_str(&name.text);
+            if entry.kind == EntryKind::Dir {
+                out.push('/');
+            }
+            out.push('\n');
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ToolOutput::ok(out, counts),
+        Err(error) => ToolOutput::error(error, counts),
+    }
+}
+
+/// `stat`: `id`, `path`, `type`, `size_bytes`, and `lines` for files the view serves as
+/// text (count of `\n` bytes, +1 for an unterminated last line). Counting lines charges
+/// the file to the byte budget, so a text file over the per-file limit fails.
+pub fn stat(view: &dyn RootView, path: &str) -> ToolOutput {
+    let mut counts = Counts::default();
+    let result = (|| -> Result<String, ToolError> {
+        let entry = view.resolve(path)?;
+        let rpath = view.path(&entry.rel);
+        counts.merge(&rpath.counts);
+        let is_dir = entry.kind == EntryKind::Dir;
+        let mut out = format!(
+            "id: {}\npath: {}\ntype: {}\nsize_bytes: {}\n",
+            rpath.id,
+            rpath.text,
+            if is_dir { "directory" } else { "file" },
+            entry.size
+        );
+        if !is_dir && view.is_text(&entry) {
+            Budget::from_limits(view.limits()).consume_file(entry.size)?;
+            let lines = view.stat_line_count(&entry)?;
+            out.push_str(&format!("lines: {lines}\n"));
+        }
+        Ok(out)
+    })();
+    match result {
+        Ok(text) => ToolOutput::ok(text, counts),
+        Err(error) => ToolOutput::error(error, counts),
+    }
+}

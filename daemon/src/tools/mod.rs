@@ -1,0 +1,191 @@
+//! Tool renderers: the exact text every tool answers with, computed from a [`RootView`].
+//!
+//! What goes in: a snapshot of one root ([`RootView`]) and typed arguments that the
+//! protocol layer already checked against the tool's input schema (types, required keys,
+//! minimums). What comes out: a [`ToolOutput`] with the text the agent sees, whether it
+//! is an error, and the redaction counts that went into it (for the receipt).
+//!
+//! Invariants:
+//! - Renderers do no IO. They never touch the filesystem, the cache or the watcher: every
+//!   byte of content, every path and every name comes from the view, already redacted.
+//! - Output formats, orderings, limits and error texts are the reference's (spec 3.3, 7);
+//!   every deliberate difference is documented on the function that makes it.
+//! - Error texts are fixed, input-free sentences (spec 12.2); nothing raw is ever echoed.
+//! - `counts` is the sum of the counts of every redacted content, path and name the
+//!   renderer used, in the places the reference's redactor counted them, so receipts
+//!   match (see each renderer for the exceptions).
+
+mod bundle;
+pub mod glob;
+mod listing;
+mod read;
+pub mod receipt;
+mod report;
+mod retrieve;
+mod search;
+mod targets;
+pub mod walk;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+pub use bundle::{BundleArgs, bundle};
+pub use listing::{ListArgs, TreeArgs, list, stat, tree};
+pub use read::{LinesArgs, ReadArgs, head, read, tail};
+pub use receipt::{DetectorReceipt, Receipt};
+pub use report::{
+    AuditArgs, AuditFormat, DoctorArgs, PluggedDetector, audit, doctor, refresh_index,
+};
+pub use retrieve::{RetrieveArgs, retrieve};
+pub use search::{SearchArgs, search};
+pub use walk::{Budget, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};
+
+use crate::engine::{Counts, EngineError};
+use crate::view::{Entry, EntryKind, RootView, ViewError};
+
+/// The answer of one tool call, ready for the protocol layer to wrap.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Success text (normally newline-terminated) or the fixed error sentence (no newline).
+    pub text: String,
+    /// `isError` of the MCP result (a failed call, or an audit with a FAIL).
+    pub is_error: bool,
+    /// Substitutions made while producing this answer (content, paths and names).
+    pub counts: Counts,
+}
+
+impl ToolOutput {
+    /// A successful answer; empty output becomes the reference's `OK\n`.
+    pub fn ok(text: String, counts: Counts) -> ToolOutput {
+        let text = if text.is_empty() {
+            "OK\n".to_owned()
+        } else {
+            text
+        };
+        ToolOutput {
+            text,
+            is_error: false,
+            counts,
+        }
+    }
+
+    /// A failed call. Counts made before the failure still belong to the receipt.
+    pub fn error(error: ToolError, counts: Counts) -> ToolOutput {
+        ToolOutput {
+            text: error.to_string(),
+            is_error: true,
+            counts,
+        }
+    }
+}
+
+/// Every way a renderer can fail. `Display` is the exact, input-free text a client sees.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    View(#[from] ViewError),
+    #[error("File limit exceeded.")]
+    FileLimit,
+    #[error("--end-line must be greater than or equal to --start-line.")]
+    EndBeforeStart,
+    #[error("--start-line is beyond the end of the file.")]
+    StartBeyondEnd,
+    #[error("Invalid regex.")]
+    InvalidRegex,
+    #[error(
+        "Retrieval requires max_results between 1 and 50 and max_chars between 256 and 100000."
+    )]
+    RetrievalBounds,
+    #[error("Retrieval query exceeds the 2000 character limit.")]
+    RetrievalQueryTooLong,
+    #[error("Retrieval requires 1 to 64 searchable query terms.")]
+    RetrievalTerms,
+    #[error("Retrieval passage limit exceeded. Narrow the paths or glob.")]
+    RetrievalPassages,
+    /// Anything whose message may not reach a client (spec 3.1 safe-error filter).
+    #[error("Tool execution failed.")]
+    Failed,
+}
+
+impl From<EngineError> for ToolError {
+    /// Engine failures are not on the reference's safe list: they surface generically.
+    fn from(_: EngineError) -> ToolError {
+        ToolError::Failed
+    }
+}
+
+/// `Path.suffix` of Python's pathlib: the last `.xxx` of the name, `""` for dotfiles
+/// and names ending in a dot.
+pub(crate) fn py_suffix(name: &str) -> &str {
+    match name.rfind('.') {
+        Some(i) if i > 0 && i < name.len() - 1 => &name[i..],
+        _ => "",
+    }
+}
+
+fn suffix_folded(entry: &Entry) -> String {
+    crate::engine::placeholder::casefold(py_suffix(entry.name()))
+}
+
+/// Legacy `.doc`/`.ppt`: never served, even with document extraction.
+pub(crate) fn is_legacy_office(entry: &Entry) -> bool {
+    matches!(suffix_folded(entry).as_str(), ".doc" | ".ppt")
+}
+
+/// Office/PDF documents that need `--documents` to be served.
+pub(crate) fn is_document(entry: &Entry) -> bool {
+    matches!(
+        suffix_folded(entry).as_str(),
+        ".docx" | ".pptx" | ".pdf" | ".xlsx" | ".xls"
+    )
+}
+
+/// The checks of the reference's `validate_path(expected="text")`, in its order, for a
+/// resolved entry: a directory is not a file; legacy Office and disabled documents have
+/// their own messages; anything else the view does not serve as text is refused.
+pub(crate) fn check_text_file(view: &dyn RootView, entry: &Entry) -> Result<(), ToolError> {
+    if entry.kind != EntryKind::File {
+        return Err(ViewError::NotAFile.into());
+    }
+    if is_legacy_office(entry) {
+        return Err(ViewError::LegacyOffice.into());
+    }
+    if !view.is_text(entry) {
+        if is_document(entry) {
+            return Err(ViewError::DocumentsDisabled.into());
+        }
+        return Err(ViewError::NotText.into());
+    }
+    Ok(())
+}
+
+/// One `list` line: `<ref>\t<kind>\t<size>\t<rpath>` (spec 3.3); adds the path's counts.
+pub(crate) fn format_entry(
+    view: &dyn RootView,
+    entry: &Entry,
+    counts: &mut Counts,
+    out: &mut String,
+) {
+    let path = view.path(&entry.rel);
+    counts.merge(&path.counts);
+    out.push_str(&path.id);
+    match entry.kind {
+        EntryKind::Dir => out.push_str("\tdir \t-\t"),
+        EntryKind::File => {
+            out.push_str("\tfile\t");
+            out.push_str(&entry.size.to_string());
+            out.push('\t');
+        }
+    }
+    out.push_str(&path.text);
+    out.push('\n');
+}
+
+/// Adds `counts` `times` times (a path printed on several output lines).
+pub(crate) fn merge_times(into: &mut Counts, counts: &Counts, times: u64) {
+    for (category, n) in &counts.0 {
+        into.add(*category, n * times);
+    }
+}

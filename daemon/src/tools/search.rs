@@ -1,0 +1,430 @@
+//! `search` (`grep`): grep-style hits over redacted lines (spec 3.3, 7.1).
+//!
+//! Files are matched in parallel (rayon) and emitted in walk order, so the output is the
+//! reference's byte for byte: only the time to produce it changes.
+
+use super::targets::target_files;
+use super::walk::Budget;
+use super::{ToolError, ToolOutput, merge_times};
+use crate::engine::placeholder::casefold;
+use crate::engine::text::{is_py_space, splitlines};
+use crate::engine::{Category, Counts};
+use crate::view::{Entry, RedactedDoc, RedactedPath, RootView, ViewError};
+use aho_corasick::AhoCorasick;
+use rayon::prelude::*;
+use regex::{Regex, RegexBuilder};
+
+/// The reference's default `max_results`.
+pub const DEFAULT_MAX_RESULTS: usize = 200;
+
+/// Compiled-program size cap for regex queries: generous for real patterns, and it
+/// turns a pathological one into `Invalid regex.` instead of memory growth.
+const REGEX_SIZE_LIMIT: usize = 16 << 20;
+
+/// Arguments of `redctx_search` / `grep`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchArgs {
+    /// Literal text, or a regex when `regex`.
+    pub query: String,
+    /// Scopes (paths or ids); empty = the whole root.
+    pub paths: Vec<String>,
+    /// MCP default true, CLI default false.
+    pub ignore_case: bool,
+    /// Treat `query` as a regular expression (Rust `regex` syntax).
+    pub regex: bool,
+    /// Lines of context before and after each match.
+    pub context: usize,
+    /// fnmatch patterns on the raw relative path (any may match).
+    pub glob: Vec<String>,
+    /// Output-line cap (default 200), followed by `[TRUNCATED]` when reached.
+    pub max_results: usize,
+    /// CLI `--max-files` (files read); `None` for MCP calls.
+    pub max_files: Option<u64>,
+}
+
+impl Default for SearchArgs {
+    fn default() -> Self {
+        SearchArgs {
+            query: String::new(),
+            paths: Vec::new(),
+            ignore_case: true,
+            regex: false,
+            context: 0,
+            glob: Vec::new(),
+            max_results: DEFAULT_MAX_RESULTS,
+            max_files: None,
+        }
+    }
+}
+
+/// Whether the reference would pre-screen files by their raw bytes for this query
+/// (spec 7.1). With it, files that are not text are skipped silently instead of failing
+/// the call, and only files containing the query are redacted.
+fn raw_prefilter_applies(query: &str, regex: bool, ignore_case: bool) -> bool {
+    let stripped = query.trim_matches(is_py_space);
+    if regex || stripped.is_empty() {
+        return false;
+    }
+    if stripped.contains(['[', ']', '_']) {
+        return false;
+    }
+    let is_hex = |s: &str| s.chars().all(|c| c.is_ascii_hexdigit());
+    if is_hex(stripped) {
+        return false;
+    }
+    if let Some((left, right)) = stripped.split_once('.')
+        && is_hex(left)
+        && is_hex(right)
+    {
+        return false;
+    }
+    if ignore_case {
+        let folded = casefold(stripped);
+        !Category::ALL
+            .iter()
+            .any(|c| casefold(c.as_str()).contains(&folded))
+    } else {
+        !Category::ALL.iter().any(|c| c.as_str().contains(stripped))
+    }
+}
+
+/// How lines are tested.
+enum Matcher {
+    /// Substring; `needle` is already casefolded when `fold`. `finder` searches for the
+    /// needle exactly, or ASCII-case-insensitively when folding an ASCII needle (equal to
+    /// casefolding both sides on ASCII text, without copying it).
+    Literal {
+        needle: String,
+        fold: bool,
+        finder: AhoCorasick,
+        /// The query as given is ASCII (decides how the reference screens raw bytes).
+        query_ascii: bool,
+    },
+    Regex(Regex),
+}
+
+impl Matcher {
+    fn literal(query: &str, fold: bool) -> Result<Matcher, ToolError> {
+        let needle = if fold {
+            casefold(query)
+        } else {
+            query.to_owned()
+        };
+        let finder = AhoCorasick::builder()
+            .ascii_case_insensitive(fold)
+            .build([needle.as_str()])
+            .map_err(|_| ToolError::Failed)?;
+        Ok(Matcher::Literal {
+            needle,
+            fold,
+            finder,
+            query_ascii: query.is_ascii(),
+        })
+    }
+
+    /// 0-based indices of matching lines of `text`, split without line ends.
+    ///
+    /// `prefilter`: the reference screens each file's raw bytes first; for an ASCII
+    /// query with `ignore_case` that screen is ASCII-case-insensitive (`bytes.lower()`),
+    /// so a file whose only occurrences need a non-ASCII fold (`straße` for `STRASSE`)
+    /// is skipped, while a file that passes is then matched line by line with full
+    /// case folding. We screen the redacted text the same way.
+    fn matching_lines(&self, text: &str, prefilter: bool) -> Vec<usize> {
+        let lines_where = |test: &dyn Fn(&str) -> bool| -> Vec<usize> {
+            let lines = splitlines(text, false);
+            (0..lines.len()).filter(|&i| test(lines[i])).collect()
+        };
+        match self {
+            Matcher::Literal {
+                needle,
+                fold,
+                finder,
+                query_ascii,
+            } => {
+                let ascii = needle.is_ascii() && text.is_ascii();
+                if !*fold || ascii {
+                    // A line holding the needle puts it in the whole text too.
+                    if !finder.is_match(text) {
+                        return Vec::new();
+                    }
+                    return lines_where(&|line| finder.is_match(line));
+                }
+                // Case folding is per character, so a file whose folded whole text
+                // lacks the needle has no matching line.
+                let screened = if prefilter && *query_ascii {
+                    finder.is_match(text)
+                } else {
+                    casefold(text).contains(needle.as_str())
+                };
+                if !screened {
+                    return Vec::new();
+                }
+                lines_where(&|line| casefold(line).contains(needle.as_str()))
+            }
+            Matcher::Regex(re) => lines_where(&|line| re.is_match(line)),
+        }
+    }
+}
+
+/// The grep lines of one file, in the reference's order: for each match, its context
+/// window, every line at most once; a line is marked `:` only as the centre of its
+/// own window (a match first shown as context of an earlier match stays `-`).
+fn file_lines(
+    doc: &RedactedDoc,
+    path: &RedactedPath,
+    matches: &[usize],
+    context: usize,
+) -> Vec<String> {
+    let lines = splitlines(&doc.text, false);
+    let mut emitted = vec![false; lines.len()];
+    let mut out = Vec::new();
+    for &m in matches {
+        let from = m.saturating_sub(context);
+        let to = (m + context + 1).min(lines.len());
+        for (index, line) in lines.iter().enumerate().take(to).skip(from) {
+            if emitted[index] {
+                continue;
+            }
+            emitted[index] = true;
+            let marker = if index == m { ':' } else { '-' };
+            out.push(format!(
+                "{}{marker}{}:{}:{line}\n",
+                path.id,
+                index + 1,
+                path.text
+            ));
+        }
+    }
+    out
+}
+
+/// What matching one file produced.
+enum FileResult {
+    /// Not searched (non-text under the raw prefilter).
+    Skipped,
+    Failed(ToolError),
+    Searched {
+        doc_counts: Counts,
+        path: Option<RedactedPath>,
+        lines: Vec<String>,
+    },
+}
+
+fn search_file(
+    view: &dyn RootView,
+    entry: &Entry,
+    matcher: &Matcher,
+    prefilter: bool,
+    context: usize,
+) -> FileResult {
+    if prefilter && !view.is_text(entry) {
+        return FileResult::Skipped;
+    }
+    let doc = match view.content(entry, true) {
+        Ok(doc) => doc,
+        Err(ViewError::NotText) if prefilter => return FileResult::Skipped,
+        Err(error) => return FileResult::Failed(error.into()),
+    };
+    let matches = matcher.matching_lines(&doc.text, prefilter);
+    if matches.is_empty() {
+        return FileResult::Searched {
+            doc_counts: doc.counts,
+            path: None,
+            lines: Vec::new(),
+        };
+    }
+    let path = view.path(&entry.rel);
+    let lines = file_lines(&doc, &path, &matches, context);
+    FileResult::Searched {
+        doc_counts: doc.counts,
+        path: Some(path),
+        lines,
+    }
+}
+
+/// `search`: `<ref><:|-><line>:<rpath>:<redacted line>` lines, files in walk order
+/// (spec 3.3, 7.1); `[TRUNCATED]` once `max_results` lines are out (even when nothing
+/// would follow); `No matches.\n` when nothing matched.
+///
+/// Literal queries match substrings of redacted lines (both casefolded with
+/// `ignore_case`). Regex queries use the Rust `regex` crate (linear time, so no
+/// backtracking screen and no deadline are needed; Python-only syntax such as
+/// look-around fails with `Invalid regex.`), every file in scope is read before any
+/// output, as in the reference.
+///
+/// Receipt counts: every searched file's content, plus the path once per emitted line.
+/// Where the reference pre-screens raw bytes (spec 7.1) it only redacts files whose raw
+/// text holds the query; we have no raw text, so there we count files with a match in
+/// their redacted text, which equals the reference except for files whose only raw
+/// occurrences were redacted away.
+pub fn search(view: &dyn RootView, args: &SearchArgs) -> ToolOutput {
+    let mut counts = Counts::default();
+    match search_inner(view, args, &mut counts) {
+        Ok(text) if text.is_empty() => ToolOutput::ok("No matches.\n".into(), counts),
+        Ok(text) => ToolOutput::ok(text, counts),
+        Err(error) => ToolOutput::error(error, counts),
+    }
+}
+
+fn search_inner(
+    view: &dyn RootView,
+    args: &SearchArgs,
+    counts: &mut Counts,
+) -> Result<String, ToolError> {
+    let matcher = if args.regex {
+        let re = RegexBuilder::new(&args.query)
+            .case_insensitive(args.ignore_case)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .map_err(|_| ToolError::InvalidRegex)?;
+        Matcher::Regex(re)
+    } else {
+        Matcher::literal(&args.query, args.ignore_case)?
+    };
+    let prefilter = raw_prefilter_applies(&args.query, args.regex, args.ignore_case);
+    let mut budget = Budget::from_limits(view.limits());
+    budget.max_files = args.max_files;
+    let targets = target_files(view, &args.paths, &args.glob, !prefilter, &mut budget)?;
+
+    // File reads are charged in walk order before each file is searched; the first
+    // failure (a byte or file limit, else the walk's own) ends the scan there.
+    let mut stop: Option<(usize, ToolError)> = None;
+    for (index, entry) in targets.files.iter().enumerate() {
+        if let Err(error) = budget.consume_file(entry.size) {
+            stop = Some((index, error));
+            break;
+        }
+    }
+    let stop = stop.or_else(|| targets.error.map(|error| (targets.files.len(), error)));
+    let scan_end = stop
+        .as_ref()
+        .map_or(targets.files.len(), |(index, _)| *index);
+    let files = &targets.files[..scan_end];
+
+    let mut out = String::new();
+    let mut results = 0usize;
+    let context = args.context;
+    if args.regex {
+        // The reference reads and redacts every file before matching any.
+        let searched: Vec<FileResult> = files
+            .par_iter()
+            .map(|entry| search_file(view, entry, &matcher, false, context))
+            .collect();
+        for result in &searched {
+            match result {
+                FileResult::Failed(error) => return Err(error.clone()),
+                FileResult::Searched { doc_counts, .. } => counts.merge(doc_counts),
+                FileResult::Skipped => {}
+            }
+        }
+        if let Some((_, error)) = stop {
+            return Err(error);
+        }
+        for result in &searched {
+            if let FileResult::Searched {
+                path: Some(path),
+                lines,
+                ..
+            } = result
+                && emit(
+                    &mut out,
+                    &mut results,
+                    args.max_results,
+                    path,
+                    lines,
+                    counts,
+                )
+            {
+                return Ok(out);
+            }
+        }
+        return Ok(out);
+    }
+
+    // Literal: search in parallel batches (growing, so an early `max_results` wastes
+    // little work) and emit in order, stopping where the reference would.
+    let mut done = 0;
+    let mut batch = 32;
+    while done < files.len() {
+        let end = (done + batch).min(files.len());
+        let searched: Vec<FileResult> = files[done..end]
+            .par_iter()
+            .map(|entry| search_file(view, entry, &matcher, prefilter, context))
+            .collect();
+        for result in searched {
+            match result {
+                FileResult::Skipped => {}
+                FileResult::Failed(error) => return Err(error),
+                FileResult::Searched {
+                    doc_counts,
+                    path,
+                    lines,
+                } => {
+                    if !prefilter || path.is_some() {
+                        counts.merge(&doc_counts);
+                    }
+                    if let Some(path) = path
+                        && emit(
+                            &mut out,
+                            &mut results,
+                            args.max_results,
+                            &path,
+                            &lines,
+                            counts,
+                        )
+                    {
+                        return Ok(out);
+                    }
+                }
+            }
+        }
+        done = end;
+        batch = (batch * 2).min(1024);
+    }
+    match stop {
+        Some((_, error)) => Err(error),
+        None => Ok(out),
+    }
+}
+
+/// Appends a file's lines until the cap; returns true once `[TRUNCATED]` was written.
+fn emit(
+    out: &mut String,
+    results: &mut usize,
+    max_results: usize,
+    path: &RedactedPath,
+    lines: &[String],
+    counts: &mut Counts,
+) -> bool {
+    for line in lines {
+        out.push_str(line);
+        merge_times(counts, &path.counts, 1);
+        *results += 1;
+        if *results >= max_results {
+            out.push_str("[TRUNCATED]\n");
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw_prefilter_applies;
+
+    #[test]
+    fn raw_prefilter_eligibility_follows_the_reference() {
+        assert!(raw_prefilter_applies("mutex", false, true));
+        assert!(!raw_prefilter_applies("mutex", true, true));
+        assert!(!raw_prefilter_applies("  ", false, true));
+        assert!(!raw_prefilter_applies("snake_case", false, true));
+        assert!(!raw_prefilter_applies("[PERSON", false, true));
+        assert!(!raw_prefilter_applies("deadBEEF", false, true));
+        assert!(!raw_prefilter_applies("b6e0.9271", false, true));
+        assert!(!raw_prefilter_applies("person", false, true));
+        assert!(raw_prefilter_applies("person", false, false));
+        assert!(!raw_prefilter_applies("ERSO", false, false));
+        assert!(raw_prefilter_applies("ab.cd.ef", false, true));
+    }
+}

@@ -1,0 +1,74 @@
+//! The file scope of search, retrieve and bundle (the reference's `iter_target_files`).
+
+use super::glob::{Pattern, matches_any};
+use super::walk::{Budget, walk};
+use super::{ToolError, is_document, is_legacy_office};
+use crate::view::{Entry, EntryKind, RootView};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+/// Files in scope, in walk order. `error` is a traversal failure met after the last
+/// listed file: the reference's lazy walk would raise it only once a caller asked for
+/// the next file, so callers that stop early never see it.
+pub(crate) struct Targets {
+    pub files: Vec<Entry>,
+    pub error: Option<ToolError>,
+}
+
+/// Resolves every scope first (any failure fails the call), then walks each in turn:
+/// regular files only, legacy Office and disabled documents skipped, non-text files
+/// skipped when `text_only`, `globs` matched with fnmatch on the raw relative path, and a
+/// file reached from two scopes listed once. An empty `scopes` means the whole root.
+pub(crate) fn target_files(
+    view: &dyn RootView,
+    scopes: &[String],
+    globs: &[String],
+    text_only: bool,
+    budget: &mut Budget,
+) -> Result<Targets, ToolError> {
+    let starts: Vec<Entry> = if scopes.is_empty() {
+        vec![view.resolve(".")?]
+    } else {
+        scopes
+            .iter()
+            .map(|scope| view.resolve(scope))
+            .collect::<Result<_, _>>()?
+    };
+    let patterns: Vec<Pattern> = globs.iter().map(|glob| Pattern::new(glob)).collect();
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    let mut files = Vec::new();
+    let mut keep = |entry: Entry, files: &mut Vec<Entry>| {
+        if entry.kind != EntryKind::File || seen.contains(&entry.rel) {
+            return;
+        }
+        if is_legacy_office(&entry) || (is_document(&entry) && !view.is_text(&entry)) {
+            return;
+        }
+        if text_only && !view.is_text(&entry) {
+            return;
+        }
+        if !patterns.is_empty() && !matches_any(&patterns, &entry.rel) {
+            return;
+        }
+        seen.insert(entry.rel.clone());
+        files.push(entry);
+    };
+    for start in starts {
+        if start.kind == EntryKind::File {
+            keep(start, &mut files);
+            continue;
+        }
+        for item in walk(view, start, None, false, budget) {
+            match item {
+                Ok((entry, _)) => keep(entry, &mut files),
+                Err(error) => {
+                    return Ok(Targets {
+                        files,
+                        error: Some(error),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Targets { files, error: None })
+}
