@@ -88,7 +88,9 @@ fn main() {
         let (reference_text, ratio_text, verdict) = match reference {
             Some(r) => {
                 let ratio = ours / r;
-                let verdict = if ratio >= TARGET_RATIO {
+                let verdict = if placeholders == 0 {
+                    "n/a"
+                } else if ratio >= TARGET_RATIO {
                     "ok"
                 } else {
                     "BELOW TARGET"

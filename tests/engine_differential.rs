@@ -12,7 +12,10 @@
 //! - `REDCTX_DIFF_FILTER=<substring>`: only files/paths containing it;
 //! - `REDCTX_DIFF_CORPUS_FILES=<n>`: size of the generated corpus (default 300);
 //! - `REDCTX_DIFF_MODES=strict,balanced`, `REDCTX_DIFF_PROFILES=default,extended`;
-//! - `REDCTX_DIFF_DETAILS=<n>`: how many cases to show in detail (default 30);
+//! - `REDCTX_DIFF_DETAILS=<n>`: how many items to show in detail (default 30);
+//! - `REDCTX_DIFF_KEEP=1`: keep the corpus on disk and print where (to rerun the
+//!   reference CLI by hand: `redctx --root R --config C --mode M cat PATH` with
+//!   `REDACTED_CONTEXT_SALT` set to the printed salt);
 //! - `REDCTX_ORACLE_PYTHON`, `REDCTX_SKIP_ORACLE=1`: see `tests/corpus/oracle.rs`.
 
 mod corpus;
@@ -93,6 +96,16 @@ fn differential_with(
     };
     let dir = tempfile::tempdir().expect("temp dir");
     let mut corpus = build(dir.path()).unwrap_or_else(|e| panic!("building corpus {name}: {e}"));
+    if std::env::var_os("REDCTX_DIFF_KEEP").is_some() {
+        let kept = dir.keep();
+        println!(
+            "corpus {name} kept at {} (root {}, config {:?}, salt {:?})",
+            kept.display(),
+            corpus.root.display(),
+            corpus.config_path,
+            corpus.salt
+        );
+    }
     if let Ok(needle) = std::env::var("REDCTX_DIFF_FILTER") {
         corpus.filter(&needle);
     }
