@@ -14,4 +14,4 @@ step() {
 
 step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets -- -D warnings
-step cargo test --workspace
+step cargo test --workspace --no-fail-fast
