@@ -1,0 +1,318 @@
+//! Engine throughput on one core, printed beside the reference's own timing.
+//!
+//! Run: `cargo bench --bench engine_throughput`.
+//!
+//! 1. Generates (once, cached under `<target>/bench-corpus/`) a `gen_monorepo.py`
+//!    corpus of `REDCTX_BENCH_FILES` files (default 3000, seed 1), keeps only files the
+//!    reference would print as text (so its benchmark does not stop at a binary file
+//!    with a text extension), and writes a config with the generator's exact terms.
+//! 2. Redacts every text file single-threaded, one call per file, line-count
+//!    preservation off (as the reference's `redact_each_file_as_one_chunk`), in strict,
+//!    balanced and code mode; prints MB/s (raw file bytes / redaction seconds, best of
+//!    `REDCTX_BENCH_ROUNDS` rounds, default 3).
+//! 3. Runs `redctx --root DIR --mode M benchmark --format json` of the reference
+//!    (oracle venv, see `scripts/setup-oracle.sh`) on the same tree and prints its
+//!    `redaction_read_bytes / redact_each_file_as_one_chunk` MB/s and our ratio. The
+//!    reference has no `code` mode; code is compared with reference balanced.
+//!    Target: at least 50x per core in every mode.
+
+#[path = "../tests/corpus/mod.rs"]
+mod corpus;
+
+use corpus::oracle::{self, OracleAvailability};
+use redctx_daemon::engine::{DetectorProfile, Engine, Mode, Policy, RedactOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+const TARGET_RATIO: f64 = 50.0;
+const SALT: &str = "bench-salt";
+
+fn main() {
+    let files = env_usize("REDCTX_BENCH_FILES", 3000);
+    let rounds = env_usize("REDCTX_BENCH_ROUNDS", 3).max(1);
+    let base = bench_dir(files);
+    let (root, config) = match prepare_corpus(&base, files) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("engine_throughput: cannot prepare the corpus: {e}");
+            std::process::exit(1);
+        }
+    };
+    let texts = load_texts(&root);
+    let total_bytes: usize = texts.iter().map(|t| t.raw_bytes).sum();
+    println!(
+        "engine_throughput: {} text files, {:.2} MB raw, corpus {}",
+        texts.len(),
+        mb(total_bytes),
+        root.display()
+    );
+
+    let python = match oracle::oracle_python() {
+        Ok(OracleAvailability::Ready(python)) => Some(python),
+        Ok(OracleAvailability::Skipped) => None,
+        Err(message) => {
+            println!("reference: not available ({message}); printing our figures only");
+            None
+        }
+    };
+    let policy = reference_policy(python.as_ref(), &root, &config)
+        .unwrap_or_else(|| manual_policy(&base.join("mono.manifest.json")));
+
+    let mut rows = Vec::new();
+    let mut reference_balanced = None;
+    for (name, mode) in [
+        ("strict", Mode::Strict),
+        ("balanced", Mode::Balanced),
+        ("code", Mode::Code),
+    ] {
+        let (seconds, placeholders) = measure(&policy, mode, &texts, rounds);
+        let reference = match (name, python.as_ref()) {
+            ("code", _) => reference_balanced,
+            (_, Some(python)) => reference_mbps(python, &root, &config, name),
+            (_, None) => None,
+        };
+        if name == "balanced" {
+            reference_balanced = reference;
+        }
+        rows.push((name, seconds, placeholders, reference));
+    }
+
+    println!(
+        "{:<9} {:>11} {:>9} {:>15} {:>9}  target >= {TARGET_RATIO}x per core",
+        "mode", "ours MB/s", "ours s", "reference MB/s", "ratio"
+    );
+    for (name, seconds, placeholders, reference) in rows {
+        let ours = mb(total_bytes) / seconds;
+        let (reference_text, ratio_text, verdict) = match reference {
+            Some(r) => {
+                let ratio = ours / r;
+                let verdict = if placeholders == 0 {
+                    "n/a"
+                } else if ratio >= TARGET_RATIO {
+                    "ok"
+                } else {
+                    "BELOW TARGET"
+                };
+                (format!("{r:.3}"), format!("{ratio:.1}x"), verdict)
+            }
+            None => ("-".to_owned(), "-".to_owned(), ""),
+        };
+        let versus = if name == "code" {
+            " (vs reference balanced)"
+        } else {
+            ""
+        };
+        let note = if placeholders == 0 {
+            "  (no placeholders produced: is the pipeline a stub?)"
+        } else {
+            ""
+        };
+        println!(
+            "{name:<9} {ours:>11.2} {seconds:>9.3} {reference_text:>15} {ratio_text:>9}  {verdict}{versus}{note}"
+        );
+    }
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1_000_000.0
+}
+
+/// `<target>/bench-corpus/mono-<files>-s1`, target = `CARGO_TARGET_DIR` or `<repo>/target`.
+fn bench_dir(files: usize) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| corpus::repo_root().join("target"));
+    target.join("bench-corpus").join(format!("mono-{files}-s1"))
+}
+
+/// Generates the corpus unless a complete one is cached; returns (root, config path).
+fn prepare_corpus(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), String> {
+    let root = base.join("mono");
+    let config = base.join("redaction.toml");
+    let stamp = base.join("complete");
+    if stamp.is_file() && root.is_dir() && config.is_file() {
+        return Ok((root, config));
+    }
+    std::fs::create_dir_all(base).map_err(|e| e.to_string())?;
+    let manifest = corpus::run_gen_monorepo(&root, files, 1)?;
+    // The reference's benchmark aborts on the first text-named file that fails its
+    // text check; keep only what it would print.
+    let (all, _) = corpus::walk(&root).map_err(|e| e.to_string())?;
+    for rel in all {
+        let path = root.join(&rel);
+        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        if !corpus::is_probably_text(&bytes) {
+            std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+        }
+    }
+    std::fs::write(&config, corpus::config_from_manifest(&manifest)?).map_err(|e| e.to_string())?;
+    std::fs::write(&stamp, b"ok\n").map_err(|e| e.to_string())?;
+    Ok((root, config))
+}
+
+struct Text {
+    text: String,
+    raw_bytes: usize,
+    prose: bool,
+}
+
+fn load_texts(root: &Path) -> Vec<Text> {
+    let (files, _) = corpus::walk(root).expect("walk bench corpus");
+    files
+        .iter()
+        .filter_map(|rel| {
+            let bytes = std::fs::read(root.join(rel)).ok()?;
+            corpus::is_probably_text(&bytes).then(|| Text {
+                text: corpus::decode_like_reference(&bytes),
+                raw_bytes: bytes.len(),
+                prose: is_prose(rel),
+            })
+        })
+        .collect()
+}
+
+/// Prose files for `code` mode (the engine only looks at this flag in that mode).
+fn is_prose(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let lower = name.to_ascii_lowercase();
+    let stem = lower.split('.').next().unwrap_or("");
+    [".md", ".markdown", ".txt", ".rst", ".adoc", ".asciidoc"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
+        || ["readme", "authors", "contributors", "notes", "changelog"].contains(&stem)
+}
+
+/// Best-of-`rounds` seconds to redact every text once, and the placeholders produced.
+fn measure(policy: &Policy, mode: Mode, texts: &[Text], rounds: usize) -> (f64, u64) {
+    let policy = Policy {
+        mode,
+        ..policy.clone()
+    };
+    let engine = Engine::new(Arc::new(policy)).expect("bench policy compiles");
+    let mut best = f64::INFINITY;
+    let mut placeholders = 0;
+    for _ in 0..rounds {
+        let mut produced = 0u64;
+        let start = Instant::now();
+        for t in texts {
+            let out = engine
+                .redact(
+                    &t.text,
+                    RedactOptions {
+                        preserve_line_count: false,
+                        prose: t.prose,
+                    },
+                )
+                .expect("redact");
+            produced += out.counts.0.values().sum::<u64>();
+            std::hint::black_box(&out.text);
+        }
+        best = best.min(start.elapsed().as_secs_f64());
+        placeholders = produced;
+    }
+    (best.max(1e-9), placeholders)
+}
+
+/// The policy the reference derives for this root and config (no files redacted).
+fn reference_policy(python: Option<&PathBuf>, root: &Path, config: &Path) -> Option<Policy> {
+    let python = python?;
+    let corpus = corpus::Corpus {
+        name: "bench".to_owned(),
+        root: root.to_path_buf(),
+        config_path: Some(config.to_path_buf()),
+        salt: SALT.to_owned(),
+        files: Vec::new(),
+        paths: Vec::new(),
+    };
+    let dump = oracle::run(python, &corpus, &["balanced"], &["default"])
+        .map_err(|e| println!("reference: could not derive the policy ({e})"))
+        .ok()?;
+    oracle::policy_from_reference(&dump.policy, Mode::Balanced, DetectorProfile::Default).ok()
+}
+
+/// Without the oracle: the generator's exact terms, people expanded like the reference.
+fn manual_policy(manifest: &Path) -> Policy {
+    let json: serde_json::Value = std::fs::read_to_string(manifest)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let list = |key: &str| -> Vec<String> {
+        json["exact_terms"][key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut people = Vec::new();
+    for person in list("people") {
+        people.push(person.clone());
+        people.extend(
+            person
+                .split(|c: char| c.is_whitespace() || c == '_' || c == '-')
+                .filter(|p| p.chars().count() >= 3)
+                .map(str::to_owned),
+        );
+    }
+    let mut clients = vec!["mono".to_owned()];
+    clients.extend(list("clients"));
+    Policy {
+        salt: SALT.to_owned(),
+        detectors: false,
+        clients,
+        organizations: list("organizations"),
+        people,
+        terms: list("terms"),
+        ..Policy::default()
+    }
+}
+
+/// The reference's own redaction MB/s on this tree in `mode`.
+fn reference_mbps(python: &Path, root: &Path, config: &Path, mode: &str) -> Option<f64> {
+    let state = tempfile::tempdir().ok()?;
+    let output = Command::new(python)
+        .args([
+            "-c",
+            "import sys; from redacted_context_mcp.core import main; sys.exit(main())",
+        ])
+        .arg("--root")
+        .arg(root)
+        .arg("--config")
+        .arg(config)
+        .args(["--mode", mode, "benchmark", "--format", "json"])
+        .args(["--max-entries", "100000000"])
+        .args(["--max-total-raw-bytes", "100000000000"])
+        .env_remove("REDACTED_CONTEXT_TERMS")
+        .env_remove("REDACTED_CONTEXT_DETECTOR_PROFILE")
+        .env("REDACTED_CONTEXT_SALT", SALT)
+        .env("REDACTED_CONTEXT_STATE_DIR", state.path())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        println!(
+            "reference benchmark failed in {mode}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+        return None;
+    }
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).ok()?;
+    let bytes = json["redaction_read_bytes"].as_f64()?;
+    let seconds = json["timings_seconds"]["redact_each_file_as_one_chunk"].as_f64()?;
+    println!(
+        "reference {mode}: {} text files, {:.2} MB, {seconds:.3} s",
+        json["text_files"],
+        bytes / 1e6
+    );
+    Some(bytes / 1e6 / seconds.max(1e-9))
+}
