@@ -144,7 +144,15 @@ impl PyPattern {
             if self.guard.allows(prev) && after_ok {
                 return Some((s, e));
             }
+            // Python would try every later start; skip the ones the guard refuses anyway.
             at = s + hay[s..].chars().next().map_or(1, char::len_utf8);
+            while at < hay.len() {
+                let prev = hay[..at].chars().next_back();
+                if self.guard.allows(prev) {
+                    break;
+                }
+                at += hay[at..].chars().next().map_or(1, char::len_utf8);
+            }
         }
     }
 
