@@ -8,6 +8,6 @@
 
 pub mod engine;
 pub mod policy_loader;
-pub mod vault;
 pub mod tools;
+pub mod vault;
 pub mod view;

@@ -223,9 +223,31 @@ pub struct Alternation(pub Vec<PyPattern>);
 
 impl Alternation {
     pub fn find_at(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        self.find_cached(hay, start, &mut Vec::new())
+    }
+
+    /// As [`Alternation::find_at`], remembering each member's next match in `cache` so a
+    /// member whose next match lies far ahead is not searched again for every match of
+    /// another member (which would be quadratic on long texts).
+    fn find_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut Vec<Option<Option<(usize, usize)>>>,
+    ) -> Option<(usize, usize)> {
+        cache.resize(self.0.len(), None);
         let mut best: Option<(usize, usize)> = None;
-        for p in &self.0 {
-            if let Some((s, e)) = p.find_at(hay, start)
+        for (p, slot) in self.0.iter().zip(cache.iter_mut()) {
+            let next = match *slot {
+                Some(Some((s, e))) if s >= start => Some((s, e)),
+                Some(None) => None,
+                _ => {
+                    let found = p.find_at(hay, start);
+                    *slot = Some(found);
+                    found
+                }
+            };
+            if let Some((s, e)) = next
                 && best.is_none_or(|(bs, _)| s < bs)
             {
                 best = Some((s, e));
@@ -238,6 +260,16 @@ impl Alternation {
 /// Anything that finds successive Python-style matches.
 pub trait Finder {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)>;
+
+    /// As `find_from`, with per-search memory (see [`Alternation`]).
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        _cache: &mut Vec<Option<Option<(usize, usize)>>>,
+    ) -> Option<(usize, usize)> {
+        self.find_from(hay, start)
+    }
 
     /// Whether matching depends on `\b` (and so needs the word-class shadow).
     fn uses_word_boundary(&self) -> bool {
@@ -258,6 +290,15 @@ impl Finder for PyPattern {
 impl Finder for Alternation {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
         self.find_at(hay, start)
+    }
+
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut Vec<Option<Option<(usize, usize)>>>,
+    ) -> Option<(usize, usize)> {
+        self.find_cached(hay, start, cache)
     }
 
     fn uses_word_boundary(&self) -> bool {
@@ -321,7 +362,8 @@ pub fn substitute<F: Finder + ?Sized>(
     let mut out: Option<String> = None;
     let mut last = 0;
     let mut pos = 0;
-    while let Some((s, e)) = finder.find_from(hay, pos) {
+    let mut cache = Vec::new();
+    while let Some((s, e)) = finder.find_from_cached(hay, pos, &mut cache) {
         let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
         buf.push_str(&text[last..s]);
         buf.push_str(&replace(&text[s..e]));
