@@ -6,6 +6,8 @@
 //! What it is not for: speaking MCP or JSON to agents (that is the `redctx` client's
 //! job) or defining the wire format (that is `redctx-proto`).
 
+pub mod cache;
 pub mod engine;
 pub mod fs;
+pub mod index;
 pub mod view;

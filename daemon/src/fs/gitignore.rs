@@ -18,18 +18,19 @@ use std::sync::{Arc, RwLock};
 /// Larger `.gitignore` files are treated as absent (a guard against reading huge files).
 const MAX_GITIGNORE_BYTES: u64 = 4 << 20;
 
-/// Lazily loaded `.gitignore` matchers, one per directory.
-#[derive(Debug)]
+/// Lazily loaded `.gitignore` matchers, one per directory (clones share the cache).
+#[derive(Clone, Debug)]
 pub struct GitignoreRules {
     root: PathBuf,
     enabled: bool,
-    matchers: RwLock<HashMap<String, Option<Arc<Gitignore>>>>,
+    /// Shared so walk workers and the index see one cache.
+    matchers: Arc<RwLock<HashMap<String, Option<Arc<Gitignore>>>>>,
 }
 
 impl GitignoreRules {
     /// Rules for a canonical root; `enabled == false` ignores every `.gitignore`.
     pub fn new(root: &Path, enabled: bool) -> GitignoreRules {
-        GitignoreRules { root: root.to_path_buf(), enabled, matchers: RwLock::new(HashMap::new()) }
+        GitignoreRules { root: root.to_path_buf(), enabled, matchers: Arc::new(RwLock::new(HashMap::new())) }
     }
 
     /// Whether `.gitignore` files are honoured at all.
