@@ -10,4 +10,5 @@ pub mod cache;
 pub mod engine;
 pub mod fs;
 pub mod index;
+pub mod root;
 pub mod view;

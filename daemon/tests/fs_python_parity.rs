@@ -10,7 +10,10 @@ fn fixture(name: &str) -> serde_json::Value {
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 #[test]
@@ -18,12 +21,21 @@ fn fnmatch_agrees_with_python_fnmatchcase() {
     let cases = fixture("fnmatch_python311.json");
     let mut failures = Vec::new();
     for case in cases.as_array().unwrap() {
-        let (pattern, text, expected) = (case[0].as_str().unwrap(), case[1].as_str().unwrap(), case[2].as_bool().unwrap());
+        let (pattern, text, expected) = (
+            case[0].as_str().unwrap(),
+            case[1].as_str().unwrap(),
+            case[2].as_bool().unwrap(),
+        );
         if Pattern::new(pattern).matches(text) != expected {
             failures.push(format!("{pattern:?} vs {text:?}: python says {expected}"));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -31,7 +43,12 @@ fn utf8_replacement_agrees_with_python() {
     let cases = fixture("text_python311.json");
     for case in cases["decode"].as_array().unwrap() {
         let bytes = unhex(case[0].as_str().unwrap());
-        assert_eq!(decode_text(&bytes), case[1].as_str().unwrap(), "bytes {}", case[0]);
+        assert_eq!(
+            decode_text(&bytes),
+            case[1].as_str().unwrap(),
+            "bytes {}",
+            case[0]
+        );
     }
 }
 
@@ -40,6 +57,11 @@ fn text_sniff_agrees_with_reference() {
     let cases = fixture("text_python311.json");
     for case in cases["sniff"].as_array().unwrap() {
         let bytes = unhex(case[0].as_str().unwrap());
-        assert_eq!(looks_like_text(&bytes), case[1].as_bool().unwrap(), "bytes {}", case[0]);
+        assert_eq!(
+            looks_like_text(&bytes),
+            case[1].as_bool().unwrap(),
+            "bytes {}",
+            case[0]
+        );
     }
 }

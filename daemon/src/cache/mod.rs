@@ -109,7 +109,10 @@ pub fn content_hash(key: &[u8; 32], bytes: &[u8]) -> [u8; 32] {
 /// Namespace of one root in the file table.
 pub fn root_key(canonical_root: &Path) -> [u8; 32] {
     use std::os::unix::ffi::OsStrExt;
-    blake3::derive_key("redctx 2025 root key v1", canonical_root.as_os_str().as_bytes())
+    blake3::derive_key(
+        "redctx 2025 root key v1",
+        canonical_root.as_os_str().as_bytes(),
+    )
 }
 
 fn file_key(root: &[u8; 32], rel: &str) -> Vec<u8> {
@@ -133,8 +136,16 @@ pub struct CacheStats {
 }
 
 enum Op {
-    PutFile { key: Vec<u8>, value: Vec<u8>, seq: u64 },
-    PutContent { key: ContentKey, value: Vec<u8>, seq: u64 },
+    PutFile {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        seq: u64,
+    },
+    PutContent {
+        key: ContentKey,
+        value: Vec<u8>,
+        seq: u64,
+    },
     DeleteFile(Vec<u8>),
     DeleteContent(ContentKey),
     ForgetRoot([u8; 32]),
@@ -195,7 +206,10 @@ fn prepare_state_dir(state_dir: &Path) -> Result<(), CacheError> {
 /// Opens (creating) the database and checks its layout; `Ok(None)` means "unusable,
 /// rebuild it".
 fn try_open(path: &Path) -> Result<Option<Database>, CacheError> {
-    let db = match Database::builder().set_cache_size(DB_CACHE_BYTES).create(path) {
+    let db = match Database::builder()
+        .set_cache_size(DB_CACHE_BYTES)
+        .create(path)
+    {
         Ok(db) => db,
         Err(DatabaseError::DatabaseAlreadyOpen) | Err(DatabaseError::LockProtocolMismatch) => {
             return Err(CacheError::AlreadyOpen);
@@ -271,7 +285,15 @@ impl Cache {
                 .spawn(move || writer_loop(&db, &rx, &pending, &stats))
                 .map_err(|_| CacheError::Open)?
         };
-        Ok(Cache { db, path, tx: Some(tx), pending, seq: AtomicU64::new(1), writer: Some(writer), stats })
+        Ok(Cache {
+            db,
+            path,
+            tx: Some(tx),
+            pending,
+            seq: AtomicU64::new(1),
+            writer: Some(writer),
+            stats,
+        })
     }
 
     /// Where the database lives.
@@ -328,7 +350,8 @@ impl Cache {
         }
         let bytes = self.read_value(CONTENT, key)?;
         let rec = record::decode::<ContentRecord>(&bytes).filter(|r| {
-            record::load_counts(&r.preserved.counts).is_some() && record::load_counts(r.variant(false).1).is_some()
+            record::load_counts(&r.preserved.counts).is_some()
+                && record::load_counts(r.variant(false).1).is_some()
         });
         if rec.is_none() {
             self.stats.decode_errors.fetch_add(1, Ordering::Relaxed);
@@ -339,20 +362,33 @@ impl Cache {
 
     /// Whether a content record exists (without decoding its text).
     pub fn has_content(&self, key: &ContentKey) -> bool {
-        if self.pending.content.lock().map(|p| p.contains_key(key)).unwrap_or(false) {
+        if self
+            .pending
+            .content
+            .lock()
+            .map(|p| p.contains_key(key))
+            .unwrap_or(false)
+        {
             return true;
         }
         let found = (|| -> Result<bool, redb::Error> {
             let r = self.db.begin_read()?;
             let t = r.open_table(CONTENT)?;
-            Ok(t.get(key.as_slice())?.is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT)))
+            Ok(t.get(key.as_slice())?
+                .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT)))
         })();
         found.unwrap_or(false)
     }
 
     /// Queues a file record (and optionally new content) for the writer; readers of this
     /// cache see it immediately.
-    pub fn put(&self, root: &[u8; 32], rel: &str, file: FileRecord, content: Option<(ContentKey, Arc<ContentRecord>)>) {
+    pub fn put(
+        &self,
+        root: &[u8; 32],
+        rel: &str,
+        file: FileRecord,
+        content: Option<(ContentKey, Arc<ContentRecord>)>,
+    ) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         if let Some((key, rec)) = content {
             let value = record::encode(&*rec);
@@ -365,7 +401,11 @@ impl Cache {
         if let Ok(mut p) = self.pending.files.lock() {
             p.insert(key.clone(), (seq, file));
         }
-        self.send(Op::PutFile { key, value: record::encode(&file), seq });
+        self.send(Op::PutFile {
+            key,
+            value: record::encode(&file),
+            seq,
+        });
     }
 
     /// Drops the file record of one path (deleted file).
@@ -454,7 +494,9 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
             match commit(db, &batch) {
                 Ok(()) => {
                     stats.commits.fetch_add(1, Ordering::Relaxed);
-                    stats.committed_ops.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                    stats
+                        .committed_ops
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
                 }
                 Err(err) => {
                     stats.write_errors.fetch_add(1, Ordering::Relaxed);

@@ -13,7 +13,11 @@ pub type StoredCounts = Vec<(String, u64)>;
 
 /// Converts engine counts for storage.
 pub fn store_counts(counts: &Counts) -> StoredCounts {
-    counts.0.iter().map(|(c, n)| (c.as_str().to_owned(), *n)).collect()
+    counts
+        .0
+        .iter()
+        .map(|(c, n)| (c.as_str().to_owned(), *n))
+        .collect()
 }
 
 /// Converts stored counts back; `None` when a category is unknown to this build.
@@ -36,7 +40,9 @@ pub struct StoredText {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PlainVariant {
     /// Same text as the line-preserving variant; only the counts are kept.
-    SameText { counts: StoredCounts },
+    SameText {
+        counts: StoredCounts,
+    },
     Different(StoredText),
 }
 
@@ -104,8 +110,21 @@ impl FileRecord {
     /// size, mtime_ns, ctime_ns) and settled.
     pub fn trusted_for(&self, stat: &StatKey) -> bool {
         self.settled
-            && (self.dev, self.ino, self.mode, self.size, self.mtime_ns, self.ctime_ns)
-                == (stat.dev, stat.ino, stat.mode, stat.size, stat.mtime_ns, stat.ctime_ns)
+            && (
+                self.dev,
+                self.ino,
+                self.mode,
+                self.size,
+                self.mtime_ns,
+                self.ctime_ns,
+            ) == (
+                stat.dev,
+                stat.ino,
+                stat.mode,
+                stat.size,
+                stat.mtime_ns,
+                stat.ctime_ns,
+            )
     }
 }
 

@@ -22,7 +22,10 @@ enum Token {
     /// An empty set: matches nothing.
     Never,
     Literal(char),
-    Set { negated: bool, items: Vec<(char, char)> },
+    Set {
+        negated: bool,
+        items: Vec<(char, char)>,
+    },
 }
 
 impl Pattern {
@@ -108,7 +111,9 @@ fn token_matches(token: &Token, ch: char) -> bool {
         Token::Any => true,
         Token::Never => false,
         Token::Literal(c) => *c == ch,
-        Token::Set { negated, items } => items.iter().any(|(lo, hi)| *lo <= ch && ch <= *hi) != *negated,
+        Token::Set { negated, items } => {
+            items.iter().any(|(lo, hi)| *lo <= ch && ch <= *hi) != *negated
+        }
     }
 }
 
@@ -124,9 +129,17 @@ fn set_token(pat: &[char], start: usize, j: usize) -> Token {
     } else {
         let mut chunks: Vec<Vec<char>> = Vec::new();
         let mut i = start;
-        let mut k = if pat[start] == '!' { start + 2 } else { start + 1 };
+        let mut k = if pat[start] == '!' {
+            start + 2
+        } else {
+            start + 1
+        };
         loop {
-            let found = if k < j { pat[k..j].iter().position(|&c| c == '-').map(|p| p + k) } else { None };
+            let found = if k < j {
+                pat[k..j].iter().position(|&c| c == '-').map(|p| p + k)
+            } else {
+                None
+            };
             let Some(dash) = found else { break };
             chunks.push(pat[i..dash].to_vec());
             i = dash + 1;
@@ -144,7 +157,8 @@ fn set_token(pat: &[char], start: usize, j: usize) -> Token {
         let mut k = chunks.len();
         while k > 1 {
             k -= 1;
-            let (Some(&prev_last), Some(&next_first)) = (chunks[k - 1].last(), chunks[k].first()) else {
+            let (Some(&prev_last), Some(&next_first)) = (chunks[k - 1].last(), chunks[k].first())
+            else {
                 // Python would raise here (an empty chunk); such a pattern never matches.
                 return Token::Never;
             };

@@ -30,7 +30,11 @@ pub struct GitignoreRules {
 impl GitignoreRules {
     /// Rules for a canonical root; `enabled == false` ignores every `.gitignore`.
     pub fn new(root: &Path, enabled: bool) -> GitignoreRules {
-        GitignoreRules { root: root.to_path_buf(), enabled, matchers: Arc::new(RwLock::new(HashMap::new())) }
+        GitignoreRules {
+            root: root.to_path_buf(),
+            enabled,
+            matchers: Arc::new(RwLock::new(HashMap::new())),
+        }
     }
 
     /// Whether `.gitignore` files are honoured at all.
@@ -53,7 +57,12 @@ impl GitignoreRules {
     }
 
     fn matcher(&self, dir_rel: &str) -> Option<Arc<Gitignore>> {
-        if let Some(found) = self.matchers.read().ok().and_then(|map| map.get(dir_rel).cloned()) {
+        if let Some(found) = self
+            .matchers
+            .read()
+            .ok()
+            .and_then(|map| map.get(dir_rel).cloned())
+        {
             return found;
         }
         let loaded = self.load(dir_rel).map(Arc::new);
@@ -74,7 +83,9 @@ impl GitignoreRules {
             return None;
         }
         let mut bytes = Vec::new();
-        file.take(MAX_GITIGNORE_BYTES + 1).read_to_end(&mut bytes).ok()?;
+        file.take(MAX_GITIGNORE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
         if bytes.len() as u64 > MAX_GITIGNORE_BYTES {
             return None;
         }

@@ -20,7 +20,11 @@ pub enum PathInput {
 
 /// Whether `s` is `p_` followed by exactly 12 lowercase hex digits.
 fn is_bare_id(s: &str) -> bool {
-    s.len() == 14 && s.starts_with("p_") && s[2..].bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    s.len() == 14
+        && s.starts_with("p_")
+        && s[2..]
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Parses tool input: `@p_<id>`, `p_<id>`, `redctx://p_<id>`, or a path (relative to the
@@ -29,7 +33,10 @@ fn is_bare_id(s: &str) -> bool {
 /// Any other `@…` input is an unknown id, as in the reference; the returned error then
 /// carries `@` plus the caller's text only when it has the id shape.
 pub fn parse_input(input: &str, root: &Path) -> Result<PathInput, ViewError> {
-    let id_part = input.strip_prefix('@').or_else(|| input.strip_prefix("redctx://")).unwrap_or(input);
+    let id_part = input
+        .strip_prefix('@')
+        .or_else(|| input.strip_prefix("redctx://"))
+        .unwrap_or(input);
     if is_bare_id(id_part) {
         return Ok(PathInput::Id(format!("@{id_part}")));
     }
@@ -59,7 +66,11 @@ pub fn parse_input(input: &str, root: &Path) -> Result<PathInput, ViewError> {
             }
         }
     }
-    if parts.is_empty() { Ok(PathInput::Rel(".".to_owned())) } else { Ok(PathInput::Rel(parts.join("/"))) }
+    if parts.is_empty() {
+        Ok(PathInput::Rel(".".to_owned()))
+    } else {
+        Ok(PathInput::Rel(parts.join("/")))
+    }
 }
 
 /// Python's `os.path.expanduser` on POSIX: `~` and `~/…` use `$HOME` (else the password
@@ -82,7 +93,11 @@ pub fn expand_user(input: &str) -> String {
     };
     let home = home.trim_end_matches('/');
     let joined = format!("{home}{tail}");
-    if joined.is_empty() { "/".to_owned() } else { joined }
+    if joined.is_empty() {
+        "/".to_owned()
+    } else {
+        joined
+    }
 }
 
 fn home_of(user: Option<&str>) -> Option<String> {
@@ -90,10 +105,26 @@ fn home_of(user: Option<&str>) -> Option<String> {
     let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
     let mut result: *mut libc::passwd = std::ptr::null_mut();
     let rc = match user {
-        None => unsafe { libc::getpwuid_r(libc::getuid(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) },
+        None => unsafe {
+            libc::getpwuid_r(
+                libc::getuid(),
+                &mut pwd,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            )
+        },
         Some(name) => {
             let name = std::ffi::CString::new(name).ok()?;
-            unsafe { libc::getpwnam_r(name.as_ptr(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) }
+            unsafe {
+                libc::getpwnam_r(
+                    name.as_ptr(),
+                    &mut pwd,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    &mut result,
+                )
+            }
         }
     };
     if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
@@ -106,7 +137,11 @@ fn home_of(user: Option<&str>) -> Option<String> {
 
 /// Absolute path of a root-relative POSIX path.
 pub fn abs_path(root: &Path, rel: &str) -> PathBuf {
-    if rel == "." { root.to_path_buf() } else { root.join(rel) }
+    if rel == "." {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    }
 }
 
 /// Checks every component of `rel` under `root` with `lstat`, returning the metadata of
@@ -117,7 +152,10 @@ pub fn validate_components(root: &Path, rel: &str) -> Result<Metadata, ViewError
     let lstat = |path: &Path| match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => Err(ViewError::Unsafe),
         Ok(meta) => Ok(meta),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) => {
+        Err(err)
+            if err.kind() == std::io::ErrorKind::NotFound
+                || err.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
             Err(ViewError::Missing)
         }
         Err(_) => Err(ViewError::Internal),
@@ -141,11 +179,24 @@ mod tests {
     #[test]
     fn ids_in_every_accepted_shape() {
         let root = Path::new("/r");
-        for input in ["@p_0123456789ab", "p_0123456789ab", "redctx://p_0123456789ab"] {
-            assert_eq!(parse_input(input, root), Ok(PathInput::Id("@p_0123456789ab".into())));
+        for input in [
+            "@p_0123456789ab",
+            "p_0123456789ab",
+            "redctx://p_0123456789ab",
+        ] {
+            assert_eq!(
+                parse_input(input, root),
+                Ok(PathInput::Id("@p_0123456789ab".into()))
+            );
         }
-        assert_eq!(parse_input("@whatever", root), Err(ViewError::UnknownId("@p_…".into())));
-        assert_eq!(parse_input("p_0123456789AB", root), Ok(PathInput::Rel("p_0123456789AB".into())));
+        assert_eq!(
+            parse_input("@whatever", root),
+            Err(ViewError::UnknownId("@p_…".into()))
+        );
+        assert_eq!(
+            parse_input("p_0123456789AB", root),
+            Ok(PathInput::Rel("p_0123456789AB".into()))
+        );
     }
 
     #[test]
@@ -153,19 +204,34 @@ mod tests {
         let root = Path::new("/r/root");
         assert_eq!(parse_input("../x", root), Err(ViewError::OutsideRoot));
         assert_eq!(parse_input("a/../b", root), Err(ViewError::OutsideRoot));
-        assert_eq!(parse_input("/etc/passwd", root), Err(ViewError::OutsideRoot));
-        assert_eq!(parse_input("/r/root/../x", root), Err(ViewError::OutsideRoot));
+        assert_eq!(
+            parse_input("/etc/passwd", root),
+            Err(ViewError::OutsideRoot)
+        );
+        assert_eq!(
+            parse_input("/r/root/../x", root),
+            Err(ViewError::OutsideRoot)
+        );
         assert_eq!(parse_input("/r/rootx/a", root), Err(ViewError::OutsideRoot));
-        assert_eq!(parse_input("/r/root/a//b/./c/", root), Ok(PathInput::Rel("a/b/c".into())));
+        assert_eq!(
+            parse_input("/r/root/a//b/./c/", root),
+            Ok(PathInput::Rel("a/b/c".into()))
+        );
         assert_eq!(parse_input("/r/root", root), Ok(PathInput::Rel(".".into())));
         assert_eq!(parse_input("", root), Ok(PathInput::Rel(".".into())));
-        assert_eq!(parse_input("./docs/", root), Ok(PathInput::Rel("docs".into())));
+        assert_eq!(
+            parse_input("./docs/", root),
+            Ok(PathInput::Rel("docs".into()))
+        );
     }
 
     #[test]
     fn tilde_expands_to_home() {
         let home = std::env::var("HOME").unwrap();
-        assert_eq!(expand_user("~/x"), format!("{}/x", home.trim_end_matches('/')));
+        assert_eq!(
+            expand_user("~/x"),
+            format!("{}/x", home.trim_end_matches('/'))
+        );
         assert_eq!(expand_user("a~"), "a~");
         assert_eq!(expand_user("~no_such_user_zz/x"), "~no_such_user_zz/x");
     }

@@ -31,25 +31,40 @@ pub struct FsRules {
 impl FsRules {
     /// Builds the rules from a policy. `root_name` is the root directory's basename.
     pub fn new(policy: &Policy, root_name: &str, include_private: bool) -> FsRules {
-        let mut exclude_dirs: HashSet<String> = DEFAULT_EXCLUDE_DIRS.iter().map(|d| (*d).to_owned()).collect();
+        let mut exclude_dirs: HashSet<String> = DEFAULT_EXCLUDE_DIRS
+            .iter()
+            .map(|d| (*d).to_owned())
+            .collect();
         exclude_dirs.extend(policy.exclude_dirs.iter().cloned());
         let mut globs: Vec<&str> = DEFAULT_EXCLUDE_GLOBS.to_vec();
         globs.extend(policy.exclude_globs.iter().map(String::as_str));
         globs.sort_unstable();
         globs.dedup();
-        let protected = policy.term_files.iter().chain(policy.protected_paths.iter()).map(|p| casefold(p)).collect();
+        let protected = policy
+            .term_files
+            .iter()
+            .chain(policy.protected_paths.iter())
+            .map(|p| casefold(p))
+            .collect();
         FsRules {
             root_name: root_name.to_owned(),
             include_private,
             exclude_dirs,
             exclude_globs: globs.into_iter().map(Pattern::new).collect(),
-            never_serve: NEVER_SERVE_GLOBS.iter().map(|g| Pattern::new(&casefold(g))).collect(),
+            never_serve: NEVER_SERVE_GLOBS
+                .iter()
+                .map(|g| Pattern::new(&casefold(g)))
+                .collect(),
             protected,
         }
     }
 
     fn basename<'a>(&'a self, rel: &'a str) -> &'a str {
-        if rel == "." { &self.root_name } else { rel.rsplit('/').next().unwrap_or(rel) }
+        if rel == "." {
+            &self.root_name
+        } else {
+            rel.rsplit('/').next().unwrap_or(rel)
+        }
     }
 
     /// Never served, whatever `include_private` says: never-serve globs and protected
@@ -69,7 +84,9 @@ impl FsRules {
             }
         }
         let name = casefold(self.basename(rel));
-        self.never_serve.iter().any(|p| p.matches(&folded) || p.matches(&name))
+        self.never_serve
+            .iter()
+            .any(|p| p.matches(&folded) || p.matches(&name))
     }
 
     /// Whether `rel` (root-relative POSIX, `.` for the root) is excluded by policy.
@@ -84,7 +101,9 @@ impl FsRules {
             return true;
         }
         let name = self.basename(rel);
-        self.exclude_globs.iter().any(|p| p.matches(rel) || p.matches(name))
+        self.exclude_globs
+            .iter()
+            .any(|p| p.matches(rel) || p.matches(name))
     }
 
     /// Whether a child named `name` of an already admitted directory is excluded; the
@@ -99,18 +118,47 @@ impl FsRules {
         if self.exclude_dirs.contains(name) {
             return true;
         }
-        self.exclude_globs.iter().any(|p| p.matches(rel) || p.matches(name))
+        self.exclude_globs
+            .iter()
+            .any(|p| p.matches(rel) || p.matches(name))
     }
 }
 
 /// Prose files get the name heuristics of `Mode::Code`: documentation and notes, where
 /// person and organisation names appear in running text rather than as identifiers.
 pub fn is_prose_path(rel: &str) -> bool {
-    const PROSE_SUFFIXES: &[&str] =
-        &[".md", ".markdown", ".mdown", ".mkd", ".mdx", ".txt", ".text", ".rst", ".adoc", ".asciidoc", ".org", ".textile", ".rdoc"];
+    const PROSE_SUFFIXES: &[&str] = &[
+        ".md",
+        ".markdown",
+        ".mdown",
+        ".mkd",
+        ".mdx",
+        ".txt",
+        ".text",
+        ".rst",
+        ".adoc",
+        ".asciidoc",
+        ".org",
+        ".textile",
+        ".rdoc",
+    ];
     const PROSE_STEMS: &[&str] = &[
-        "readme", "authors", "contributors", "notes", "changelog", "changes", "history", "news", "todo",
-        "license", "licence", "copying", "notice", "maintainers", "thanks", "credits",
+        "readme",
+        "authors",
+        "contributors",
+        "notes",
+        "changelog",
+        "changes",
+        "history",
+        "news",
+        "todo",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "maintainers",
+        "thanks",
+        "credits",
     ];
     let name = casefold(rel.rsplit('/').next().unwrap_or(rel));
     let suffix = super::text::python_suffix(&name);
@@ -118,7 +166,8 @@ pub fn is_prose_path(rel: &str) -> bool {
         return true;
     }
     PROSE_STEMS.iter().any(|stem| {
-        name.strip_prefix(stem).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-', '_']))
+        name.strip_prefix(stem)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '-', '_']))
     })
 }
 
@@ -140,7 +189,16 @@ mod tests {
     #[test]
     fn never_serve_is_casefolded_and_survives_include_private() {
         let r = rules(&Policy::default(), true);
-        for rel in [".env", ".ENV", "server.key", "SERVER.Key", "a/server.PEM", "host.CRT", ".Agent-Context-Redactor.toml", ".env.local"] {
+        for rel in [
+            ".env",
+            ".ENV",
+            "server.key",
+            "SERVER.Key",
+            "a/server.PEM",
+            "host.CRT",
+            ".Agent-Context-Redactor.toml",
+            ".env.local",
+        ] {
             assert!(r.is_excluded(rel), "{rel}");
         }
         assert!(!r.is_excluded("node_modules/x.js"));
@@ -183,7 +241,15 @@ mod tests {
 
     #[test]
     fn prose_names() {
-        for rel in ["README", "docs/readme.md", "CHANGELOG", "notes/x.txt", "AUTHORS.rst", "LICENSE-MIT", "a.adoc"] {
+        for rel in [
+            "README",
+            "docs/readme.md",
+            "CHANGELOG",
+            "notes/x.txt",
+            "AUTHORS.rst",
+            "LICENSE-MIT",
+            "a.adoc",
+        ] {
             assert!(is_prose_path(rel), "{rel}");
         }
         for rel in ["src/main.rs", "readmer.rs", "package.json", "x.py"] {

@@ -63,7 +63,10 @@ pub fn looks_like_text(content: &[u8]) -> bool {
     if std::str::from_utf8(chunk.strip_prefix(UTF8_BOM).unwrap_or(chunk)).is_ok() {
         return true;
     }
-    let textish = chunk.iter().filter(|&&b| matches!(b, b'\n' | b'\r' | b'\t' | 32..=126)).count();
+    let textish = chunk
+        .iter()
+        .filter(|&&b| matches!(b, b'\n' | b'\r' | b'\t' | 32..=126))
+        .count();
     // Same float comparison as the reference (both divisions are correctly rounded).
     textish as f64 / chunk.len() as f64 > 0.85
 }
@@ -80,7 +83,11 @@ pub fn decode_text(bytes: &[u8]) -> String {
 /// (the reference's `lines:` of `stat`).
 pub fn count_lines(bytes: &[u8]) -> u64 {
     let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-    if !bytes.is_empty() && !bytes.ends_with(b"\n") { newlines + 1 } else { newlines }
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        newlines + 1
+    } else {
+        newlines
+    }
 }
 
 /// The stat fields that identify one version of a file's content.
@@ -102,8 +109,14 @@ impl StatKey {
             ino: meta.ino(),
             mode: meta.mode(),
             size: meta.size(),
-            mtime_ns: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
-            ctime_ns: meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
+            mtime_ns: meta
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+            ctime_ns: meta
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
         }
     }
 
@@ -148,8 +161,17 @@ pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), 
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-        .map_err(|err| if err.raw_os_error() == Some(libc::ELOOP) { ViewError::Unsafe } else { ViewError::ReadFailed })?;
-    let opened = file.metadata().map(|m| StatKey::of(&m)).map_err(|_| ViewError::ReadFailed)?;
+        .map_err(|err| {
+            if err.raw_os_error() == Some(libc::ELOOP) {
+                ViewError::Unsafe
+            } else {
+                ViewError::ReadFailed
+            }
+        })?;
+    let opened = file
+        .metadata()
+        .map(|m| StatKey::of(&m))
+        .map_err(|_| ViewError::ReadFailed)?;
     if !opened.same_version(&before) {
         return Err(ViewError::ChangedDuringRead);
     }
@@ -165,7 +187,9 @@ pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), 
 fn read_bounded(file: &mut File, expected: u64, max_bytes: u64) -> Result<Vec<u8>, ViewError> {
     let mut data = Vec::with_capacity(expected.min(max_bytes) as usize + 1);
     // One byte past the limit is enough to notice growth; the caller compares sizes.
-    file.take(max_bytes.saturating_add(1)).read_to_end(&mut data).map_err(|_| ViewError::ReadFailed)?;
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|_| ViewError::ReadFailed)?;
     Ok(data)
 }
 
@@ -184,7 +208,11 @@ pub fn sniff_file(path: &Path) -> bool {
         _ => return false,
     }
     let mut prefix = Vec::with_capacity(TEXT_SNIFF_BYTES);
-    if file.take(TEXT_SNIFF_BYTES as u64).read_to_end(&mut prefix).is_err() {
+    if file
+        .take(TEXT_SNIFF_BYTES as u64)
+        .read_to_end(&mut prefix)
+        .is_err()
+    {
         return false;
     }
     looks_like_text(&prefix)

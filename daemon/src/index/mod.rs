@@ -39,7 +39,10 @@ impl Default for IndexOptions {
     fn default() -> Self {
         IndexOptions {
             gitignore: true,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(8),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+                .min(8),
             racy_window_ns: 2_000_000_000,
         }
     }
@@ -47,7 +50,10 @@ impl Default for IndexOptions {
 
 /// Wall-clock now in nanoseconds since the epoch (the clock file timestamps use).
 pub fn now_ns() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 /// Whether a stat observed at `observed_ns` is old enough that any later change must
@@ -68,11 +74,19 @@ pub struct Index {
 }
 
 fn kind_of(stat: &StatKey) -> EntryKind {
-    if stat.is_dir() { EntryKind::Dir } else { EntryKind::File }
+    if stat.is_dir() {
+        EntryKind::Dir
+    } else {
+        EntryKind::File
+    }
 }
 
 fn entry(rel: &str, stat: &StatKey) -> Entry {
-    Entry { rel: Arc::from(rel), kind: kind_of(stat), size: stat.size }
+    Entry {
+        rel: Arc::from(rel),
+        kind: kind_of(stat),
+        size: stat.size,
+    }
 }
 
 fn parent_rel(rel: &str) -> &str {
@@ -83,13 +97,22 @@ fn parent_rel(rel: &str) -> &str {
 }
 
 fn join_rel(base: &str, name: &str) -> String {
-    if base == "." { name.to_owned() } else { format!("{base}/{name}") }
+    if base == "." {
+        name.to_owned()
+    } else {
+        format!("{base}/{name}")
+    }
 }
 
 impl Index {
     /// An index of `root` (canonical, absolute) holding only the root; call
     /// [`Index::scan`] to walk it.
-    pub fn new(root: &Path, engine: Arc<Engine>, rules: FsRules, opts: IndexOptions) -> Result<Index, ViewError> {
+    pub fn new(
+        root: &Path,
+        engine: Arc<Engine>,
+        rules: FsRules,
+        opts: IndexOptions,
+    ) -> Result<Index, ViewError> {
         let meta = std::fs::symlink_metadata(root).map_err(|_| ViewError::Missing)?;
         let stat = StatKey::of(&meta);
         if !stat.is_dir() {
@@ -163,7 +186,13 @@ impl Index {
         let skips = if self.rules.is_excluded(".") {
             WalkSkips::default()
         } else {
-            let (items, skips) = walk::walk_below(&self.root, ".", &self.rules, &self.gitignore, self.opts.threads);
+            let (items, skips) = walk::walk_below(
+                &self.root,
+                ".",
+                &self.rules,
+                &self.gitignore,
+                self.opts.threads,
+            );
             self.insert_items(&mut fresh, ROOT, ".", items, started);
             skips
         };
@@ -179,7 +208,14 @@ impl Index {
     }
 
     /// Inserts walked items below `start` (already in `tree`, with no children).
-    fn insert_items(&self, tree: &mut Tree, start: NodeId, start_rel: &str, mut items: Vec<walk::WalkItem>, started: i64) {
+    fn insert_items(
+        &self,
+        tree: &mut Tree,
+        start: NodeId,
+        start_rel: &str,
+        mut items: Vec<walk::WalkItem>,
+        started: i64,
+    ) {
         items.sort_by_cached_key(|item| item.rel.bytes().filter(|&b| b == b'/').count());
         let mut dirs: HashMap<String, NodeId> = HashMap::new();
         dirs.insert(start_rel.to_owned(), start);
@@ -189,7 +225,9 @@ impl Index {
                 Some(i) => (&item.rel[..i], &item.rel[i + 1..]),
                 None => (".", item.rel.as_str()),
             };
-            let Some(&parent_id) = dirs.get(parent) else { continue };
+            let Some(&parent_id) = dirs.get(parent) else {
+                continue;
+            };
             let id = self.id_of(&item.rel);
             let node = tree.add_child(parent_id, name, item.stat, id, false);
             if item.stat.is_dir() {
@@ -324,7 +362,9 @@ impl Index {
                         at = c;
                         continue;
                     }
-                    _ => StatKey::of(&std::fs::symlink_metadata(fs::abs_path(&self.root, prefix)).ok()?),
+                    _ => StatKey::of(
+                        &std::fs::symlink_metadata(fs::abs_path(&self.root, prefix)).ok()?,
+                    ),
                 }
             };
             if !tree.node(at).is_dir() {
@@ -411,9 +451,17 @@ impl Index {
             return self.note(rel, stat);
         }
         let started = now_ns();
-        let (items, _) = walk::walk_below(&self.root, rel, &self.rules, &self.gitignore, self.opts.threads);
+        let (items, _) = walk::walk_below(
+            &self.root,
+            rel,
+            &self.rules,
+            &self.gitignore,
+            self.opts.threads,
+        );
         let mut tree = self.write();
-        let Some(node) = self.note_locked(&mut tree, rel, stat) else { return };
+        let Some(node) = self.note_locked(&mut tree, rel, stat) else {
+            return;
+        };
         tree.clear_children(node, &|r| self.id_of(r));
         tree.node_mut(node).stat = stat;
         mark_scanned(tree.node_mut(node), started, self.opts.racy_window_ns);
@@ -500,7 +548,9 @@ impl Index {
         let mut found: Vec<(String, StatKey)> = Vec::new();
         if let Ok(read) = std::fs::read_dir(&dir_path) {
             for dent in read.flatten() {
-                let Ok(name) = dent.file_name().into_string() else { continue };
+                let Ok(name) = dent.file_name().into_string() else {
+                    continue;
+                };
                 let Ok(ft) = dent.file_type() else { continue };
                 if ft.is_symlink() {
                     continue;
@@ -516,12 +566,18 @@ impl Index {
             }
         }
         let mut tree = self.write();
-        let Some(node) = self.note_locked(&mut tree, rel, dir_stat) else { return };
+        let Some(node) = self.note_locked(&mut tree, rel, dir_stat) else {
+            return;
+        };
         if !tree.node(node).is_dir() {
             return;
         }
-        let mut existing: HashMap<String, NodeId> =
-            tree.node(node).children.iter().map(|&c| (tree.node(c).name.to_string(), c)).collect();
+        let mut existing: HashMap<String, NodeId> = tree
+            .node(node)
+            .children
+            .iter()
+            .map(|&c| (tree.node(c).name.to_string(), c))
+            .collect();
         for (name, stat) in found {
             match existing.remove(&name) {
                 Some(c) if tree.node(c).is_dir() == stat.is_dir() => {

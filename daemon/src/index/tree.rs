@@ -4,8 +4,8 @@
 //! Memory per entry is one [`Node`] (about 100 bytes), its name, one slot in the id map
 //! and one `u32` in its parent's child list; full paths are rebuilt on demand.
 
-use crate::fs::StatKey;
 use crate::engine::placeholder::casefold;
+use crate::fs::StatKey;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
@@ -50,12 +50,17 @@ impl Node {
 /// Reference order: directories first, then files, by case-folded name; the raw name
 /// breaks ties. ASCII names compare without allocating.
 pub(crate) fn order(a_dir: bool, a: &str, b_dir: bool, b: &str) -> Ordering {
-    (!a_dir).cmp(&!b_dir).then_with(|| fold_cmp(a, b)).then_with(|| a.cmp(b))
+    (!a_dir)
+        .cmp(&!b_dir)
+        .then_with(|| fold_cmp(a, b))
+        .then_with(|| a.cmp(b))
 }
 
 fn fold_cmp(a: &str, b: &str) -> Ordering {
     if a.is_ascii() && b.is_ascii() {
-        a.bytes().map(|c| c.to_ascii_lowercase()).cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+        a.bytes()
+            .map(|c| c.to_ascii_lowercase())
+            .cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
     } else {
         casefold(a).cmp(&casefold(b))
     }
@@ -84,10 +89,23 @@ pub(crate) struct Tree {
 impl Tree {
     /// A tree holding only the root.
     pub fn new(root_stat: StatKey, root_id: u64) -> Tree {
-        let root = Node { parent: NO_PARENT, name: ".".into(), children: Vec::new(), stat: root_stat, flags: flags::ALIVE };
+        let root = Node {
+            parent: NO_PARENT,
+            name: ".".into(),
+            children: Vec::new(),
+            stat: root_stat,
+            flags: flags::ALIVE,
+        };
         let mut ids = HashMap::new();
         ids.insert(root_id, ROOT);
-        Tree { nodes: vec![root], free: Vec::new(), ids, collisions: HashSet::new(), files: 0, dirs: 0 }
+        Tree {
+            nodes: vec![root],
+            free: Vec::new(),
+            ids,
+            collisions: HashSet::new(),
+            files: 0,
+            dirs: 0,
+        }
     }
 
     pub fn node(&self, id: NodeId) -> &Node {
@@ -153,8 +171,21 @@ impl Tree {
 
     /// Adds a child (the caller keeps `dir`'s children sorted unless `sorted` is false,
     /// in which case it must call [`Tree::sort_children`] afterwards).
-    pub fn add_child(&mut self, dir: NodeId, name: &str, stat: StatKey, id: u64, sorted: bool) -> NodeId {
-        let node = Node { parent: dir, name: name.into(), children: Vec::new(), stat, flags: flags::ALIVE };
+    pub fn add_child(
+        &mut self,
+        dir: NodeId,
+        name: &str,
+        stat: StatKey,
+        id: u64,
+        sorted: bool,
+    ) -> NodeId {
+        let node = Node {
+            parent: dir,
+            name: name.into(),
+            children: Vec::new(),
+            stat,
+            flags: flags::ALIVE,
+        };
         let slot = match self.free.pop() {
             Some(slot) => {
                 self.nodes[slot as usize] = node;
@@ -223,7 +254,11 @@ impl Tree {
         let children = std::mem::take(&mut self.node_mut(dir).children);
         let base = self.rel(dir);
         for child in children {
-            let rel = if base == "." { self.node(child).name.to_string() } else { format!("{base}/{}", self.node(child).name) };
+            let rel = if base == "." {
+                self.node(child).name.to_string()
+            } else {
+                format!("{base}/{}", self.node(child).name)
+            };
             self.free_subtree(child, rel, id_of);
         }
     }
@@ -233,7 +268,13 @@ impl Tree {
         while let Some((node_id, rel)) = stack.pop() {
             let node = std::mem::replace(
                 self.node_mut(node_id),
-                Node { parent: NO_PARENT, name: "".into(), children: Vec::new(), stat: StatKey::default(), flags: 0 },
+                Node {
+                    parent: NO_PARENT,
+                    name: "".into(),
+                    children: Vec::new(),
+                    stat: StatKey::default(),
+                    flags: 0,
+                },
             );
             if node.is_dir() {
                 self.dirs -= 1;

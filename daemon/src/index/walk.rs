@@ -26,7 +26,13 @@ pub struct WalkSkips {
 }
 
 /// Whether a walk visitor admits `rel` (a child of an admitted directory).
-pub fn admits(rules: &FsRules, gitignore: &GitignoreRules, rel: &str, name: &str, is_dir: bool) -> bool {
+pub fn admits(
+    rules: &FsRules,
+    gitignore: &GitignoreRules,
+    rel: &str,
+    name: &str,
+    is_dir: bool,
+) -> bool {
     !rules.is_child_excluded(rel, name) && !gitignore.is_ignored_entry(rel, is_dir)
 }
 
@@ -66,18 +72,24 @@ pub fn walk_below(
         if dent.depth() == 0 {
             return true;
         }
-        let Some(ft) = dent.file_type() else { return false };
+        let Some(ft) = dent.file_type() else {
+            return false;
+        };
         if ft.is_symlink() {
             return false;
         }
-        let (Some(rel), Some(name)) = (rel_of(&root_owned, dent.path()), dent.file_name().to_str()) else {
+        let (Some(rel), Some(name)) = (rel_of(&root_owned, dent.path()), dent.file_name().to_str())
+        else {
             non_utf8_f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return false;
         };
         admits(&rules_f, &gitignore_f, rel, name, ft.is_dir())
     });
     let collected = Mutex::new((Vec::new(), WalkSkips::default()));
-    let mut visitors = Collector { root, sink: &collected };
+    let mut visitors = Collector {
+        root,
+        sink: &collected,
+    };
     builder.build_parallel().visit(&mut visitors);
     let (items, mut skips) = collected.into_inner().unwrap_or_else(|e| e.into_inner());
     skips.non_utf8 += non_utf8.load(std::sync::atomic::Ordering::Relaxed);
@@ -91,7 +103,12 @@ struct Collector<'a> {
 
 impl<'s> ParallelVisitorBuilder<'s> for Collector<'s> {
     fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-        Box::new(Worker { root: self.root, sink: self.sink, items: Vec::new(), skips: WalkSkips::default() })
+        Box::new(Worker {
+            root: self.root,
+            sink: self.sink,
+            items: Vec::new(),
+            skips: WalkSkips::default(),
+        })
     }
 }
 
@@ -117,7 +134,10 @@ impl ParallelVisitor for Worker<'_> {
         };
         match std::fs::symlink_metadata(dent.path()) {
             Ok(meta) if !meta.file_type().is_symlink() => {
-                self.items.push(WalkItem { rel: rel.to_owned(), stat: StatKey::of(&meta) });
+                self.items.push(WalkItem {
+                    rel: rel.to_owned(),
+                    stat: StatKey::of(&meta),
+                });
                 WalkState::Continue
             }
             Ok(_) => WalkState::Skip,
