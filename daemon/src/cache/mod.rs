@@ -349,7 +349,7 @@ impl Cache {
             return Some(rec.clone());
         }
         let bytes = self.read_value(CONTENT, key)?;
-        let rec = record::decode::<ContentRecord>(&bytes).filter(|r| {
+        let rec = record::decode_content(&bytes).filter(|r| {
             record::load_counts(&r.preserved.counts).is_some()
                 && record::load_counts(r.variant(false).1).is_some()
         });
@@ -391,7 +391,7 @@ impl Cache {
     ) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         if let Some((key, rec)) = content {
-            let value = record::encode(&*rec);
+            let value = record::encode_content(&rec);
             if let Ok(mut p) = self.pending.content.lock() {
                 p.insert(key, (seq, rec));
             }

@@ -144,3 +144,61 @@ pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T> {
     }
     postcard::from_bytes(body).ok()
 }
+
+/// Decoded content records larger than this are refused (a corrupt length header must
+/// not make the reader allocate without bound).
+pub const MAX_DECODED_CONTENT: usize = 1 << 30;
+
+/// Encodes a content record: format byte, then LZ4 (size-prefixed) of the postcard body.
+/// Redacted source compresses to roughly a third, which keeps the cache file smaller
+/// than the text it serves; decompression costs microseconds per file.
+pub fn encode_content(value: &ContentRecord) -> Vec<u8> {
+    let body = postcard::to_allocvec(value).unwrap_or_default();
+    let mut out = vec![RECORD_FORMAT];
+    out.extend(lz4_flex::block::compress_prepend_size(&body));
+    out
+}
+
+/// Decodes a value written by [`encode_content`] of this format; `None` otherwise.
+pub fn decode_content(bytes: &[u8]) -> Option<ContentRecord> {
+    let (&format, body) = bytes.split_first()?;
+    if format != RECORD_FORMAT {
+        return None;
+    }
+    let size = u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize;
+    if size > MAX_DECODED_CONTENT {
+        return None;
+    }
+    let raw = lz4_flex::block::decompress_size_prepended(body).ok()?;
+    postcard::from_bytes(&raw).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_records_round_trip_and_garbage_is_a_miss() {
+        let rec = ContentRecord {
+            preserved: StoredText {
+                text: "a [SECRET_x]\n".repeat(50),
+                counts: vec![("SECRET".into(), 50)],
+            },
+            plain: PlainVariant::SameText {
+                counts: vec![("SECRET".into(), 50)],
+            },
+        };
+        let bytes = encode_content(&rec);
+        assert!(bytes.len() < rec.preserved.text.len());
+        assert_eq!(decode_content(&bytes), Some(rec));
+        assert_eq!(decode_content(b""), None);
+        assert_eq!(
+            decode_content(&[RECORD_FORMAT, 0xff, 0xff, 0xff, 0x7f, 1, 2]),
+            None
+        );
+        assert_eq!(decode_content(&[RECORD_FORMAT + 1]), None);
+        let file = FileRecord::new(&StatKey::default(), true, None);
+        assert_eq!(decode::<FileRecord>(&encode(&file)), Some(file));
+        assert_eq!(decode::<FileRecord>(&[RECORD_FORMAT, 1]), None);
+    }
+}

@@ -71,12 +71,13 @@ impl Pattern {
 
     /// Whether the whole of `text` matches (Python `fnmatch.fnmatchcase`).
     pub fn matches(&self, text: &str) -> bool {
-        let text: Vec<char> = text.chars().collect();
         let tokens = &self.tokens;
+        // Byte positions into `text`, always on char boundaries.
         let (mut t, mut s) = (0usize, 0usize);
-        // Position after the last `*` seen, and the text position it currently covers up to.
+        // Token index after the last `*` seen, and where in `text` its match ends so far.
         let mut backtrack: Option<(usize, usize)> = None;
         while s < text.len() {
+            let ch = text[s..].chars().next().unwrap_or_default();
             if t < tokens.len() {
                 match &tokens[t] {
                     Token::Star => {
@@ -84,9 +85,9 @@ impl Pattern {
                         t += 1;
                         continue;
                     }
-                    token if token_matches(token, text[s]) => {
+                    token if token_matches(token, ch) => {
                         t += 1;
-                        s += 1;
+                        s += ch.len_utf8();
                         continue;
                     }
                     _ => {}
@@ -94,9 +95,10 @@ impl Pattern {
             }
             match backtrack {
                 Some((after_star, covered)) => {
+                    let step = text[covered..].chars().next().map_or(1, char::len_utf8);
                     t = after_star;
-                    s = covered + 1;
-                    backtrack = Some((after_star, covered + 1));
+                    s = covered + step;
+                    backtrack = Some((after_star, covered + step));
                 }
                 None => return false,
             }

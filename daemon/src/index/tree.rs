@@ -293,6 +293,12 @@ impl Tree {
         }
     }
 
+    /// Releases spare capacity after a bulk build.
+    pub fn shrink_to_fit(&mut self) {
+        self.nodes.shrink_to_fit();
+        self.ids.shrink_to_fit();
+    }
+
     /// Number of live entries (root included).
     pub fn len(&self) -> usize {
         self.nodes.len() - self.free.len()
