@@ -201,6 +201,12 @@ fn default_exclusions_are_never_walked_or_resolved() {
     assert_eq!(view.resolve("personal/secret.md"), Err(ViewError::Excluded));
     assert_eq!(view.resolve("img/logo.png"), Err(ViewError::Excluded));
     assert_eq!(view.index().counts(), (2, 4));
+    let mut dirs = view.index().dirs();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        vec![".", ".github", ".github/workflows", "img", "src"]
+    );
 }
 
 #[test]

@@ -281,6 +281,25 @@ impl Index {
         out
     }
 
+    /// Every indexed directory, root (`.`) first: the set a watcher should watch
+    /// (excluded and ignored trees are not in it).
+    pub fn dirs(&self) -> Vec<String> {
+        let tree = self.read();
+        let mut out = vec![".".to_owned()];
+        let mut stack = vec![(ROOT, ".".to_owned())];
+        while let Some((dir, rel)) = stack.pop() {
+            for &child in &tree.node(dir).children {
+                let node = tree.node(child);
+                if node.is_dir() {
+                    let child_rel = join_rel(&rel, &node.name);
+                    out.push(child_rel.clone());
+                    stack.push((child, child_rel));
+                }
+            }
+        }
+        out
+    }
+
     /// Resolves tool input (opaque id or path) with the containment checks of spec 6.1
     /// and the exclusions of 6.2. A path that exists and is admitted but is not indexed
     /// yet (created a moment ago) is inserted and served.
