@@ -6,8 +6,12 @@
 //! What it is not for: speaking MCP or JSON to agents (that is the `redctx` client's
 //! job) or defining the wire format (that is `redctx-proto`).
 
+pub mod cache;
 pub mod engine;
+pub mod fs;
+pub mod index;
 pub mod policy_loader;
+pub mod root;
 pub mod tools;
 pub mod vault;
 pub mod view;

@@ -1,0 +1,577 @@
+//! The persistent cache of redacted content: one redb database per user state dir.
+//!
+//! Tables:
+//! - `content`: (keyed blake3 of the exact raw bytes, policy fingerprint, prose flag) →
+//!   [`ContentRecord`] (redacted text and counts; the non-line-preserving text only when
+//!   it differs). Identical files under one policy are redacted once.
+//! - `files`: (root key, raw relative path) → [`FileRecord`] (the stat the content was
+//!   read at, the content hash, the line count).
+//! - `meta`: the cache format number.
+//!
+//! Invariants: raw content is never stored (only redacted text and a keyed hash of the raw
+//! bytes, keyed by the policy salt so the file cannot confirm guesses of short secrets);
+//! the content key carries the policy fingerprint, so one policy never reads another's
+//! text; anything that does not decode is a miss, and a database that cannot be opened is
+//! deleted and rebuilt. The open database holds redb's file lock, which makes a second
+//! daemon on the same state dir fail with [`CacheError::AlreadyOpen`].
+//!
+//! Writes go through one writer thread that commits batches (up to
+//! [`MAX_BATCH_OPS`] operations or [`LINGER`] after the first) with
+//! `Durability::Immediate`: each commit is fsynced, so after `kill -9` the database holds
+//! exactly the committed batches (redb is copy-on-write with a checksummed commit slot;
+//! an interrupted commit is rolled back on the next open). Batching keeps the fsync count
+//! low during bulk indexing, and a lost uncommitted batch only costs re-redaction.
+
+pub mod record;
+
+use crate::engine::Policy;
+pub use record::{ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo};
+use redb::{Database, DatabaseError, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const CONTENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("content");
+const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+
+/// Layout version of the whole database; a mismatch rebuilds it.
+pub const CACHE_FORMAT: u64 = 1;
+
+/// Bump whenever the redaction engine's output for the same policy changes, so older
+/// cached text is never served. Part of the policy fingerprint.
+pub const ENGINE_EPOCH: u32 = 1;
+
+/// File name of the database inside the state dir.
+pub const CACHE_FILE: &str = "cache.redb";
+
+/// A writer commit holds at most this many operations…
+pub const MAX_BATCH_OPS: usize = 2048;
+/// …or this many value bytes…
+pub const MAX_BATCH_BYTES: usize = 64 << 20;
+/// …and waits at most this long for more after the first.
+pub const LINGER: Duration = Duration::from_millis(20);
+
+/// redb page cache (the OS page cache holds the rest).
+const DB_CACHE_BYTES: usize = 32 << 20;
+
+/// Failures of opening the cache. Messages carry no paths.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// Another process (or this one) already has the database open: a daemon is
+    /// already running on this state dir.
+    #[error("Another redctx daemon is already using this state directory.")]
+    AlreadyOpen,
+    #[error("Could not prepare the state directory: {0}")]
+    StateDir(std::io::ErrorKind),
+    #[error("Could not open the cache database.")]
+    Open,
+}
+
+/// Key of the content table.
+pub type ContentKey = [u8; 65];
+
+/// Builds a content key.
+pub fn content_key(hash: &[u8; 32], fingerprint: &[u8; 32], prose: bool) -> ContentKey {
+    let mut key = [0u8; 65];
+    key[..32].copy_from_slice(hash);
+    key[32..64].copy_from_slice(fingerprint);
+    key[64] = u8::from(prose);
+    key
+}
+
+/// Fingerprint of everything that determines redacted output: the policy and the
+/// engine epoch.
+// TODO(lead): replace with `Policy::fingerprint()` once it exists on main; Debug output
+// is stable within one build but not a contract.
+pub fn policy_fingerprint(policy: &Policy) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new_derive_key("redctx 2025 policy fingerprint v1");
+    hasher.update(&ENGINE_EPOCH.to_le_bytes());
+    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
+    hasher.update(format!("{policy:?}").as_bytes());
+    *hasher.finalize().as_bytes()
+}
+
+/// Key of the keyed content hash for one salt.
+pub fn content_hash_key(salt: &str) -> [u8; 32] {
+    blake3::derive_key("redctx 2025 content hash v1", salt.as_bytes())
+}
+
+/// Keyed blake3 of raw bytes.
+pub fn content_hash(key: &[u8; 32], bytes: &[u8]) -> [u8; 32] {
+    *blake3::keyed_hash(key, bytes).as_bytes()
+}
+
+/// Namespace of one root in the file table.
+pub fn root_key(canonical_root: &Path) -> [u8; 32] {
+    use std::os::unix::ffi::OsStrExt;
+    blake3::derive_key(
+        "redctx 2025 root key v1",
+        canonical_root.as_os_str().as_bytes(),
+    )
+}
+
+fn file_key(root: &[u8; 32], rel: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(32 + rel.len());
+    key.extend_from_slice(root);
+    key.extend_from_slice(rel.as_bytes());
+    key
+}
+
+/// Counters of the cache's life, for `status` and tests.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    pub commits: AtomicU64,
+    pub committed_ops: AtomicU64,
+    pub write_errors: AtomicU64,
+    pub read_errors: AtomicU64,
+    /// Records that did not decode (treated as misses and overwritten).
+    pub decode_errors: AtomicU64,
+    /// The database was deleted and recreated when opening.
+    pub rebuilt_on_open: AtomicBool,
+}
+
+enum Op {
+    PutFile {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        seq: u64,
+    },
+    PutContent {
+        key: ContentKey,
+        value: Vec<u8>,
+        seq: u64,
+    },
+    DeleteFile(Vec<u8>),
+    DeleteContent(ContentKey),
+    ForgetRoot([u8; 32]),
+    Flush(Sender<()>),
+}
+
+impl Op {
+    fn bytes(&self) -> usize {
+        match self {
+            Op::PutFile { key, value, .. } => key.len() + value.len(),
+            Op::PutContent { value, .. } => 65 + value.len(),
+            _ => 64,
+        }
+    }
+}
+
+/// Records sent to the writer but not yet committed, so readers see their own writes.
+#[derive(Default)]
+struct Pending {
+    files: Mutex<HashMap<Vec<u8>, (u64, FileRecord)>>,
+    content: Mutex<HashMap<ContentKey, (u64, Arc<ContentRecord>)>>,
+}
+
+/// The open cache. Share one `Arc<Cache>` between all roots of a daemon.
+pub struct Cache {
+    db: Arc<Database>,
+    path: PathBuf,
+    tx: Option<Sender<Op>>,
+    pending: Arc<Pending>,
+    seq: AtomicU64,
+    writer: Option<JoinHandle<()>>,
+    stats: Arc<CacheStats>,
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cache").finish_non_exhaustive()
+    }
+}
+
+fn prepare_state_dir(state_dir: &Path) -> Result<(), CacheError> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if !state_dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(state_dir)
+            .map_err(|e| CacheError::StateDir(e.kind()))?;
+    }
+    let meta = std::fs::metadata(state_dir).map_err(|e| CacheError::StateDir(e.kind()))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        std::fs::set_permissions(state_dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| CacheError::StateDir(e.kind()))?;
+    }
+    Ok(())
+}
+
+/// Opens (creating) the database and checks its layout; `Ok(None)` means "unusable,
+/// rebuild it".
+fn try_open(path: &Path) -> Result<Option<Database>, CacheError> {
+    let db = match Database::builder()
+        .set_cache_size(DB_CACHE_BYTES)
+        .create(path)
+    {
+        Ok(db) => db,
+        Err(DatabaseError::DatabaseAlreadyOpen) | Err(DatabaseError::LockProtocolMismatch) => {
+            return Err(CacheError::AlreadyOpen);
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "cache database unusable; rebuilding it");
+            return Ok(None);
+        }
+    };
+    let ready = (|| -> Result<bool, redb::Error> {
+        let mut w = db.begin_write()?;
+        w.set_durability(Durability::Immediate)?;
+        let ok = {
+            let mut meta = w.open_table(META)?;
+            let format = meta.get("format")?.map(|g| g.value());
+            match format {
+                Some(CACHE_FORMAT) => true,
+                Some(_) => false,
+                None => {
+                    meta.insert("format", CACHE_FORMAT)?;
+                    true
+                }
+            }
+        };
+        w.open_table(CONTENT)?;
+        w.open_table(FILES)?;
+        w.commit()?;
+        Ok(ok)
+    })();
+    match ready {
+        Ok(true) => Ok(Some(db)),
+        Ok(false) => {
+            tracing::info!("cache database has another format; rebuilding it");
+            Ok(None)
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "cache database unreadable; rebuilding it");
+            Ok(None)
+        }
+    }
+}
+
+impl Cache {
+    /// Opens `<state_dir>/cache.redb` (the dir is created 0700), rebuilding the database
+    /// when it is corrupt, from another format, or otherwise unusable.
+    pub fn open(state_dir: &Path) -> Result<Cache, CacheError> {
+        prepare_state_dir(state_dir)?;
+        let path = state_dir.join(CACHE_FILE);
+        let stats = Arc::new(CacheStats::default());
+        let db = match try_open(&path)? {
+            Some(db) => db,
+            None => {
+                stats.rebuilt_on_open.store(true, Ordering::Relaxed);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(CacheError::StateDir(e.kind())),
+                }
+                try_open(&path)?.ok_or(CacheError::Open)?
+            }
+        };
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+        }
+        let db = Arc::new(db);
+        let pending = Arc::new(Pending::default());
+        let (tx, rx) = mpsc::channel();
+        let writer = {
+            let (db, pending, stats) = (db.clone(), pending.clone(), stats.clone());
+            std::thread::Builder::new()
+                .name("redctx-cache-writer".into())
+                .spawn(move || writer_loop(&db, &rx, &pending, &stats))
+                .map_err(|_| CacheError::Open)?
+        };
+        Ok(Cache {
+            db,
+            path,
+            tx: Some(tx),
+            pending,
+            seq: AtomicU64::new(1),
+            writer: Some(writer),
+            stats,
+        })
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Life counters.
+    pub fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+
+    fn send(&self, op: Op) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(op);
+        }
+    }
+
+    fn read_value(&self, table: TableDefinition<&[u8], &[u8]>, key: &[u8]) -> Option<Vec<u8>> {
+        let found = (|| -> Result<Option<Vec<u8>>, redb::Error> {
+            let r = self.db.begin_read()?;
+            let t = r.open_table(table)?;
+            Ok(t.get(key)?.map(|g| g.value().to_vec()))
+        })();
+        match found {
+            Ok(value) => value,
+            Err(err) => {
+                self.stats.read_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %err, "cache read failed; answering without the cache");
+                None
+            }
+        }
+    }
+
+    /// The file record of `rel` under a root, if any.
+    pub fn get_file(&self, root: &[u8; 32], rel: &str) -> Option<FileRecord> {
+        let key = file_key(root, rel);
+        if let Some((_, rec)) = self.pending.files.lock().ok()?.get(&key) {
+            return Some(*rec);
+        }
+        let bytes = self.read_value(FILES, &key)?;
+        let rec = record::decode::<FileRecord>(&bytes);
+        if rec.is_none() {
+            self.stats.decode_errors.fetch_add(1, Ordering::Relaxed);
+            self.send(Op::DeleteFile(key));
+        }
+        rec
+    }
+
+    /// The content record of a key, if any.
+    pub fn get_content(&self, key: &ContentKey) -> Option<Arc<ContentRecord>> {
+        if let Some((_, rec)) = self.pending.content.lock().ok()?.get(key) {
+            return Some(rec.clone());
+        }
+        let bytes = self.read_value(CONTENT, key)?;
+        let rec = record::decode_content(&bytes).filter(|r| {
+            record::load_counts(&r.preserved.counts).is_some()
+                && record::load_counts(r.variant(false).1).is_some()
+        });
+        if rec.is_none() {
+            self.stats.decode_errors.fetch_add(1, Ordering::Relaxed);
+            self.send(Op::DeleteContent(*key));
+        }
+        rec.map(Arc::new)
+    }
+
+    /// Whether a content record exists (without decoding its text).
+    pub fn has_content(&self, key: &ContentKey) -> bool {
+        if self
+            .pending
+            .content
+            .lock()
+            .map(|p| p.contains_key(key))
+            .unwrap_or(false)
+        {
+            return true;
+        }
+        let found = (|| -> Result<bool, redb::Error> {
+            let r = self.db.begin_read()?;
+            let t = r.open_table(CONTENT)?;
+            Ok(t.get(key.as_slice())?
+                .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT)))
+        })();
+        found.unwrap_or(false)
+    }
+
+    /// Queues a file record (and optionally new content) for the writer; readers of this
+    /// cache see it immediately.
+    pub fn put(
+        &self,
+        root: &[u8; 32],
+        rel: &str,
+        file: FileRecord,
+        content: Option<(ContentKey, Arc<ContentRecord>)>,
+    ) {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        if let Some((key, rec)) = content {
+            let value = record::encode_content(&rec);
+            if let Ok(mut p) = self.pending.content.lock() {
+                p.insert(key, (seq, rec));
+            }
+            self.send(Op::PutContent { key, value, seq });
+        }
+        let key = file_key(root, rel);
+        if let Ok(mut p) = self.pending.files.lock() {
+            p.insert(key.clone(), (seq, file));
+        }
+        self.send(Op::PutFile {
+            key,
+            value: record::encode(&file),
+            seq,
+        });
+    }
+
+    /// Drops the file record of one path (deleted file).
+    pub fn forget_file(&self, root: &[u8; 32], rel: &str) {
+        let key = file_key(root, rel);
+        if let Ok(mut p) = self.pending.files.lock() {
+            p.remove(&key);
+        }
+        self.send(Op::DeleteFile(key));
+    }
+
+    /// Drops every file record of a root (a forgotten root).
+    pub fn forget_root(&self, root: &[u8; 32]) {
+        if let Ok(mut p) = self.pending.files.lock() {
+            p.retain(|k, _| !k.starts_with(root));
+        }
+        self.send(Op::ForgetRoot(*root));
+    }
+
+    /// Blocks until everything queued before this call is committed.
+    pub fn flush(&self) {
+        let (tx, rx) = mpsc::channel();
+        self.send(Op::Flush(tx));
+        let _ = rx.recv();
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer commit what is queued and exit.
+        self.tx.take();
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &CacheStats) {
+    loop {
+        let Ok(first) = rx.recv() else { return };
+        let mut bytes = first.bytes();
+        let mut flushes = Vec::new();
+        let mut batch = Vec::new();
+        let mut disconnected = false;
+        let deadline = Instant::now() + LINGER;
+        let mut next = Some(first);
+        loop {
+            if let Some(op) = next.take() {
+                match op {
+                    Op::Flush(reply) => flushes.push(reply),
+                    op => batch.push(op),
+                }
+            }
+            if !flushes.is_empty() || batch.len() >= MAX_BATCH_OPS || bytes >= MAX_BATCH_BYTES {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(op) => {
+                    bytes += op.bytes();
+                    next = Some(op);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            match rx.recv_timeout(deadline - now) {
+                Ok(op) => {
+                    bytes += op.bytes();
+                    next = Some(op);
+                }
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            match commit(db, &batch) {
+                Ok(()) => {
+                    stats.commits.fetch_add(1, Ordering::Relaxed);
+                    stats
+                        .committed_ops
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                }
+                Err(err) => {
+                    stats.write_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %err, "cache commit failed; entries will be recomputed");
+                }
+            }
+            clear_pending(pending, &batch);
+        }
+        for reply in flushes {
+            let _ = reply.send(());
+        }
+        if disconnected {
+            return;
+        }
+    }
+}
+
+fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
+    let mut w = db.begin_write()?;
+    w.set_durability(Durability::Immediate)?;
+    {
+        let mut files = w.open_table(FILES)?;
+        let mut content = w.open_table(CONTENT)?;
+        for op in batch {
+            match op {
+                Op::PutFile { key, value, .. } => {
+                    files.insert(key.as_slice(), value.as_slice())?;
+                }
+                Op::PutContent { key, value, .. } => {
+                    content.insert(key.as_slice(), value.as_slice())?;
+                }
+                Op::DeleteFile(key) => {
+                    files.remove(key.as_slice())?;
+                }
+                Op::DeleteContent(key) => {
+                    content.remove(key.as_slice())?;
+                }
+                Op::ForgetRoot(root) => {
+                    let mut doomed = Vec::new();
+                    for item in files.range::<&[u8]>(root.as_slice()..)? {
+                        let (k, _) = item?;
+                        if !k.value().starts_with(root) {
+                            break;
+                        }
+                        doomed.push(k.value().to_vec());
+                    }
+                    for key in doomed {
+                        files.remove(key.as_slice())?;
+                    }
+                }
+                Op::Flush(_) => {}
+            }
+        }
+    }
+    w.commit()?;
+    Ok(())
+}
+
+fn clear_pending(pending: &Pending, batch: &[Op]) {
+    if let Ok(mut files) = pending.files.lock() {
+        for op in batch {
+            if let Op::PutFile { key, seq, .. } = op
+                && files.get(key).is_some_and(|(s, _)| s == seq)
+            {
+                files.remove(key);
+            }
+        }
+    }
+    if let Ok(mut content) = pending.content.lock() {
+        for op in batch {
+            if let Op::PutContent { key, seq, .. } = op
+                && content.get(key).is_some_and(|(s, _)| s == seq)
+            {
+                content.remove(key);
+            }
+        }
+    }
+}

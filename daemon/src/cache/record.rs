@@ -1,0 +1,204 @@
+//! Stored record shapes. Each value starts with a format byte; anything that does not
+//! decode as the current format is a cache miss (and is overwritten), never an error.
+
+use crate::engine::{Category, Counts};
+use crate::fs::StatKey;
+use serde::{Deserialize, Serialize};
+
+/// Format byte of every value written by this build.
+pub const RECORD_FORMAT: u8 = 1;
+
+/// Per-category counts in a self-contained form (category names, not indices).
+pub type StoredCounts = Vec<(String, u64)>;
+
+/// Converts engine counts for storage.
+pub fn store_counts(counts: &Counts) -> StoredCounts {
+    counts
+        .0
+        .iter()
+        .map(|(c, n)| (c.as_str().to_owned(), *n))
+        .collect()
+}
+
+/// Converts stored counts back; `None` when a category is unknown to this build.
+pub fn load_counts(stored: &StoredCounts) -> Option<Counts> {
+    let mut counts = Counts::default();
+    for (name, n) in stored {
+        counts.add(Category::from_name(name)?, *n);
+    }
+    Some(counts)
+}
+
+/// One redacted variant of a content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredText {
+    pub text: String,
+    pub counts: StoredCounts,
+}
+
+/// The non-line-preserving variant, stored in full only when its text differs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlainVariant {
+    /// Same text as the line-preserving variant; only the counts are kept.
+    SameText {
+        counts: StoredCounts,
+    },
+    Different(StoredText),
+}
+
+/// What the cache keeps for one (content, policy, prose) key: redacted text only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContentRecord {
+    /// `preserve_line_count: true` (read, search, retrieve).
+    pub preserved: StoredText,
+    /// `preserve_line_count: false` (bundle, resources).
+    pub plain: PlainVariant,
+}
+
+impl ContentRecord {
+    /// The text and counts of one variant.
+    pub fn variant(&self, preserve_line_count: bool) -> (&str, &StoredCounts) {
+        match (&self.plain, preserve_line_count) {
+            (_, true) => (&self.preserved.text, &self.preserved.counts),
+            (PlainVariant::SameText { counts }, false) => (&self.preserved.text, counts),
+            (PlainVariant::Different(plain), false) => (&plain.text, &plain.counts),
+        }
+    }
+}
+
+/// What a text file's last verified read found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextInfo {
+    /// Keyed blake3 of the exact bytes that were decoded and redacted.
+    pub hash: [u8; 32],
+    /// `stat` line count of those bytes.
+    pub lines: u64,
+}
+
+/// The file table's record of one path: the stat it was read at and what it held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRecord {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    /// The stat was old enough when read that a later change must alter it; unsettled
+    /// records are re-verified (re-read and re-hashed) before use.
+    pub settled: bool,
+    /// `None`: the file failed the text sniff at this stat.
+    pub text: Option<TextInfo>,
+}
+
+impl FileRecord {
+    /// A record for `stat`.
+    pub fn new(stat: &StatKey, settled: bool, text: Option<TextInfo>) -> FileRecord {
+        FileRecord {
+            dev: stat.dev,
+            ino: stat.ino,
+            mode: stat.mode,
+            size: stat.size,
+            mtime_ns: stat.mtime_ns,
+            ctime_ns: stat.ctime_ns,
+            settled,
+            text,
+        }
+    }
+
+    /// Whether the record can be trusted for a file now at `stat`: same (dev, ino, mode,
+    /// size, mtime_ns, ctime_ns) and settled.
+    pub fn trusted_for(&self, stat: &StatKey) -> bool {
+        self.settled
+            && (
+                self.dev,
+                self.ino,
+                self.mode,
+                self.size,
+                self.mtime_ns,
+                self.ctime_ns,
+            ) == (
+                stat.dev,
+                stat.ino,
+                stat.mode,
+                stat.size,
+                stat.mtime_ns,
+                stat.ctime_ns,
+            )
+    }
+}
+
+/// Encodes a value with its format byte.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = vec![RECORD_FORMAT];
+    // postcard only fails on writer errors, and a Vec cannot fail.
+    out.extend(postcard::to_allocvec(value).unwrap_or_default());
+    out
+}
+
+/// Decodes a value written by [`encode`] of this format; `None` otherwise.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T> {
+    let (&format, body) = bytes.split_first()?;
+    if format != RECORD_FORMAT {
+        return None;
+    }
+    postcard::from_bytes(body).ok()
+}
+
+/// Decoded content records larger than this are refused (a corrupt length header must
+/// not make the reader allocate without bound).
+pub const MAX_DECODED_CONTENT: usize = 1 << 30;
+
+/// Encodes a content record: format byte, then LZ4 (size-prefixed) of the postcard body.
+/// Redacted source compresses to roughly a third, which keeps the cache file smaller
+/// than the text it serves; decompression costs microseconds per file.
+pub fn encode_content(value: &ContentRecord) -> Vec<u8> {
+    let body = postcard::to_allocvec(value).unwrap_or_default();
+    let mut out = vec![RECORD_FORMAT];
+    out.extend(lz4_flex::block::compress_prepend_size(&body));
+    out
+}
+
+/// Decodes a value written by [`encode_content`] of this format; `None` otherwise.
+pub fn decode_content(bytes: &[u8]) -> Option<ContentRecord> {
+    let (&format, body) = bytes.split_first()?;
+    if format != RECORD_FORMAT {
+        return None;
+    }
+    let size = u32::from_le_bytes(body.get(..4)?.try_into().ok()?) as usize;
+    if size > MAX_DECODED_CONTENT {
+        return None;
+    }
+    let raw = lz4_flex::block::decompress_size_prepended(body).ok()?;
+    postcard::from_bytes(&raw).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_records_round_trip_and_garbage_is_a_miss() {
+        let rec = ContentRecord {
+            preserved: StoredText {
+                text: "a [SECRET_x]\n".repeat(50),
+                counts: vec![("SECRET".into(), 50)],
+            },
+            plain: PlainVariant::SameText {
+                counts: vec![("SECRET".into(), 50)],
+            },
+        };
+        let bytes = encode_content(&rec);
+        assert!(bytes.len() < rec.preserved.text.len());
+        assert_eq!(decode_content(&bytes), Some(rec));
+        assert_eq!(decode_content(b""), None);
+        assert_eq!(
+            decode_content(&[RECORD_FORMAT, 0xff, 0xff, 0xff, 0x7f, 1, 2]),
+            None
+        );
+        assert_eq!(decode_content(&[RECORD_FORMAT + 1]), None);
+        let file = FileRecord::new(&StatKey::default(), true, None);
+        assert_eq!(decode::<FileRecord>(&encode(&file)), Some(file));
+        assert_eq!(decode::<FileRecord>(&[RECORD_FORMAT, 1]), None);
+    }
+}

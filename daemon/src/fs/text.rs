@@ -1,0 +1,245 @@
+//! Text detection, verified reads and decoding (spec 6.3).
+//!
+//! A file is served as text when its suffix is on the reference's list, or when its first
+//! 4,096 bytes hold no NUL and either decode as strict UTF-8 (BOM allowed) or are more than
+//! 85% printable ASCII. Like the reference, a UTF-8 sequence cut by the 4,096-byte boundary
+//! makes the strict decode fail, so such a prefix falls back to the printable ratio.
+
+use crate::engine::wordlists::TEXT_EXTENSIONS;
+use crate::view::ViewError;
+use std::fs::{File, Metadata};
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Bytes examined by the content sniff.
+pub const TEXT_SNIFF_BYTES: usize = 4096;
+
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Document formats the reference extracts only with `--documents` (we do not extract).
+pub const DOCUMENT_EXTENSIONS: &[&str] = &[".docx", ".pptx", ".pdf", ".xlsx", ".xls"];
+
+/// Legacy Office formats the reference always refuses.
+pub const LEGACY_OFFICE_EXTENSIONS: &[&str] = &[".doc", ".ppt"];
+
+/// Python's `PurePath.suffix`: the last `.`-suffix of a name, empty for dotfiles such as
+/// `.env` and for names ending in a dot.
+pub fn python_suffix(name: &str) -> &str {
+    match name.rfind('.') {
+        Some(i) if i > 0 && i < name.len() - 1 => &name[i..],
+        _ => "",
+    }
+}
+
+fn folded_suffix(name: &str) -> String {
+    crate::engine::placeholder::casefold(python_suffix(name))
+}
+
+/// Whether a name is text by its suffix alone (no read needed).
+pub fn has_text_extension(name: &str) -> bool {
+    name == ".gitignore" || TEXT_EXTENSIONS.contains(&folded_suffix(name).as_str())
+}
+
+/// Whether a name is a document the reference would extract (`.pdf`, `.docx`, …).
+pub fn is_document_name(name: &str) -> bool {
+    DOCUMENT_EXTENSIONS.contains(&folded_suffix(name).as_str())
+}
+
+/// Whether a name is a legacy `.doc` / `.ppt` file.
+pub fn is_legacy_office_name(name: &str) -> bool {
+    LEGACY_OFFICE_EXTENSIONS.contains(&folded_suffix(name).as_str())
+}
+
+/// The content sniff over (at most) the first [`TEXT_SNIFF_BYTES`] bytes.
+pub fn looks_like_text(content: &[u8]) -> bool {
+    let chunk = &content[..content.len().min(TEXT_SNIFF_BYTES)];
+    if chunk.contains(&0) {
+        return false;
+    }
+    if chunk.is_empty() {
+        return true;
+    }
+    if std::str::from_utf8(chunk.strip_prefix(UTF8_BOM).unwrap_or(chunk)).is_ok() {
+        return true;
+    }
+    let textish = chunk
+        .iter()
+        .filter(|&&b| matches!(b, b'\n' | b'\r' | b'\t' | 32..=126))
+        .count();
+    // Same float comparison as the reference (both divisions are correctly rounded).
+    textish as f64 / chunk.len() as f64 > 0.85
+}
+
+/// Decodes file bytes as the reference does: strip one UTF-8 BOM, then replace each
+/// maximal invalid subpart with U+FFFD (CPython's `errors="replace"` and Rust's lossy
+/// decoding follow the same Unicode recommendation).
+pub fn decode_text(bytes: &[u8]) -> String {
+    let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+    String::from_utf8_lossy(body).into_owned()
+}
+
+/// `\n` count, plus one when the content is non-empty and does not end with `\n`
+/// (the reference's `lines:` of `stat`).
+pub fn count_lines(bytes: &[u8]) -> u64 {
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        newlines + 1
+    } else {
+        newlines
+    }
+}
+
+/// The stat fields that identify one version of a file's content.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StatKey {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+impl StatKey {
+    /// Extracts the key from `lstat`/`fstat` metadata.
+    pub fn of(meta: &Metadata) -> StatKey {
+        StatKey {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+            size: meta.size(),
+            mtime_ns: meta
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+            ctime_ns: meta
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether the key is a regular file.
+    pub fn is_regular(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFREG
+    }
+
+    /// Whether the key is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFDIR
+    }
+
+    /// The reference's "changed during read" comparison: (dev, ino, mode, size, mtime_ns).
+    fn same_version(&self, other: &StatKey) -> bool {
+        (self.dev, self.ino, self.mode, self.size, self.mtime_ns)
+            == (other.dev, other.ino, other.mode, other.size, other.mtime_ns)
+    }
+}
+
+/// Reads a whole regular file the way the reference does, refusing anything that moved
+/// under it: `lstat` before, a size check against `max_bytes`, the read, and `lstat` after
+/// must agree. Opening uses `O_NOFOLLOW | O_NONBLOCK`, so a file swapped for a symlink or
+/// a FIFO after the first `lstat` can neither be followed nor block the reader. Returns
+/// the bytes with the `lstat` key they belong to.
+pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), ViewError> {
+    let before = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(_) => return Err(ViewError::Missing),
+    };
+    if before.file_type().is_symlink() {
+        return Err(ViewError::Unsafe);
+    }
+    let before = StatKey::of(&before);
+    if !before.is_regular() {
+        return Err(ViewError::NotAFile);
+    }
+    if before.size > max_bytes {
+        return Err(ViewError::FileByteLimit);
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|err| {
+            if err.raw_os_error() == Some(libc::ELOOP) {
+                ViewError::Unsafe
+            } else {
+                ViewError::ReadFailed
+            }
+        })?;
+    let opened = file
+        .metadata()
+        .map(|m| StatKey::of(&m))
+        .map_err(|_| ViewError::ReadFailed)?;
+    if !opened.same_version(&before) {
+        return Err(ViewError::ChangedDuringRead);
+    }
+    let data = read_bounded(&mut file, before.size, max_bytes)?;
+    let after = std::fs::symlink_metadata(path).map_err(|_| ViewError::ReadFailed)?;
+    let after = StatKey::of(&after);
+    if !after.same_version(&before) || data.len() as u64 != before.size {
+        return Err(ViewError::ChangedDuringRead);
+    }
+    Ok((data, after))
+}
+
+fn read_bounded(file: &mut File, expected: u64, max_bytes: u64) -> Result<Vec<u8>, ViewError> {
+    let mut data = Vec::with_capacity(expected.min(max_bytes) as usize + 1);
+    // One byte past the limit is enough to notice growth; the caller compares sizes.
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut data)
+        .map_err(|_| ViewError::ReadFailed)?;
+    Ok(data)
+}
+
+/// The content sniff of a file on disk (first [`TEXT_SNIFF_BYTES`] bytes), without
+/// following a symlink. Unreadable files are not text.
+pub fn sniff_file(path: &Path) -> bool {
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    else {
+        return false;
+    };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        _ => return false,
+    }
+    let mut prefix = Vec::with_capacity(TEXT_SNIFF_BYTES);
+    if file
+        .take(TEXT_SNIFF_BYTES as u64)
+        .read_to_end(&mut prefix)
+        .is_err()
+    {
+        return false;
+    }
+    looks_like_text(&prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffix_follows_pathlib() {
+        assert_eq!(python_suffix(".env"), "");
+        assert_eq!(python_suffix("a.tar.gz"), ".gz");
+        assert_eq!(python_suffix("a."), "");
+        assert_eq!(python_suffix("noext"), "");
+        assert!(has_text_extension("README.MD"));
+        assert!(has_text_extension(".gitignore"));
+        assert!(!has_text_extension(".env"));
+        assert!(has_text_extension("x.env"));
+    }
+
+    #[test]
+    fn line_count_matches_stat_rule() {
+        assert_eq!(count_lines(b""), 0);
+        assert_eq!(count_lines(b"a"), 1);
+        assert_eq!(count_lines(b"a\n"), 1);
+        assert_eq!(count_lines(b"a\nb"), 2);
+        assert_eq!(count_lines(b"\r\n\r\n"), 2);
+    }
+}

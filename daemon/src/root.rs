@@ -1,0 +1,570 @@
+//! A served root: the index, the policy's engine and the persistent cache behind one
+//! [`RootView`].
+//!
+//! Content is never stale: every answer `lstat`s the file (each path component, so a
+//! symlink swapped in is refused) and trusts the cache only when the file record has the
+//! same (dev, ino, mode, size, mtime_ns, ctime_ns) and was settled when written (see
+//! [`IndexOptions::racy_window_ns`]); otherwise the file is read (verified), hashed,
+//! redacted in both variants, stored and answered. Background indexing fills the cache
+//! ahead of calls; calls never wait for it.
+
+use crate::cache::{
+    self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
+};
+use crate::engine::{Counts, Engine, RedactOptions};
+use crate::fs::{self, StatKey, is_prose_path};
+use crate::index::{Index, IndexOptions, is_settled, now_ns};
+use crate::view::{Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, ViewError};
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// How a root is served.
+#[derive(Clone, Debug, Default)]
+pub struct RootOptions {
+    /// Reference `--include-private`: drop default and configured exclusions (never-serve
+    /// and protected paths stay refused).
+    pub include_private: bool,
+    pub index: IndexOptions,
+    pub limits: Limits,
+}
+
+/// Background indexing progress, readable at any time (for `status`).
+#[derive(Debug, Default)]
+pub struct IndexProgress {
+    /// Files the current pass will look at.
+    pub files_seen: AtomicU64,
+    /// Files whose redacted content is in the cache (read now or found from before).
+    pub files_indexed: AtomicU64,
+    /// Of those, files that had to be read (the rest were reused from the cache).
+    pub files_read: AtomicU64,
+    /// Non-text, over-limit or non-regular files (metadata only).
+    pub files_skipped: AtomicU64,
+    /// Files that could not be read or redacted (they are retried on demand).
+    pub files_failed: AtomicU64,
+    /// Files not looked at yet.
+    pub files_pending: AtomicU64,
+    /// Raw bytes of indexed files.
+    pub bytes_indexed: AtomicU64,
+    pub running: AtomicBool,
+    /// At least one pass completed.
+    pub finished: AtomicBool,
+}
+
+/// A copy of [`IndexProgress`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgressSnapshot {
+    pub files_seen: u64,
+    pub files_indexed: u64,
+    pub files_read: u64,
+    pub files_skipped: u64,
+    pub files_failed: u64,
+    pub files_pending: u64,
+    pub bytes_indexed: u64,
+    pub running: bool,
+    pub finished: bool,
+}
+
+/// Work counters of a root (tests use them to prove the cache was used).
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    /// Whole-file content reads (verified reads of text candidates).
+    pub content_reads: AtomicU64,
+    /// Contents redacted (each counts once for both variants).
+    pub redactions: AtomicU64,
+}
+
+/// Redacted content and the `stat` line count of one file version.
+struct Loaded {
+    content: Arc<ContentRecord>,
+    lines: u64,
+}
+
+/// In-memory caches of redacted paths and names are dropped wholesale past this size.
+const MAX_CACHED_PATHS: usize = 1 << 18;
+
+/// One root served under one policy.
+pub struct ServedRoot {
+    root: PathBuf,
+    engine: Arc<Engine>,
+    limits: Limits,
+    index: Index,
+    cache: Option<Arc<Cache>>,
+    root_key: [u8; 32],
+    fingerprint: [u8; 32],
+    hash_key: [u8; 32],
+    racy_window_ns: i64,
+    threads: usize,
+    paths: Mutex<HashMap<Box<str>, RedactedPath>>,
+    names: Mutex<HashMap<Box<str>, RedactedPath>>,
+    progress: IndexProgress,
+    counters: ReadCounters,
+}
+
+impl std::fmt::Debug for ServedRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedRoot").finish_non_exhaustive()
+    }
+}
+
+fn to_doc(text: &str, counts: &cache::record::StoredCounts) -> Result<RedactedDoc, ViewError> {
+    let counts = cache::record::load_counts(counts).ok_or(ViewError::Internal)?;
+    Ok(RedactedDoc {
+        text: Arc::from(text),
+        counts,
+    })
+}
+
+fn lower_thread_priority() {
+    // Background indexing yields the CPU to tool calls. On Linux a thread is a task, so
+    // PRIO_PROCESS with its tid renices just this thread.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
+impl ServedRoot {
+    /// Serves `root` (canonicalised) under `engine`'s policy, walking it now (stat only:
+    /// metadata calls are ready when this returns). `cache: None` serves without
+    /// persistence. Start content indexing with [`ServedRoot::spawn_indexing`].
+    pub fn open(
+        root: &Path,
+        engine: Arc<Engine>,
+        cache: Option<Arc<Cache>>,
+        opts: RootOptions,
+    ) -> Result<ServedRoot, ViewError> {
+        let root = std::fs::canonicalize(root).map_err(|_| ViewError::Missing)?;
+        let root_name = root
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_owned();
+        let rules = fs::FsRules::new(engine.policy(), &root_name, opts.include_private);
+        let threads = opts.index.threads.max(1);
+        let racy_window_ns = opts.index.racy_window_ns;
+        let index = Index::new(&root, engine.clone(), rules, opts.index)?;
+        index.scan();
+        Ok(ServedRoot {
+            root_key: cache::root_key(&root),
+            fingerprint: cache::policy_fingerprint(engine.policy()),
+            hash_key: cache::content_hash_key(&engine.policy().salt),
+            root,
+            engine,
+            limits: opts.limits,
+            index,
+            cache,
+            racy_window_ns,
+            threads,
+            paths: Mutex::new(HashMap::new()),
+            names: Mutex::new(HashMap::new()),
+            progress: IndexProgress::default(),
+            counters: ReadCounters::default(),
+        })
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The index (metadata, ids, listing).
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Watcher entry point: `rel` was created, modified or replaced.
+    pub fn upsert(&self, rel: &str) {
+        self.index.upsert(rel);
+    }
+
+    /// Watcher entry point: `rel` was deleted or renamed away.
+    pub fn remove(&self, rel: &str) {
+        self.index.remove(rel);
+        if let Some(cache) = &self.cache {
+            cache.forget_file(&self.root_key, rel);
+        }
+    }
+
+    /// Watcher entry point: re-walk a directory subtree (`"."` for everything, e.g. after
+    /// an event queue overflow).
+    pub fn rescan_dir(&self, rel: &str) {
+        self.index.rescan_dir(rel);
+    }
+
+    /// Work counters.
+    pub fn counters(&self) -> &ReadCounters {
+        &self.counters
+    }
+
+    /// Background indexing progress now.
+    pub fn progress(&self) -> ProgressSnapshot {
+        let p = &self.progress;
+        ProgressSnapshot {
+            files_seen: p.files_seen.load(Ordering::Relaxed),
+            files_indexed: p.files_indexed.load(Ordering::Relaxed),
+            files_read: p.files_read.load(Ordering::Relaxed),
+            files_skipped: p.files_skipped.load(Ordering::Relaxed),
+            files_failed: p.files_failed.load(Ordering::Relaxed),
+            files_pending: p.files_pending.load(Ordering::Relaxed),
+            bytes_indexed: p.bytes_indexed.load(Ordering::Relaxed),
+            running: p.running.load(Ordering::Relaxed),
+            finished: p.finished.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Runs [`ServedRoot::index_all`] on a background thread.
+    pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("redctx-indexer".into())
+            .spawn(move || me.index_all())
+            .expect("spawning the indexer thread")
+    }
+
+    /// Redacts every indexed text file into the cache, in parallel at low priority.
+    /// Files whose stat matches a settled file record with content under this policy are
+    /// not read again (warm restart). Blocks until done.
+    pub fn index_all(&self) {
+        let p = &self.progress;
+        if p.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let files = self.index.files();
+        for counter in [
+            &p.files_indexed,
+            &p.files_read,
+            &p.files_skipped,
+            &p.files_failed,
+            &p.bytes_indexed,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        p.files_seen.store(files.len() as u64, Ordering::Relaxed);
+        p.files_pending.store(files.len() as u64, Ordering::Relaxed);
+        let work = |(rel, stat): &(String, StatKey)| {
+            match self.index_one(rel, stat) {
+                Outcome::Indexed { read } => {
+                    p.files_indexed.fetch_add(1, Ordering::Relaxed);
+                    p.bytes_indexed.fetch_add(stat.size, Ordering::Relaxed);
+                    if read {
+                        p.files_read.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Outcome::Skipped => {
+                    p.files_skipped.fetch_add(1, Ordering::Relaxed);
+                }
+                Outcome::Failed => {
+                    p.files_failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            p.files_pending.fetch_sub(1, Ordering::Relaxed);
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .thread_name(|i| format!("redctx-index-{i}"))
+            .start_handler(|_| lower_thread_priority())
+            .build();
+        match pool {
+            Ok(pool) => pool.install(|| files.par_iter().for_each(work)),
+            Err(_) => files.iter().for_each(work),
+        }
+        p.running.store(false, Ordering::SeqCst);
+        p.finished.store(true, Ordering::SeqCst);
+    }
+
+    fn index_one(&self, rel: &str, stat: &StatKey) -> Outcome {
+        if !stat.is_regular() || stat.size > self.limits.max_raw_bytes_per_file {
+            return Outcome::Skipped;
+        }
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if fs::text::is_document_name(name) || fs::text::is_legacy_office_name(name) {
+            return Outcome::Skipped;
+        }
+        if let Some(cache) = &self.cache
+            && let Some(rec) = cache.get_file(&self.root_key, rel)
+            && rec.trusted_for(stat)
+        {
+            match rec.text {
+                None => return Outcome::Skipped,
+                Some(info) => {
+                    if cache.has_content(&self.content_key(&info.hash, rel)) {
+                        return Outcome::Indexed { read: false };
+                    }
+                }
+            }
+        }
+        if !fs::has_text_extension(name) {
+            let observed = now_ns();
+            if !fs::text::sniff_file(&fs::abs_path(&self.root, rel)) {
+                if let Some(cache) = &self.cache {
+                    let settled = is_settled(stat, observed, self.racy_window_ns);
+                    cache.put(
+                        &self.root_key,
+                        rel,
+                        FileRecord::new(stat, settled, None),
+                        None,
+                    );
+                }
+                return Outcome::Skipped;
+            }
+        }
+        match self.load(rel) {
+            Ok(_) => Outcome::Indexed { read: true },
+            Err(ViewError::NotText)
+            | Err(ViewError::FileByteLimit)
+            | Err(ViewError::NotAFile)
+            | Err(ViewError::Excluded) => Outcome::Skipped,
+            Err(_) => Outcome::Failed,
+        }
+    }
+
+    fn content_key(&self, hash: &[u8; 32], rel: &str) -> ContentKey {
+        cache::content_key(hash, &self.fingerprint, is_prose_path(rel))
+    }
+
+    /// The redacted content of a file as it is on disk now (see the module doc).
+    fn load(&self, rel: &str) -> Result<Loaded, ViewError> {
+        let meta = fs::validate_components(&self.root, rel)?;
+        let stat = StatKey::of(&meta);
+        if !stat.is_regular() {
+            return Err(ViewError::NotAFile);
+        }
+        if !self.index.admitted(rel, false) {
+            return Err(ViewError::Excluded);
+        }
+        if stat.size > self.limits.max_raw_bytes_per_file {
+            return Err(ViewError::FileByteLimit);
+        }
+        self.index.note(rel, stat);
+        if let Some(cache) = &self.cache
+            && let Some(rec) = cache.get_file(&self.root_key, rel)
+            && rec.trusted_for(&stat)
+        {
+            match rec.text {
+                None => return Err(ViewError::NotText),
+                Some(info) => {
+                    if let Some(content) = cache.get_content(&self.content_key(&info.hash, rel)) {
+                        return Ok(Loaded {
+                            content,
+                            lines: info.lines,
+                        });
+                    }
+                }
+            }
+        }
+        let observed = now_ns();
+        let (bytes, stat) = fs::read_verified(
+            &fs::abs_path(&self.root, rel),
+            self.limits.max_raw_bytes_per_file,
+        )?;
+        self.counters.content_reads.fetch_add(1, Ordering::Relaxed);
+        self.index.note(rel, stat);
+        let settled = is_settled(&stat, observed, self.racy_window_ns);
+        if !fs::looks_like_text(&bytes) {
+            if let Some(cache) = &self.cache {
+                cache.put(
+                    &self.root_key,
+                    rel,
+                    FileRecord::new(&stat, settled, None),
+                    None,
+                );
+            }
+            return Err(ViewError::NotText);
+        }
+        let hash = cache::content_hash(&self.hash_key, &bytes);
+        let lines = fs::text::count_lines(&bytes);
+        let key = self.content_key(&hash, rel);
+        let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
+        let (content, is_new) = match known {
+            Some(content) => (content, false),
+            None => (
+                Arc::new(self.redact_record(&bytes, is_prose_path(rel))?),
+                true,
+            ),
+        };
+        drop(bytes);
+        if let Some(cache) = &self.cache {
+            let file = FileRecord::new(&stat, settled, Some(TextInfo { hash, lines }));
+            cache.put(
+                &self.root_key,
+                rel,
+                file,
+                is_new.then(|| (key, content.clone())),
+            );
+        }
+        Ok(Loaded { content, lines })
+    }
+
+    fn redact_record(&self, bytes: &[u8], prose: bool) -> Result<ContentRecord, ViewError> {
+        let text = fs::decode_text(bytes);
+        let preserved = self
+            .engine
+            .redact(
+                &text,
+                RedactOptions {
+                    preserve_line_count: true,
+                    prose,
+                },
+            )
+            .map_err(|_| ViewError::Internal)?;
+        let plain = self
+            .engine
+            .redact(
+                &text,
+                RedactOptions {
+                    preserve_line_count: false,
+                    prose,
+                },
+            )
+            .map_err(|_| ViewError::Internal)?;
+        self.counters.redactions.fetch_add(1, Ordering::Relaxed);
+        let plain = if plain.text == preserved.text {
+            PlainVariant::SameText {
+                counts: cache::record::store_counts(&plain.counts),
+            }
+        } else {
+            PlainVariant::Different(StoredText {
+                text: plain.text,
+                counts: cache::record::store_counts(&plain.counts),
+            })
+        };
+        Ok(ContentRecord {
+            preserved: StoredText {
+                text: preserved.text,
+                counts: cache::record::store_counts(&preserved.counts),
+            },
+            plain,
+        })
+    }
+
+    fn redacted_path(
+        &self,
+        map: &Mutex<HashMap<Box<str>, RedactedPath>>,
+        value: &str,
+    ) -> RedactedPath {
+        if let Some(found) = map.lock().ok().and_then(|m| m.get(value).cloned()) {
+            return found;
+        }
+        let id: Arc<str> = Arc::from(self.engine.path_id(value));
+        match self.engine.redact_path(value) {
+            Ok(redacted) => {
+                let out = RedactedPath {
+                    id,
+                    text: Arc::from(redacted.text),
+                    counts: redacted.counts,
+                };
+                if let Ok(mut m) = map.lock() {
+                    if m.len() >= MAX_CACHED_PATHS {
+                        m.clear();
+                    }
+                    m.insert(value.into(), out.clone());
+                }
+                out
+            }
+            // Never fall back to the raw value: the opaque id stands in for the text.
+            Err(_) => RedactedPath {
+                text: id.clone(),
+                id,
+                counts: Counts::default(),
+            },
+        }
+    }
+}
+
+enum Outcome {
+    Indexed { read: bool },
+    Skipped,
+    Failed,
+}
+
+impl RootView for ServedRoot {
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn resolve(&self, input: &str) -> Result<Entry, ViewError> {
+        self.index.resolve(input)
+    }
+
+    fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError> {
+        if dir.kind != EntryKind::Dir {
+            return Err(ViewError::NotADirectory);
+        }
+        self.index.children(&dir.rel)
+    }
+
+    fn is_text(&self, file: &Entry) -> bool {
+        if file.kind == EntryKind::Dir {
+            return false;
+        }
+        let name = file.name();
+        if fs::text::is_document_name(name) || fs::text::is_legacy_office_name(name) {
+            return false;
+        }
+        if fs::has_text_extension(name) {
+            return true;
+        }
+        let path = fs::abs_path(&self.root, &file.rel);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return false;
+        };
+        let stat = StatKey::of(&meta);
+        if !stat.is_regular() {
+            return false;
+        }
+        self.index.note(&file.rel, stat);
+        if let Some(flag) = self.index.text_flag(&file.rel, &stat) {
+            return flag;
+        }
+        if let Some(cache) = &self.cache
+            && let Some(rec) = cache.get_file(&self.root_key, &file.rel)
+            && rec.trusted_for(&stat)
+        {
+            return rec.text.is_some();
+        }
+        let flag = fs::text::sniff_file(&path);
+        self.index.set_text_flag(&file.rel, &stat, flag);
+        flag
+    }
+
+    fn content(&self, file: &Entry, preserve_line_count: bool) -> Result<RedactedDoc, ViewError> {
+        let name = file.name();
+        if fs::text::is_legacy_office_name(name) {
+            return Err(ViewError::LegacyOffice);
+        }
+        if fs::text::is_document_name(name) {
+            return Err(ViewError::DocumentsDisabled);
+        }
+        let loaded = self.load(&file.rel)?;
+        let (text, counts) = loaded.content.variant(preserve_line_count);
+        to_doc(text, counts)
+    }
+
+    fn stat_line_count(&self, file: &Entry) -> Result<u64, ViewError> {
+        match self.load(&file.rel) {
+            Ok(loaded) => Ok(loaded.lines),
+            Err(ViewError::NotText) => {
+                let path = fs::abs_path(&self.root, &file.rel);
+                let (bytes, _) = fs::read_verified(&path, self.limits.max_raw_bytes_per_file)?;
+                Ok(fs::text::count_lines(&bytes))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn path(&self, rel: &str) -> RedactedPath {
+        self.redacted_path(&self.paths, rel)
+    }
+
+    fn name(&self, name: &str) -> RedactedPath {
+        self.redacted_path(&self.names, name)
+    }
+}

@@ -1,0 +1,599 @@
+//! Behaviour of a served root a user would notice: containment and symlink refusals,
+//! never-serve rules, listing order, freshness, the persistent cache and `.gitignore`.
+
+use redctx_daemon::cache::{Cache, CacheError};
+use redctx_daemon::engine::{Engine, Policy, RedactOptions};
+use redctx_daemon::index::IndexOptions;
+use redctx_daemon::root::{RootOptions, ServedRoot};
+use redctx_daemon::view::{EntryKind, RootView, ViewError};
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::sync::Arc;
+
+fn engine_with(policy: Policy) -> Arc<Engine> {
+    Arc::new(Engine::new(Arc::new(policy)).unwrap())
+}
+
+fn engine() -> Arc<Engine> {
+    engine_with(Policy {
+        salt: "served-root-test-salt".into(),
+        ..Policy::default()
+    })
+}
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn opts(gitignore: bool, racy_window_ns: i64) -> RootOptions {
+    RootOptions {
+        index: IndexOptions {
+            gitignore,
+            threads: 2,
+            racy_window_ns,
+        },
+        ..RootOptions::default()
+    }
+}
+
+fn serve(root: &Path) -> ServedRoot {
+    ServedRoot::open(root, engine(), None, opts(true, 2_000_000_000)).unwrap()
+}
+
+fn names(view: &ServedRoot, rel: &str) -> Vec<String> {
+    let dir = view.resolve(rel).unwrap();
+    view.children(&dir)
+        .unwrap()
+        .iter()
+        .map(|e| e.name().to_owned())
+        .collect()
+}
+
+fn expected(view: &ServedRoot, raw: &str, rel: &str, preserve: bool) -> String {
+    let prose = redctx_daemon::fs::is_prose_path(rel);
+    view.engine()
+        .redact(
+            raw,
+            RedactOptions {
+                preserve_line_count: preserve,
+                prose,
+            },
+        )
+        .unwrap()
+        .text
+}
+
+#[test]
+fn paths_outside_the_root_and_unknown_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "docs/a.txt", "alpha\n");
+    write(dir.path(), "outside.txt", "outside secret\n");
+    let view = serve(&root);
+    assert_eq!(view.resolve("../outside.txt"), Err(ViewError::OutsideRoot));
+    assert_eq!(
+        view.resolve("docs/../../outside.txt"),
+        Err(ViewError::OutsideRoot)
+    );
+    let abs_outside = dir.path().join("outside.txt").canonicalize().unwrap();
+    assert_eq!(
+        view.resolve(abs_outside.to_str().unwrap()),
+        Err(ViewError::OutsideRoot)
+    );
+    assert_eq!(
+        view.resolve("@p_deadbeefdead"),
+        Err(ViewError::UnknownId("@p_deadbeefdead".into()))
+    );
+    assert_eq!(view.resolve("docs/missing.txt"), Err(ViewError::Missing));
+    let abs_inside = view.root().join("docs/a.txt");
+    assert_eq!(
+        view.resolve(abs_inside.to_str().unwrap())
+            .unwrap()
+            .rel
+            .as_ref(),
+        "docs/a.txt"
+    );
+}
+
+#[test]
+fn walk_and_resolution_skip_and_refuse_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "real/a.txt", "alpha\n");
+    write(dir.path(), "outside/secret.txt", "outside secret\n");
+    symlink(dir.path().join("outside/secret.txt"), root.join("link.txt")).unwrap();
+    symlink(dir.path().join("outside"), root.join("linkdir")).unwrap();
+    symlink(root.join("nowhere"), root.join("broken")).unwrap();
+    let view = serve(&root);
+    assert_eq!(names(&view, "."), vec!["real"]);
+    for rel in ["link.txt", "linkdir", "linkdir/secret.txt", "broken"] {
+        assert_eq!(view.resolve(rel), Err(ViewError::Unsafe), "{rel}");
+    }
+}
+
+#[test]
+fn a_file_swapped_for_a_symlink_after_listing_is_refused_by_id_path_and_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "notes.txt", "harmless\n");
+    write(dir.path(), "outside.txt", "outside secret\n");
+    let view = serve(&root);
+    let entry = view.resolve("notes.txt").unwrap();
+    let id = view.path("notes.txt").id.to_string();
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "harmless\n", "notes.txt", true)
+    );
+
+    std::fs::remove_file(root.join("notes.txt")).unwrap();
+    symlink(dir.path().join("outside.txt"), root.join("notes.txt")).unwrap();
+
+    assert_eq!(view.content(&entry, true), Err(ViewError::Unsafe));
+    assert_eq!(view.resolve("notes.txt"), Err(ViewError::Unsafe));
+    let by_id = view.resolve(&id);
+    assert!(
+        matches!(by_id, Err(ViewError::UnknownId(_)) | Err(ViewError::Unsafe)),
+        "{by_id:?}"
+    );
+    assert!(names(&view, ".").is_empty());
+}
+
+#[test]
+fn never_serve_files_stay_hidden_with_include_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let secrets = [
+        ".env",
+        ".ENV",
+        ".env.local",
+        "server.key",
+        "server.pem",
+        "server.PEM",
+        "SERVER.Key",
+        "host.CRT",
+        ".Agent-Context-Redactor.toml",
+        "terms/people.txt",
+        "myconfig.toml",
+        "rules/deep/r.yaml",
+    ];
+    for rel in secrets {
+        write(&root, rel, "raw secret\n");
+    }
+    write(&root, "normal.md", "fine\n");
+    write(&root, "personal/diary.md", "private\n");
+    let policy = Policy {
+        salt: "s".into(),
+        term_files: vec!["terms/people.txt".into()],
+        protected_paths: vec!["myconfig.toml".into(), "rules".into()],
+        ..Policy::default()
+    };
+    let options = RootOptions {
+        include_private: true,
+        ..opts(true, 2_000_000_000)
+    };
+    let view = ServedRoot::open(&root, engine_with(policy), None, options).unwrap();
+    for rel in secrets {
+        assert_eq!(view.resolve(rel), Err(ViewError::Excluded), "{rel}");
+    }
+    assert_eq!(names(&view, "."), vec!["personal", "terms", "normal.md"]);
+    assert!(names(&view, "terms").is_empty());
+    assert!(view.resolve("personal/diary.md").is_ok());
+    assert!(view.resolve("normal.md").is_ok());
+}
+
+#[test]
+fn default_exclusions_are_never_walked_or_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "node_modules/pkg/index.js", "x\n");
+    write(&root, "src/node_modules/y.js", "x\n");
+    write(&root, "personal/secret.md", "Raw secret\n");
+    write(&root, "img/logo.png", "png\n");
+    write(&root, ".github/workflows/ci.yml", "on: push\n");
+    write(&root, "src/main.py", "print(1)\n");
+    let view = serve(&root);
+    // `img` stays listed (only its file is excluded), as in the reference.
+    assert_eq!(names(&view, "."), vec![".github", "img", "src"]);
+    assert!(names(&view, "img").is_empty());
+    assert_eq!(names(&view, "src"), vec!["main.py"]);
+    assert_eq!(view.resolve("personal/secret.md"), Err(ViewError::Excluded));
+    assert_eq!(view.resolve("img/logo.png"), Err(ViewError::Excluded));
+    assert_eq!(view.index().counts(), (2, 4));
+    let mut dirs = view.index().dirs();
+    dirs.sort();
+    assert_eq!(
+        dirs,
+        vec![".", ".github", ".github/workflows", "img", "src"]
+    );
+}
+
+#[test]
+fn children_come_directories_first_then_files_by_casefolded_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for rel in [
+        "b.txt",
+        "A.txt",
+        "_x",
+        "e.txt",
+        "Éa.txt",
+        "Straße.txt",
+        "strasse1.txt",
+    ] {
+        write(&root, rel, "x\n");
+    }
+    std::fs::create_dir_all(root.join("Zdir")).unwrap();
+    std::fs::create_dir_all(root.join("adir")).unwrap();
+    let view = serve(&root);
+    // Python: sorted(key=(is_file, name.casefold())); "straße" folds to "strasse".
+    assert_eq!(
+        names(&view, "."),
+        vec![
+            "adir",
+            "Zdir",
+            "_x",
+            "A.txt",
+            "b.txt",
+            "e.txt",
+            "Straße.txt",
+            "strasse1.txt",
+            "Éa.txt"
+        ]
+    );
+}
+
+#[test]
+fn a_rewrite_with_the_same_size_and_mtime_is_still_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "a.txt", "one\n");
+    let state = dir.path().join("state");
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache), opts(true, 2_000_000_000)).unwrap();
+    let entry = view.resolve("a.txt").unwrap();
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "one\n", "a.txt", true)
+    );
+    let mtime = std::fs::metadata(root.join("a.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+
+    std::fs::write(root.join("a.txt"), "two\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(root.join("a.txt"))
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "two\n", "a.txt", true)
+    );
+    assert_eq!(
+        view.content(&entry, false).unwrap().text.as_ref(),
+        expected(&view, "two\n", "a.txt", false)
+    );
+}
+
+#[test]
+fn files_created_after_the_walk_are_visible_without_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "docs/old.md", "old\n");
+    let view = serve(&root);
+    assert_eq!(names(&view, "docs"), vec!["old.md"]);
+
+    write(&root, "docs/new.md", "new\n");
+    write(&root, "fresh/deep/x.txt", "deep\n");
+    assert_eq!(names(&view, "docs"), vec!["new.md", "old.md"]);
+    assert_eq!(names(&view, "."), vec!["docs", "fresh"]);
+    let id = view.path("fresh/deep/x.txt").id.to_string();
+    // A file in a directory nobody listed yet: the path resolves, then its id does.
+    let by_path = view.resolve("fresh/deep/x.txt").unwrap();
+    assert_eq!(by_path.kind, EntryKind::File);
+    assert_eq!(view.resolve(&id).unwrap().rel.as_ref(), "fresh/deep/x.txt");
+    assert_eq!(
+        view.content(&by_path, true).unwrap().text.as_ref(),
+        expected(&view, "deep\n", "fresh/deep/x.txt", true)
+    );
+
+    std::fs::remove_file(root.join("docs/old.md")).unwrap();
+    assert_eq!(names(&view, "docs"), vec!["new.md"]);
+    std::fs::write(root.join("docs/new.md"), "grown content\n").unwrap();
+    let listed = view.children(&view.resolve("docs").unwrap()).unwrap();
+    assert_eq!(listed[0].size, "grown content\n".len() as u64);
+}
+
+#[test]
+fn watcher_calls_keep_the_index_current() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "a.txt", "a\n");
+    let view = serve(&root);
+    let index = view.index();
+    write(&root, "b.txt", "b\n");
+    view.upsert("b.txt");
+    assert!(index.contains("b.txt"));
+    write(&root, "newdir/one.txt", "1\n");
+    write(&root, "newdir/sub/two.txt", "2\n");
+    write(&root, "newdir/node_modules/skip.js", "x\n");
+    view.rescan_dir("newdir");
+    assert!(index.contains("newdir/sub/two.txt"));
+    assert!(!index.contains("newdir/node_modules"));
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    view.remove("a.txt");
+    assert!(!index.contains("a.txt"));
+    std::fs::remove_dir_all(root.join("newdir")).unwrap();
+    view.upsert("newdir");
+    assert!(!index.contains("newdir/one.txt"));
+    assert_eq!(index.counts(), (1, 0));
+}
+
+#[test]
+fn identical_files_are_redacted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "one.py", "value = 1\n");
+    write(&root, "two.py", "value = 1\n");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache), opts(true, 0)).unwrap();
+    for rel in ["one.py", "two.py"] {
+        view.content(&view.resolve(rel).unwrap(), true).unwrap();
+    }
+    let c = view.counters();
+    assert_eq!(
+        c.content_reads.load(std::sync::atomic::Ordering::Relaxed),
+        2
+    );
+    assert_eq!(c.redactions.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_restart_reuses_the_cache_without_reading_content() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let state = dir.path().join("state");
+    for i in 0..20 {
+        write(
+            &root,
+            &format!("src/m{i}.py"),
+            &format!("value_{i} = {i}\n"),
+        );
+    }
+    write(&root, "bin/blob.dat", "\u{0}\u{1}binary");
+    {
+        let cache = Arc::new(Cache::open(&state).unwrap());
+        let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+        view.index_all();
+        let p = view.progress();
+        assert_eq!(
+            (
+                p.files_seen,
+                p.files_indexed,
+                p.files_read,
+                p.files_skipped,
+                p.files_pending
+            ),
+            (21, 20, 20, 1, 0)
+        );
+        assert!(p.finished && !p.running);
+        cache.flush();
+    }
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache), opts(true, 0)).unwrap();
+    view.index_all();
+    let p = view.progress();
+    assert_eq!((p.files_indexed, p.files_read, p.files_skipped), (20, 0, 1));
+    let entry = view.resolve("src/m7.py").unwrap();
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "value_7 = 7\n", "src/m7.py", true)
+    );
+    assert_eq!(view.stat_line_count(&entry), Ok(1));
+    assert_eq!(
+        view.content(&view.resolve("bin/blob.dat").unwrap(), true),
+        Err(ViewError::NotText)
+    );
+    assert_eq!(view.counters().content_reads.load(Relaxed), 0);
+}
+
+#[test]
+fn a_policy_change_does_not_reuse_cached_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "a.py", "value = 1\n");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let first = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    first.index_all();
+    let policy = Policy {
+        salt: "another-salt".into(),
+        terms: vec!["value".into()],
+        ..Policy::default()
+    };
+    let second = ServedRoot::open(&root, engine_with(policy), Some(cache), opts(true, 0)).unwrap();
+    second.index_all();
+    assert_eq!(second.progress().files_read, 1);
+}
+
+#[test]
+fn a_corrupt_cache_file_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(
+        state.join("cache.redb"),
+        b"this is not a redb database at all, just garbage bytes",
+    )
+    .unwrap();
+    let cache = Cache::open(&state).unwrap();
+    assert!(
+        cache
+            .stats()
+            .rebuilt_on_open
+            .load(std::sync::atomic::Ordering::Relaxed)
+    );
+    drop(cache);
+
+    // A valid database cut in half is rebuilt as well.
+    let root = dir.path().join("root");
+    write(&root, "a.py", "value = 1\n");
+    {
+        let cache = Arc::new(Cache::open(&state).unwrap());
+        let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+        view.index_all();
+        cache.flush();
+    }
+    let len = std::fs::metadata(state.join("cache.redb")).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(state.join("cache.redb"))
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache), opts(true, 0)).unwrap();
+    let entry = view.resolve("a.py").unwrap();
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "value = 1\n", "a.py", true)
+    );
+}
+
+#[test]
+fn a_second_cache_on_the_same_state_dir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Cache::open(dir.path()).unwrap();
+    assert!(matches!(
+        Cache::open(dir.path()),
+        Err(CacheError::AlreadyOpen)
+    ));
+}
+
+#[test]
+fn the_state_dir_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("a/state");
+    let _cache = Cache::open(&state).unwrap();
+    assert_eq!(
+        std::fs::metadata(&state).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+}
+
+#[test]
+fn gitignore_is_honoured_by_default_and_can_be_switched_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, ".gitignore", "build/\n*.log\n!keep.log\n");
+    write(&root, "build/out.txt", "x\n");
+    write(&root, "a.log", "x\n");
+    write(&root, "keep.log", "x\n");
+    write(&root, "sub/.gitignore", "x.txt\n");
+    write(&root, "sub/x.txt", "x\n");
+    write(&root, "sub/y.txt", "y\n");
+    let on = serve(&root);
+    assert_eq!(names(&on, "."), vec!["sub", ".gitignore", "keep.log"]);
+    assert_eq!(names(&on, "sub"), vec![".gitignore", "y.txt"]);
+    assert_eq!(on.resolve("build/out.txt"), Err(ViewError::Excluded));
+    assert_eq!(on.resolve("sub/x.txt"), Err(ViewError::Excluded));
+
+    let off = ServedRoot::open(&root, engine(), None, opts(false, 2_000_000_000)).unwrap();
+    assert_eq!(
+        names(&off, "."),
+        vec!["build", "sub", ".gitignore", "a.log", "keep.log"]
+    );
+    assert!(off.resolve("sub/x.txt").is_ok());
+}
+
+#[test]
+fn gitignore_matching_agrees_with_the_ignore_crates_walker() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(
+        &root,
+        ".gitignore",
+        "/target\n*.tmp\ndocs/**/draft*\n!docs/keep/draft-ok.md\nlogs/\n",
+    );
+    for rel in [
+        "target/debug/x",
+        "sub/target/y.rs",
+        "a.tmp",
+        "sub/b.tmp",
+        "docs/a/draft1.md",
+        "docs/keep/draft-ok.md",
+        "docs/keep/draft-no.md",
+        "logs/today.txt",
+        "src/logs",
+        "src/lib.rs",
+        "nested/.gitignore",
+        "nested/z.rs",
+    ] {
+        write(&root, rel, "x\n");
+    }
+    std::fs::write(root.join("nested/.gitignore"), "*.rs\n").unwrap();
+    let view = serve(&root);
+    let mut ours: Vec<String> = view
+        .index()
+        .files()
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    ours.sort();
+    let canonical = root.canonicalize().unwrap();
+    let mut theirs: Vec<String> = ignore::WalkBuilder::new(&canonical)
+        .hidden(false)
+        .git_ignore(true)
+        .require_git(false)
+        .parents(false)
+        .git_global(false)
+        .git_exclude(false)
+        .ignore(false)
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| {
+            e.path()
+                .strip_prefix(&canonical)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    theirs.sort();
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn oversized_and_binary_files_are_metadata_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "big.txt", "0123456789abcdefghij0123456789\n");
+    write(&root, "nul.txt", "text\u{0}with nul\n");
+    write(&root, "blob.dat", "\u{0}\u{0}\u{0}");
+    write(&root, "script", "#!/bin/sh\necho hi\n");
+    let mut options = opts(true, 0);
+    options.limits.max_raw_bytes_per_file = 20;
+    let view = ServedRoot::open(&root, engine(), None, options).unwrap();
+    let big = view.resolve("big.txt").unwrap();
+    assert_eq!(big.size, 31);
+    assert!(view.is_text(&big));
+    assert_eq!(view.content(&big, true), Err(ViewError::FileByteLimit));
+    assert_eq!(view.stat_line_count(&big), Err(ViewError::FileByteLimit));
+    let nul = view.resolve("nul.txt").unwrap();
+    assert!(view.is_text(&nul));
+    assert_eq!(view.content(&nul, true), Err(ViewError::NotText));
+    assert!(!view.is_text(&view.resolve("blob.dat").unwrap()));
+    assert!(view.is_text(&view.resolve("script").unwrap()));
+    assert_eq!(
+        view.content(&view.resolve(".").unwrap(), true),
+        Err(ViewError::NotAFile)
+    );
+}
