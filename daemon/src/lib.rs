@@ -7,4 +7,5 @@
 //! job) or defining the wire format (that is `redctx-proto`).
 
 pub mod engine;
+pub mod server;
 pub mod view;

@@ -60,7 +60,10 @@ pub struct Hello {
 impl Hello {
     /// The handshake of this build.
     pub fn current() -> Self {
-        Hello { protocol_version: PROTOCOL_VERSION, client_version: CRATE_VERSION.to_string() }
+        Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client_version: CRATE_VERSION.to_string(),
+        }
     }
 }
 
@@ -71,7 +74,11 @@ pub enum HelloReply {
     Ok { daemon_version: String, pid: u32 },
     /// Versions differ; the daemon closes the connection after this frame. The pid lets
     /// `redctx daemon stop` end an incompatible daemon by signal.
-    Mismatch { daemon_version: String, protocol_version: u32, pid: u32 },
+    Mismatch {
+        daemon_version: String,
+        protocol_version: u32,
+        pid: u32,
+    },
 }
 
 /// A client frame after the handshake.
@@ -124,14 +131,25 @@ pub struct RootLimits {
 pub enum Request {
     /// Run tool `tool` (e.g. `redctx_read`) with arguments the client already validated
     /// against the tool's input schema (a JSON object, as text).
-    CallTool { root: RootSpec, tool: String, arguments_json: String },
+    CallTool {
+        root: RootSpec,
+        tool: String,
+        arguments_json: String,
+    },
     /// The client found the arguments of `tool` invalid with `message` (spec 3.1). The
     /// daemon still runs the call's policy check first, so a blocked policy wins, then
     /// answers `message` as an error result with an empty receipt.
-    RejectCall { root: RootSpec, tool: String, message: String },
+    RejectCall {
+        root: RootSpec,
+        tool: String,
+        message: String,
+    },
     /// One page of file resources. `cursor` is the opaque `nextCursor` of the previous
     /// page (`None` = first page); its format belongs to the daemon.
-    ListResources { root: RootSpec, cursor: Option<String> },
+    ListResources {
+        root: RootSpec,
+        cursor: Option<String>,
+    },
     /// Read one resource by URI (`redctx://p_<12hex>`), as the client received it.
     ReadResource { root: RootSpec, uri: String },
     /// Daemon facts: version, pid, uptime, served roots.
@@ -243,7 +261,10 @@ pub struct ErrorReply {
 impl ErrorReply {
     /// Shorthand constructor.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ErrorReply { kind, message: message.into() }
+        ErrorReply {
+            kind,
+            message: message.into(),
+        }
     }
 }
 
@@ -307,7 +328,11 @@ where
     while got < 4 {
         let n = r.read(&mut len[got..]).await?;
         if n == 0 {
-            return if got == 0 { Ok(None) } else { Err(FrameError::Truncated) };
+            return if got == 0 {
+                Ok(None)
+            } else {
+                Err(FrameError::Truncated)
+            };
         }
         got += n;
     }
@@ -320,7 +345,9 @@ where
         std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
         _ => FrameError::Io(e),
     })?;
-    postcard::from_bytes(&body).map(Some).map_err(FrameError::Decode)
+    postcard::from_bytes(&body)
+        .map(Some)
+        .map_err(FrameError::Decode)
 }
 
 #[cfg(test)]
@@ -328,7 +355,9 @@ mod tests {
     use super::*;
 
     fn rt() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
     }
 
     fn sample_root() -> RootSpec {
@@ -338,7 +367,10 @@ mod tests {
             mode: Some("strict".into()),
             include_private: false,
             gitignore: true,
-            limits: RootLimits { max_traversal_entries: Some(10), ..Default::default() },
+            limits: RootLimits {
+                max_traversal_entries: Some(10),
+                ..Default::default()
+            },
         }
     }
 
@@ -350,12 +382,24 @@ mod tests {
                 tool: "redctx_read".into(),
                 arguments_json: r#"{"path":"a.md"}"#.into(),
             },
-            Request::RejectCall { root: sample_root(), tool: "redctx_read".into(), message: "x".into() },
-            Request::ListResources { root: sample_root(), cursor: Some("200".into()) },
-            Request::ReadResource { root: sample_root(), uri: "redctx://p_0123456789ab".into() },
+            Request::RejectCall {
+                root: sample_root(),
+                tool: "redctx_read".into(),
+                message: "x".into(),
+            },
+            Request::ListResources {
+                root: sample_root(),
+                cursor: Some("200".into()),
+            },
+            Request::ReadResource {
+                root: sample_root(),
+                uri: "redctx://p_0123456789ab".into(),
+            },
             Request::Status,
             Request::Roots,
-            Request::ForgetRoot { root: "/srv/repo".into() },
+            Request::ForgetRoot {
+                root: "/srv/repo".into(),
+            },
             Request::Shutdown,
             Request::Ping,
         ];
@@ -375,32 +419,64 @@ mod tests {
                 next_cursor: None,
             }),
             Response::Error(ErrorReply::new(ErrorKind::Resource, "Resource not found.")),
-            Response::Status(StatusInfo { roots: vec![RootInfo::default()], ..Default::default() }),
+            Response::Status(StatusInfo {
+                roots: vec![RootInfo::default()],
+                ..Default::default()
+            }),
             Response::Forgotten(true),
             Response::Pong,
         ];
         rt().block_on(async {
             let mut buf = Vec::new();
             for (i, r) in requests.iter().enumerate() {
-                write_frame(&mut buf, &ClientMessage::Request { id: i as u64, request: r.clone() })
-                    .await
-                    .unwrap();
+                write_frame(
+                    &mut buf,
+                    &ClientMessage::Request {
+                        id: i as u64,
+                        request: r.clone(),
+                    },
+                )
+                .await
+                .unwrap();
             }
             for (i, r) in responses.iter().enumerate() {
-                write_frame(&mut buf, &ServerMessage { id: i as u64, response: r.clone() })
-                    .await
-                    .unwrap();
+                write_frame(
+                    &mut buf,
+                    &ServerMessage {
+                        id: i as u64,
+                        response: r.clone(),
+                    },
+                )
+                .await
+                .unwrap();
             }
             let mut rd = buf.as_slice();
             for (i, r) in requests.iter().enumerate() {
                 let got: ClientMessage = read_frame(&mut rd).await.unwrap().unwrap();
-                assert_eq!(got, ClientMessage::Request { id: i as u64, request: r.clone() });
+                assert_eq!(
+                    got,
+                    ClientMessage::Request {
+                        id: i as u64,
+                        request: r.clone()
+                    }
+                );
             }
             for (i, r) in responses.iter().enumerate() {
                 let got: ServerMessage = read_frame(&mut rd).await.unwrap().unwrap();
-                assert_eq!(got, ServerMessage { id: i as u64, response: r.clone() });
+                assert_eq!(
+                    got,
+                    ServerMessage {
+                        id: i as u64,
+                        response: r.clone()
+                    }
+                );
             }
-            assert!(read_frame::<_, ServerMessage>(&mut rd).await.unwrap().is_none());
+            assert!(
+                read_frame::<_, ServerMessage>(&mut rd)
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
         });
     }
 
@@ -425,7 +501,9 @@ mod tests {
             let err = read_frame::<_, Hello>(&mut &cut[..]).await.unwrap_err();
             assert!(matches!(err, FrameError::Truncated));
             let half_len = [5u8, 0];
-            let err = read_frame::<_, Hello>(&mut &half_len[..]).await.unwrap_err();
+            let err = read_frame::<_, Hello>(&mut &half_len[..])
+                .await
+                .unwrap_err();
             assert!(matches!(err, FrameError::Truncated));
         });
     }
@@ -434,9 +512,19 @@ mod tests {
     fn handshake_encoding_is_frozen() {
         // These bytes must never change: old clients and daemons rely on them to report
         // a version mismatch instead of failing to decode.
-        let hello = Hello { protocol_version: 1, client_version: "0.1.0".into() };
+        let hello = Hello {
+            protocol_version: 1,
+            client_version: "0.1.0".into(),
+        };
         assert_eq!(postcard::to_allocvec(&hello).unwrap(), b"\x01\x050.1.0");
-        let reply = HelloReply::Mismatch { daemon_version: "9".into(), protocol_version: 2, pid: 300 };
-        assert_eq!(postcard::to_allocvec(&reply).unwrap(), b"\x01\x019\x02\xac\x02");
+        let reply = HelloReply::Mismatch {
+            daemon_version: "9".into(),
+            protocol_version: 2,
+            pid: 300,
+        };
+        assert_eq!(
+            postcard::to_allocvec(&reply).unwrap(),
+            b"\x01\x019\x02\xac\x02"
+        );
     }
 }

@@ -96,7 +96,9 @@ fn var(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<OsString> {
 }
 
 fn xdg_var(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<PathBuf> {
-    var(env, name).map(PathBuf::from).filter(|p| p.is_absolute())
+    var(env, name)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 fn redctx_var(env: &dyn Fn(&str) -> Option<OsString>, name: &str) -> Option<PathBuf> {
@@ -113,19 +115,34 @@ mod tests {
     use super::*;
 
     fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
-        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| OsString::from(v))
+        }
     }
 
     #[test]
     fn state_dir_prefers_override_then_xdg_then_home() {
-        let e = env_of(&[("REDCTX_STATE_DIR", "/s"), ("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
+        let e = env_of(&[
+            ("REDCTX_STATE_DIR", "/s"),
+            ("XDG_STATE_HOME", "/x"),
+            ("HOME", "/h"),
+        ]);
         assert_eq!(state_dir_from(&e).unwrap(), PathBuf::from("/s"));
         let e = env_of(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
         assert_eq!(state_dir_from(&e).unwrap(), PathBuf::from("/x/redctx"));
         let e = env_of(&[("XDG_STATE_HOME", "rel"), ("HOME", "/h")]);
-        assert_eq!(state_dir_from(&e).unwrap(), PathBuf::from("/h/.local/state/redctx"));
+        assert_eq!(
+            state_dir_from(&e).unwrap(),
+            PathBuf::from("/h/.local/state/redctx")
+        );
         let e = env_of(&[("REDCTX_STATE_DIR", ""), ("HOME", "/h")]);
-        assert_eq!(state_dir_from(&e).unwrap(), PathBuf::from("/h/.local/state/redctx"));
+        assert_eq!(
+            state_dir_from(&e).unwrap(),
+            PathBuf::from("/h/.local/state/redctx")
+        );
         assert_eq!(state_dir_from(&env_of(&[])), Err(PathError::NoHome));
     }
 
@@ -133,10 +150,19 @@ mod tests {
     fn socket_follows_override_state_override_runtime_dir_then_state() {
         let e = env_of(&[("REDCTX_SOCKET", "/tmp/a.sock"), ("REDCTX_STATE_DIR", "/s")]);
         assert_eq!(socket_path_from(&e).unwrap(), PathBuf::from("/tmp/a.sock"));
-        let e = env_of(&[("REDCTX_STATE_DIR", "/s"), ("XDG_RUNTIME_DIR", "/run/user/1")]);
-        assert_eq!(socket_path_from(&e).unwrap(), PathBuf::from("/s/run/redctxd.sock"));
+        let e = env_of(&[
+            ("REDCTX_STATE_DIR", "/s"),
+            ("XDG_RUNTIME_DIR", "/run/user/1"),
+        ]);
+        assert_eq!(
+            socket_path_from(&e).unwrap(),
+            PathBuf::from("/s/run/redctxd.sock")
+        );
         let e = env_of(&[("XDG_RUNTIME_DIR", "/run/user/1"), ("HOME", "/h")]);
-        assert_eq!(socket_path_from(&e).unwrap(), PathBuf::from("/run/user/1/redctx/redctxd.sock"));
+        assert_eq!(
+            socket_path_from(&e).unwrap(),
+            PathBuf::from("/run/user/1/redctx/redctxd.sock")
+        );
         let e = env_of(&[("HOME", "/h")]);
         assert_eq!(
             socket_path_from(&e).unwrap(),
