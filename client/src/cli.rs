@@ -104,7 +104,9 @@ fn root_spec(args: &McpArgs) -> Result<RootSpec, String> {
     };
     let config = args.config.as_ref().map(|c| {
         std::fs::canonicalize(c).unwrap_or_else(|_| {
-            std::env::current_dir().map(|d| d.join(c)).unwrap_or_else(|_| c.clone())
+            std::env::current_dir()
+                .map(|d| d.join(c))
+                .unwrap_or_else(|_| c.clone())
         })
     });
     Ok(RootSpec {
@@ -186,11 +188,19 @@ fn run_daemon(action: DaemonAction) -> ExitCode {
 async fn start(ep: &Endpoint) -> ExitCode {
     match daemon::connect_or_start(ep, daemon::START_TIMEOUT).await {
         Ok((c, true)) => {
-            println!("started redctx daemon {} (pid {}, socket {})", c.daemon_version, c.pid, ep.socket.display());
+            println!(
+                "started redctx daemon {} (pid {}, socket {})",
+                c.daemon_version,
+                c.pid,
+                ep.socket.display()
+            );
             ExitCode::SUCCESS
         }
         Ok((c, false)) => {
-            println!("redctx daemon {} is already running (pid {})", c.daemon_version, c.pid);
+            println!(
+                "redctx daemon {} is already running (pid {})",
+                c.daemon_version, c.pid
+            );
             ExitCode::SUCCESS
         }
         Err(e) => fail(e),
@@ -226,7 +236,9 @@ async fn stop(ep: &Endpoint) -> ExitCode {
         match daemon::connect(ep).await {
             Err(ClientError::NotRunning(_)) => break,
             _ if Instant::now() >= deadline => {
-                return fail(format!("the daemon (pid {pid}) is still running after 5 s; stop it with `kill {pid}`"));
+                return fail(format!(
+                    "the daemon (pid {pid}) is still running after 5 s; stop it with `kill {pid}`"
+                ));
             }
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
@@ -239,7 +251,10 @@ async fn status(ep: &Endpoint) -> ExitCode {
     let conn = match daemon::connect(ep).await {
         Ok(c) => c,
         Err(ClientError::NotRunning(_)) => {
-            println!("redctx daemon is not running (socket {})", ep.socket.display());
+            println!(
+                "redctx daemon is not running (socket {})",
+                ep.socket.display()
+            );
             println!("start it with `redctx daemon start`, or let `redctx mcp` start it on demand");
             return ExitCode::FAILURE;
         }
@@ -252,9 +267,15 @@ async fn status(ep: &Endpoint) -> ExitCode {
         Err(e) => return fail(e),
     };
     println!("redctx daemon: running");
-    println!("version: {} (protocol {})", s.daemon_version, s.protocol_version);
+    println!(
+        "version: {} (protocol {})",
+        s.daemon_version, s.protocol_version
+    );
     println!("pid: {}", s.pid);
-    println!("uptime: {}", human_duration(Duration::from_millis(s.uptime_ms)));
+    println!(
+        "uptime: {}",
+        human_duration(Duration::from_millis(s.uptime_ms))
+    );
     println!("socket: {}", ep.socket.display());
     println!("log: {}", ep.log_file().display());
     println!("connections: {}", s.connections);

@@ -10,7 +10,7 @@ use interprocess::local_socket::tokio::{Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ToFsName};
 use redctx_proto::paths::{self, SOCKET_ENV, STATE_DIR_ENV};
 use redctx_proto::{
-    ClientMessage, CRATE_VERSION, Hello, HelloReply, PROTOCOL_VERSION, Request, Response,
+    CRATE_VERSION, ClientMessage, Hello, HelloReply, PROTOCOL_VERSION, Request, Response,
     ServerMessage, read_frame, write_frame,
 };
 use std::collections::HashMap;
@@ -38,7 +38,10 @@ impl Endpoint {
     /// The endpoint the current environment selects.
     pub fn from_env() -> Result<Self, ClientError> {
         let err = |e: paths::PathError| ClientError::Setup(e.to_string());
-        Ok(Endpoint { socket: paths::socket_path().map_err(err)?, state_dir: paths::state_dir().map_err(err)? })
+        Ok(Endpoint {
+            socket: paths::socket_path().map_err(err)?,
+            state_dir: paths::state_dir().map_err(err)?,
+        })
     }
 
     /// The daemon's log file, for error messages.
@@ -56,7 +59,11 @@ pub enum ClientError {
     #[error(
         "the running redctx daemon is version {daemon_version} (protocol {daemon_protocol}) but this redctx is {CRATE_VERSION} (protocol {PROTOCOL_VERSION}); restart it with `redctx daemon restart`"
     )]
-    Mismatch { daemon_version: String, daemon_protocol: u32, pid: u32 },
+    Mismatch {
+        daemon_version: String,
+        daemon_protocol: u32,
+        pid: u32,
+    },
     #[error(
         "the daemon socket {socket} belongs to another user (uid {uid}); set REDCTX_SOCKET to a path of your own"
     )]
@@ -67,7 +74,9 @@ pub enum ClientError {
         "could not start the redctx daemon ({detail}); see {log} or run `redctxd --log-stderr` to see why"
     )]
     StartFailed { detail: String, log: PathBuf },
-    #[error("the connection to the redctx daemon was lost; retry, and check {0} if it keeps happening")]
+    #[error(
+        "the connection to the redctx daemon was lost; retry, and check {0} if it keeps happening"
+    )]
     Lost(PathBuf),
     #[error("{0}")]
     Setup(String),
@@ -99,11 +108,26 @@ impl Conn {
     pub async fn request(&self, request: Request) -> Result<Response, ClientError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-        let mut guard = CancelOnDrop { id, conn: self, armed: true };
-        if self.tx.send(ClientMessage::Request { id, request }).is_err() || !self.is_alive() {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        let mut guard = CancelOnDrop {
+            id,
+            conn: self,
+            armed: true,
+        };
+        if self
+            .tx
+            .send(ClientMessage::Request { id, request })
+            .is_err()
+            || !self.is_alive()
+        {
             guard.armed = false;
-            self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
             return Err(ClientError::Lost(self.socket.clone()));
         }
         let answer = rx.await;
@@ -122,20 +146,34 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.conn.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+            self.conn
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&self.id);
             let _ = self.conn.tx.send(ClientMessage::Cancel { id: self.id });
         }
     }
 }
 
 fn is_not_running(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused)
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+    )
 }
 
 /// Connect to a running daemon; never starts one.
 pub async fn connect(ep: &Endpoint) -> Result<Conn, ClientError> {
-    let io_err = |e: io::Error| ClientError::Io { socket: ep.socket.clone(), detail: e.to_string() };
-    let name = ep.socket.clone().to_fs_name::<GenericFilePath>().map_err(io_err)?;
+    let io_err = |e: io::Error| ClientError::Io {
+        socket: ep.socket.clone(),
+        detail: e.to_string(),
+    };
+    let name = ep
+        .socket
+        .clone()
+        .to_fs_name::<GenericFilePath>()
+        .map_err(io_err)?;
     let stream = match Stream::connect(name).await {
         Ok(s) => s,
         Err(e) if is_not_running(&e) => return Err(ClientError::NotRunning(ep.socket.clone())),
@@ -145,20 +183,47 @@ pub async fn connect(ep: &Endpoint) -> Result<Conn, ClientError> {
     let me = unsafe { libc::geteuid() };
     let creds = stream.peer_creds().map_err(io_err)?;
     if creds.euid() != Some(me) {
-        let uid = creds.euid().map_or_else(|| "unknown".to_string(), |u| u.to_string());
-        return Err(ClientError::ForeignOwner { socket: ep.socket.clone(), uid });
+        let uid = creds
+            .euid()
+            .map_or_else(|| "unknown".to_string(), |u| u.to_string());
+        return Err(ClientError::ForeignOwner {
+            socket: ep.socket.clone(),
+            uid,
+        });
     }
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let proto_err = |e: redctx_proto::FrameError| ClientError::Io { socket: ep.socket.clone(), detail: e.to_string() };
-    write_frame(&mut wr, &Hello::current()).await.map_err(proto_err)?;
-    let reply = tokio::time::timeout(Duration::from_secs(10), read_frame::<_, HelloReply>(&mut rd))
+    let proto_err = |e: redctx_proto::FrameError| ClientError::Io {
+        socket: ep.socket.clone(),
+        detail: e.to_string(),
+    };
+    write_frame(&mut wr, &Hello::current())
         .await
-        .map_err(|_| ClientError::Io { socket: ep.socket.clone(), detail: "no handshake answer within 10 s".into() })?
         .map_err(proto_err)?;
+    let reply = tokio::time::timeout(
+        Duration::from_secs(10),
+        read_frame::<_, HelloReply>(&mut rd),
+    )
+    .await
+    .map_err(|_| ClientError::Io {
+        socket: ep.socket.clone(),
+        detail: "no handshake answer within 10 s".into(),
+    })?
+    .map_err(proto_err)?;
     let (daemon_version, pid) = match reply {
-        Some(HelloReply::Ok { daemon_version, pid }) => (daemon_version, pid),
-        Some(HelloReply::Mismatch { daemon_version, protocol_version, pid }) => {
-            return Err(ClientError::Mismatch { daemon_version, daemon_protocol: protocol_version, pid });
+        Some(HelloReply::Ok {
+            daemon_version,
+            pid,
+        }) => (daemon_version, pid),
+        Some(HelloReply::Mismatch {
+            daemon_version,
+            protocol_version,
+            pid,
+        }) => {
+            return Err(ClientError::Mismatch {
+                daemon_version,
+                daemon_protocol: protocol_version,
+                pid,
+            });
         }
         // Closed during the handshake: a daemon that is shutting down.
         None => return Err(ClientError::NotRunning(ep.socket.clone())),
@@ -179,22 +244,41 @@ pub async fn connect(ep: &Endpoint) -> Result<Conn, ClientError> {
     let reader_pending = pending.clone();
     let reader_alive = alive.clone();
     tokio::spawn(async move {
-        while let Ok(Some(ServerMessage { id, response })) = read_frame::<_, ServerMessage>(&mut rd).await {
-            let waiter = reader_pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        while let Ok(Some(ServerMessage { id, response })) =
+            read_frame::<_, ServerMessage>(&mut rd).await
+        {
+            let waiter = reader_pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
             if let Some(w) = waiter {
                 let _ = w.send(response);
             }
         }
         reader_alive.store(false, Ordering::Release);
         // Fail everything still waiting: the daemon will never answer it.
-        reader_pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        reader_pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     });
-    Ok(Conn { tx, pending, next_id: AtomicU64::new(1), alive, socket: ep.socket.clone(), daemon_version, pid })
+    Ok(Conn {
+        tx,
+        pending,
+        next_id: AtomicU64::new(1),
+        alive,
+        socket: ep.socket.clone(),
+        daemon_version,
+        pid,
+    })
 }
 
 /// Connect, starting `redctxd` first if no daemon answers, and wait for it up to
 /// `timeout`. The boolean is `true` when this call started the daemon.
-pub async fn connect_or_start(ep: &Endpoint, timeout: Duration) -> Result<(Conn, bool), ClientError> {
+pub async fn connect_or_start(
+    ep: &Endpoint,
+    timeout: Duration,
+) -> Result<(Conn, bool), ClientError> {
     match connect(ep).await {
         Ok(c) => return Ok((c, false)),
         Err(ClientError::NotRunning(_)) => {}
@@ -216,14 +300,28 @@ pub async fn connect_or_start(ep: &Endpoint, timeout: Duration) -> Result<(Conn,
             let why = child.stderr_tail();
             // Losing a start race to another redctx is fine: its daemon will answer.
             if !why.contains("already running") {
-                let detail = if why.is_empty() { format!("redctxd exited with {status}") } else { why };
-                return Err(ClientError::StartFailed { detail, log: ep.log_file() });
+                let detail = if why.is_empty() {
+                    format!("redctxd exited with {status}")
+                } else {
+                    why
+                };
+                return Err(ClientError::StartFailed {
+                    detail,
+                    log: ep.log_file(),
+                });
             }
             exited = Some(why);
         }
         if Instant::now() >= deadline {
-            let detail = format!("redctxd did not answer on {} within {} s", ep.socket.display(), timeout.as_secs());
-            return Err(ClientError::StartFailed { detail, log: ep.log_file() });
+            let detail = format!(
+                "redctxd did not answer on {} within {} s",
+                ep.socket.display(),
+                timeout.as_secs()
+            );
+            return Err(ClientError::StartFailed {
+                detail,
+                log: ep.log_file(),
+            });
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_millis(200));
@@ -246,7 +344,12 @@ impl Started {
         {
             let _ = f.take(64 * 1024).read_to_string(&mut text);
         }
-        text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string()
+        text.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string()
     }
 }
 
@@ -275,9 +378,15 @@ pub fn daemon_exe() -> Option<PathBuf> {
 fn spawn_daemon(ep: &Endpoint) -> Result<Started, ClientError> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     use std::os::unix::process::CommandExt;
-    let fail = |detail: String| ClientError::StartFailed { detail, log: ep.log_file() };
+    let fail = |detail: String| ClientError::StartFailed {
+        detail,
+        log: ep.log_file(),
+    };
     let exe = daemon_exe().ok_or_else(|| {
-        fail("redctxd was not found next to redctx or on PATH; install both binaries together".into())
+        fail(
+            "redctxd was not found next to redctx or on PATH; install both binaries together"
+                .into(),
+        )
     })?;
     let log_dir = paths::log_dir(&ep.state_dir);
     std::fs::DirBuilder::new()
@@ -312,15 +421,23 @@ fn spawn_daemon(ep: &Endpoint) -> Result<Started, ClientError> {
             Ok(())
         });
     }
-    let process = cmd.spawn().map_err(|e| fail(format!("cannot run {}: {e}", exe.display())))?;
-    Ok(Started { process, stderr_path, stderr_start })
+    let process = cmd
+        .spawn()
+        .map_err(|e| fail(format!("cannot run {}: {e}", exe.display())))?;
+    Ok(Started {
+        process,
+        stderr_path,
+        stderr_start,
+    })
 }
 
 fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(p)).unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }
 
@@ -335,7 +452,10 @@ pub struct Link {
 impl Link {
     /// Wrap an established connection.
     pub fn new(ep: Endpoint, conn: Conn) -> Self {
-        Link { ep, conn: tokio::sync::Mutex::new(Some(Arc::new(conn))) }
+        Link {
+            ep,
+            conn: tokio::sync::Mutex::new(Some(Arc::new(conn))),
+        }
     }
 
     /// Send one request on the current connection, reconnecting first if it is dead.

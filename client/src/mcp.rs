@@ -14,10 +14,10 @@ use crate::tools;
 use redctx_proto::{ErrorKind, ErrorReply, Request, Response, RootSpec};
 use rmcp::model::{
     Annotations, CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    DiscoverResult, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
-    ServerCapabilities, ServerConfig,
+    DiscoverResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -56,7 +56,10 @@ pub struct Shim {
 impl Shim {
     /// Serve `root` through `link`.
     pub fn new(root: RootSpec, link: Link) -> Self {
-        Shim { root: Arc::new(root), link: Arc::new(link) }
+        Shim {
+            root: Arc::new(root),
+            link: Arc::new(link),
+        }
     }
 
     async fn ask(&self, request: Request) -> Result<Response, McpError> {
@@ -77,7 +80,24 @@ impl Shim {
 }
 
 fn is_modern(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+fn server_info() -> Implementation {
+    let mut info = Implementation::new(SERVER_NAME, redctx_proto::CRATE_VERSION);
+    info.title = Some(SERVER_TITLE.to_string());
+    info
+}
+
+/// Stateless (2026-07-28) results name their server in `_meta`, as the reference does.
+fn modern_meta(ctx: &RequestContext<RoleServer>) -> Option<MetaObject> {
+    is_modern(ctx).then(|| {
+        let mut m = JsonObject::new();
+        let info = serde_json::to_value(server_info()).unwrap_or_default();
+        m.insert("io.modelcontextprotocol/serverInfo".into(), info);
+        MetaObject(m)
+    })
 }
 
 /// Map a daemon error to the JSON-RPC error of spec 12.1.
@@ -117,7 +137,10 @@ fn log_stderr(msg: &str) {
 
 /// Capabilities of spec 2.2: tools and resources, neither announcing list changes.
 pub fn capabilities() -> ServerCapabilities {
-    let mut caps = ServerCapabilities::builder().enable_tools().enable_resources().build();
+    let mut caps = ServerCapabilities::builder()
+        .enable_tools()
+        .enable_resources()
+        .build();
     if let Some(t) = caps.tools.as_mut() {
         t.list_changed = Some(false);
     }
@@ -129,15 +152,18 @@ pub fn capabilities() -> ServerCapabilities {
 
 impl ServerHandler for Shim {
     fn get_info(&self) -> ServerConfig {
-        let mut info = Implementation::new(SERVER_NAME, redctx_proto::CRATE_VERSION);
-        info.title = Some(SERVER_TITLE.to_string());
-        ServerConfig::new(capabilities()).with_server_info(info).with_instructions(INSTRUCTIONS)
+        ServerConfig::new(capabilities())
+            .with_server_info(server_info())
+            .with_instructions(INSTRUCTIONS)
     }
 
     /// Like the reference, `server/discover` offers only the stateless 2026-07-28 era;
     /// the older versions are negotiated through `initialize`.
     async fn discover(&self, _ctx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
-        Ok(DiscoverResult::from_server_info(vec![ProtocolVersion::V_2026_07_28], self.get_info()))
+        Ok(DiscoverResult::from_server_info(
+            vec![ProtocolVersion::V_2026_07_28],
+            self.get_info(),
+        ))
     }
 
     async fn list_tools(
@@ -146,6 +172,7 @@ impl ServerHandler for Shim {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let mut r = ListToolsResult::with_all_items(tools::catalogue().to_vec());
+        r.meta = modern_meta(&ctx);
         if is_modern(&ctx) {
             r = r.with_ttl_ms(300_000).with_cache_scope(CacheScope::Public);
         }
@@ -155,11 +182,14 @@ impl ServerHandler for Shim {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let Some(tool) = tools::find(&name) else {
-            return Err(McpError::invalid_params(format!("Unknown tool: {name}"), None));
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
         };
         let args = request.arguments.unwrap_or_default();
         let root = (*self.root).clone();
@@ -169,17 +199,23 @@ impl ServerHandler for Shim {
                 tool: name,
                 arguments_json: serde_json::Value::Object(args).to_string(),
             },
-            Err(message) => Request::RejectCall { root, tool: name, message },
+            Err(message) => Request::RejectCall {
+                root,
+                tool: name,
+                message,
+            },
         };
         match self.ask(req).await? {
             Response::ToolResult(t) => {
-                let receipt: serde_json::Value = serde_json::from_str(&t.receipt_json).map_err(|_| {
-                    log_stderr("daemon sent a malformed receipt");
-                    McpError::internal_error("Internal error.", None)
-                })?;
+                let receipt: serde_json::Value =
+                    serde_json::from_str(&t.receipt_json).map_err(|_| {
+                        log_stderr("daemon sent a malformed receipt");
+                        McpError::internal_error("Internal error.", None)
+                    })?;
                 let mut r = CallToolResult::success(vec![ContentBlock::text(t.text.clone())]);
                 r.structured_content = Some(json!({"text": t.text, "receipt": receipt}));
                 r.is_error = Some(t.is_error);
+                r.meta = modern_meta(&ctx);
                 Ok(r.into())
             }
             Response::Error(e) => Err(mcp_error(e)),
@@ -193,7 +229,13 @@ impl ServerHandler for Shim {
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = request.and_then(|p| p.cursor);
-        let page = match self.ask(Request::ListResources { root: (*self.root).clone(), cursor }).await? {
+        let page = match self
+            .ask(Request::ListResources {
+                root: (*self.root).clone(),
+                cursor,
+            })
+            .await?
+        {
             Response::Resources(p) => p,
             Response::Error(e) => return Err(mcp_error(e)),
             other => return Err(unexpected(&other)),
@@ -207,11 +249,16 @@ impl ServerHandler for Shim {
                     .with_description(RESOURCE_DESCRIPTION)
                     .with_mime_type(e.mime_type)
                     .with_size(e.size)
-                    .with_annotations(Annotations::default().with_audience(vec![Role::Assistant]).with_priority(0.5))
+                    .with_annotations(
+                        Annotations::default()
+                            .with_audience(vec![Role::Assistant])
+                            .with_priority(0.5),
+                    )
             })
             .collect();
         let mut r = ListResourcesResult::with_all_items(resources);
         r.next_cursor = page.next_cursor;
+        r.meta = modern_meta(&ctx);
         if is_modern(&ctx) {
             r = r.with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         }
@@ -228,6 +275,7 @@ impl ServerHandler for Shim {
         t.description = Some("Read one redacted text file by its opaque p_<id> path id.".into());
         t.mime_type = Some("text/plain".into());
         let mut r = ListResourceTemplatesResult::with_all_items(vec![t]);
+        r.meta = modern_meta(&ctx);
         if is_modern(&ctx) {
             r = r.with_ttl_ms(300_000).with_cache_scope(CacheScope::Public);
         }
@@ -237,13 +285,18 @@ impl ServerHandler for Shim {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let req = Request::ReadResource { root: (*self.root).clone(), uri: request.uri };
+        let req = Request::ReadResource {
+            root: (*self.root).clone(),
+            uri: request.uri,
+        };
         match self.ask(req).await? {
             Response::ResourceText(t) => {
                 let c = ResourceContents::text(t.text, t.uri).with_mime_type(t.mime_type);
-                Ok(ReadResourceResult::new(vec![c]).into())
+                let mut r = ReadResourceResult::new(vec![c]);
+                r.meta = modern_meta(&ctx);
+                Ok(r.into())
             }
             Response::Error(e) => Err(mcp_error(e)),
             other => Err(unexpected(&other)),

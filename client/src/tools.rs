@@ -42,15 +42,15 @@ pub fn output_schema() -> JsonObject {
     obj(json!({
         "type": "object",
         "description": "Every result in structured form: the same text as the text content block, \
-and a receipt counting what redaction replaced during this call.",
+    and a receipt counting what redaction replaced during this call.",
         "properties": {
             "text": {
                 "type": "string",
                 "description": "The tool's output, identical to the text content and already redacted: \
-sensitive values are stable `[CATEGORY_<hex>]` placeholders (declared aliases of one entity keep its \
-hex and add a form suffix, `[CATEGORY_<hex>.<form>]`) and files are `@p_<id>` references. With \
-`isError: true` it is instead a fixed error message, for example a limit that was hit or the notice \
-that access stays blocked until the operator repairs the local redaction config."
+    sensitive values are stable `[CATEGORY_<hex>]` placeholders (declared aliases of one entity keep its \
+    hex and add a form suffix, `[CATEGORY_<hex>.<form>]`) and files are `@p_<id>` references. With \
+    `isError: true` it is instead a fixed error message, for example a limit that was hit or the notice \
+    that access stays blocked until the operator repairs the local redaction config."
             },
             "receipt": {
                 "type": "object",
@@ -59,18 +59,18 @@ that access stays blocked until the operator repairs the local redaction config.
                     "detector_profile": {
                         "type": "string",
                         "description": "Built-in detector profile in force: `default`, or `extended`, which \
-adds further identifier kinds and prompt-injection markers."
+    adds further identifier kinds and prompt-injection markers."
                     },
                     "counts_by_category": {
                         "type": "object",
                         "description": "Number of placeholders substituted while producing this result \
-(file content and paths), keyed by category such as `PERSON`, `EMAIL` or `SECRET`; categories with \
-zero are left out."
+    (file content and paths), keyed by category such as `PERSON`, `EMAIL` or `SECRET`; categories with \
+    zero are left out."
                     },
                     "detectors": {
                         "type": "array",
                         "description": "Only present when extra local detectors run: one entry per \
-detector, in the order they were loaded.",
+    detector, in the order they were loaded.",
                         "items": {
                             "type": "object",
                             "properties": {
@@ -79,12 +79,12 @@ detector, in the order they were loaded.",
                                 "nominated": {
                                     "type": "integer",
                                     "description": "Distinct values the detector proposed during this \
-call; every occurrence of each one is redacted."
+    call; every occurrence of each one is redacted."
                                 },
                                 "positional": {
                                     "type": "integer",
                                     "description": "Proposed spans that were redacted only where they \
-were found, because they were too long or over the per-text value budget."
+    were found, because they were too long or over the per-text value budget."
                                 }
                             },
                             "required": ["name", "version", "nominated", "positional"]
@@ -99,7 +99,11 @@ were found, because they were too long or over the per-text value budget."
 }
 
 fn read_only() -> ToolAnnotations {
-    ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false)
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
 }
 
 fn tool(name: &'static str, title: &str, description: &'static str, input: JsonObject) -> Tool {
@@ -138,7 +142,7 @@ the `@p_<id>` references in later calls rather than typing names; on a very larg
                         "type": "string",
                         "default": ".",
                         "description": "Where to start: a root-relative path or an `@p_<id>` reference. \
-Defaults to `.`, the root. Paths that leave the root are refused; a file prints only its own entry."
+                Defaults to `.`, the root. Paths that leave the root are refused; a file prints only its own entry."
                     },
                     "max_depth": {
                         "type": "integer",
@@ -165,19 +169,19 @@ symlinked entries are left out and paths are redacted, so hand the returned `@p_
                         "type": "string",
                         "default": ".",
                         "description": "Directory to list: a root-relative path or an `@p_<id>` reference. \
-Defaults to `.`, the root. A file yields just its own entry."
+                Defaults to `.`, the root. A file yields just its own entry."
                     },
                     "recursive": {
                         "type": "boolean",
                         "default": false,
                         "description": "List the entire subtree, starting with `path` itself, rather than \
-only its direct children. Defaults to false."
+                only its direct children. Defaults to false."
                     },
                     "max_depth": {
                         "type": "integer",
                         "minimum": 0,
                         "description": "Only with `recursive`: how many levels below `path` to descend; 0 \
-lists `path` alone. Unlimited by default, and ignored without `recursive`."
+                lists `path` alone. Unlimited by default, and ignored without `recursive`."
                     }
                 }),
                 &[],
@@ -197,32 +201,32 @@ are refused, and so are files above the server's per-file byte limit (5 MB by de
                     "path": {
                         "type": "string",
                         "description": "The file: an `@p_<id>` reference from earlier output, or a \
-root-relative path."
+                root-relative path."
                     },
                     "start_line": {
                         "type": "integer",
                         "minimum": 1,
                         "description": "First line to return, 1-based and inclusive; defaults to 1. It may \
-not lie after `end_line`, or after the file's last line when `end_line` is left out."
+                not lie after `end_line`, or after the file's last line when `end_line` is left out."
                     },
                     "end_line": {
                         "type": "integer",
                         "minimum": 1,
                         "description": "Last line to return, 1-based and inclusive; defaults to the last \
-line, and larger values are clamped to it."
+                line, and larger values are clamped to it."
                     },
                     "max_chars": {
                         "type": "integer",
                         "default": 120000,
                         "minimum": 1,
                         "description": "Most characters of file text returned once the line range is \
-applied; anything longer is cut and ends with `[TRUNCATED]`. Defaults to 120000."
+                applied; anything longer is cut and ends with `[TRUNCATED]`. Defaults to 120000."
                     },
                     "line_numbers": {
                         "type": "boolean",
                         "default": false,
                         "description": "Put each line's number in the file and a tab in front of it. \
-Defaults to false."
+                Defaults to false."
                     }
                 }),
                 &["path"],
@@ -247,7 +251,7 @@ server's per-file byte limit (5 MB by default); narrow `paths` or `glob` then.",
                     "query": {
                         "type": "string",
                         "description": "What to find within a single line of redacted output: a literal \
-substring, or a regular expression when `regex` is true. A placeholder copied from earlier output works."
+                substring, or a regular expression when `regex` is true. A placeholder copied from earlier output works."
                     },
                     "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
                     "ignore_case": {
@@ -259,16 +263,16 @@ substring, or a regular expression when `regex` is true. A placeholder copied fr
                         "type": "boolean",
                         "default": false,
                         "description": "Treat `query` as a regular expression matched against each line, in \
-Rust `regex` syntax (RE2-like: no backreferences or look-around; matching time is linear, so no \
-pattern can hang the search). Defaults to false. A pattern that does not compile fails with \
-`Invalid regex.`."
+                Rust `regex` syntax (RE2-like: no backreferences or look-around; matching time is linear, so no \
+                pattern can hang the search). Defaults to false. A pattern that does not compile fails with \
+                `Invalid regex.`."
                     },
                     "context": {
                         "type": "integer",
                         "default": 0,
                         "minimum": 0,
                         "description": "Lines to show before and after each match. Defaults to 0. Context \
-lines count toward `max_results`."
+                lines count toward `max_results`."
                     },
                     "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
                     "max_results": {
@@ -276,7 +280,7 @@ lines count toward `max_results`."
                         "default": 200,
                         "minimum": 1,
                         "description": "Most output lines (matches and context lines together); reaching it \
-ends the output with `[TRUNCATED]`. Defaults to 200."
+                ends the output with `[TRUNCATED]`. Defaults to 200."
                     }
                 }),
                 &["query"],
@@ -299,8 +303,8 @@ it; the call fails after 30 s.",
                         "type": "string",
                         "maxLength": 2000,
                         "description": "Words describing what you are after, for example `retention policy \
-exceptions`. Common stop words are ignored; 1 to 64 distinct searchable words are required, and a \
-placeholder counts as one word."
+                exceptions`. Common stop words are ignored; 1 to 64 distinct searchable words are required, and a \
+                placeholder counts as one word."
                     },
                     "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
                     "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
@@ -317,7 +321,7 @@ placeholder counts as one word."
                         "minimum": 256,
                         "maximum": 100000,
                         "description": "Character budget of the whole answer; passages that would not fit \
-completely are left out. Defaults to 12000."
+                completely are left out. Defaults to 12000."
                     }
                 }),
                 &["query"],
@@ -364,14 +368,14 @@ A file in scope above the server's per-file byte limit (5 MB by default) fails t
                         "default": 30000,
                         "minimum": 1,
                         "description": "Most redacted characters kept from each file; longer files end with \
-`[TRUNCATED]`. Defaults to 30000."
+                `[TRUNCATED]`. Defaults to 30000."
                     },
                     "max_total_chars": {
                         "type": "integer",
                         "default": 300000,
                         "minimum": 1,
                         "description": "No further file is started once this many file characters have been \
-written, so the total can exceed it by up to one file. Defaults to 300000."
+                written, so the total can exceed it by up to one file. Defaults to 300000."
                     }
                 }),
                 &[],
@@ -406,8 +410,8 @@ prints sensitive terms, and returns the full report with `isError: true` when an
                         "enum": ["text", "json"],
                         "default": "text",
                         "description": "`text` (the default): one line per check, then up to 10 opaque \
-references for flagged entries. `json`: `{\"checks\": [{\"category\", \"name\", \"status\", \"detail\", \
-\"refs\"?}]}`."
+                references for flagged entries. `json`: `{\"checks\": [{\"category\", \"name\", \"status\", \"detail\", \
+                \"refs\"?}]}`."
                     }
                 }),
                 &[],
@@ -430,18 +434,33 @@ changes by itself, so this is only needed when a reference shown by `redctx_list
 /// required keys, then each argument in the order the client sent them.
 pub fn validate(input_schema: &JsonObject, args: &JsonObject) -> Result<(), String> {
     let empty = JsonObject::new();
-    let props = input_schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-    let mut unexpected: Vec<&str> =
-        args.keys().map(String::as_str).filter(|k| !props.contains_key(*k)).collect();
+    let props = input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut unexpected: Vec<&str> = args
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !props.contains_key(*k))
+        .collect();
     if !unexpected.is_empty() {
         unexpected.sort_unstable();
-        return Err(format!("Unexpected argument(s): {}.", unexpected.join(", ")));
+        return Err(format!(
+            "Unexpected argument(s): {}.",
+            unexpected.join(", ")
+        ));
     }
     if let Some(Value::Array(required)) = input_schema.get("required") {
-        let missing: Vec<&str> =
-            required.iter().filter_map(Value::as_str).filter(|r| !args.contains_key(*r)).collect();
+        let missing: Vec<&str> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|r| !args.contains_key(*r))
+            .collect();
         if !missing.is_empty() {
-            return Err(format!("Missing required argument(s): {}.", missing.join(", ")));
+            return Err(format!(
+                "Missing required argument(s): {}.",
+                missing.join(", ")
+            ));
         }
     }
     for (name, value) in args {
@@ -484,7 +503,11 @@ fn check_value(name: &str, value: &Value, schema: &JsonObject) -> Result<(), Str
     {
         let list: Vec<String> = allowed
             .iter()
-            .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
             .collect();
         return Err(format!("{name} must be one of: {}.", list.join(", ")));
     }
@@ -493,7 +516,10 @@ fn check_value(name: &str, value: &Value, schema: &JsonObject) -> Result<(), Str
 
 fn as_integer(v: &Value) -> Option<i128> {
     match v {
-        Value::Number(n) => n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from)),
         _ => None,
     }
 }
@@ -529,7 +555,10 @@ mod tests {
 
     #[test]
     fn spec_14_2_scenario_13_messages() {
-        assert_eq!(check("redctx_search", json!({"query": "x", "context": -1})), Err("context must be at least 0.".into()));
+        assert_eq!(
+            check("redctx_search", json!({"query": "x", "context": -1})),
+            Err("context must be at least 0.".into())
+        );
         assert_eq!(
             check("redctx_search", json!({"query": "x", "max_results": 0})),
             Err("max_results must be at least 1.".into())
@@ -550,7 +579,10 @@ mod tests {
             check("redctx_read", json!({"zeta": 1, "alpha": 2, "path": 5})),
             Err("Unexpected argument(s): alpha, zeta.".into())
         );
-        assert_eq!(check("redctx_doctor", json!({"x": 1})), Err("Unexpected argument(s): x.".into()));
+        assert_eq!(
+            check("redctx_doctor", json!({"x": 1})),
+            Err("Unexpected argument(s): x.".into())
+        );
     }
 
     #[test]
@@ -575,14 +607,38 @@ mod tests {
 
     #[test]
     fn type_rules_match_the_reference() {
-        assert_eq!(check("redctx_read", json!({"path": "a", "start_line": 1.0})), Err("start_line must be an integer.".into()));
-        assert_eq!(check("redctx_read", json!({"path": "a", "start_line": null})), Err("start_line must be an integer.".into()));
-        assert_eq!(check("redctx_search", json!({"query": "a", "glob": "*.md"})), Err("glob must be an array.".into()));
-        assert_eq!(check("redctx_audit", json!({"format": "xml"})), Err("format must be one of: text, json.".into()));
-        assert_eq!(check("redctx_audit", json!({"format": 3})), Err("format must be a string.".into()));
+        assert_eq!(
+            check("redctx_read", json!({"path": "a", "start_line": 1.0})),
+            Err("start_line must be an integer.".into())
+        );
+        assert_eq!(
+            check("redctx_read", json!({"path": "a", "start_line": null})),
+            Err("start_line must be an integer.".into())
+        );
+        assert_eq!(
+            check("redctx_search", json!({"query": "a", "glob": "*.md"})),
+            Err("glob must be an array.".into())
+        );
+        assert_eq!(
+            check("redctx_audit", json!({"format": "xml"})),
+            Err("format must be one of: text, json.".into())
+        );
+        assert_eq!(
+            check("redctx_audit", json!({"format": 3})),
+            Err("format must be a string.".into())
+        );
         // maximum and maxLength are advertised but left to the tool (spec 3.1).
-        assert_eq!(check("redctx_retrieve", json!({"query": "a", "max_results": 500})), Ok(()));
-        assert_eq!(check("redctx_read", json!({"path": "a", "start_line": 18446744073709551615u64})), Ok(()));
+        assert_eq!(
+            check("redctx_retrieve", json!({"query": "a", "max_results": 500})),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                "redctx_read",
+                json!({"path": "a", "start_line": 18446744073709551615u64})
+            ),
+            Ok(())
+        );
         assert_eq!(check("redctx_list", json!({})), Ok(()));
     }
 
@@ -593,11 +649,20 @@ mod tests {
             assert_eq!(s["type"], "object", "{}", t.name);
             assert_eq!(s["additionalProperties"], false, "{}", t.name);
             for (k, p) in s["properties"].as_object().unwrap() {
-                assert!(p["description"].as_str().is_some_and(|d| d.len() > 20), "{}.{k}", t.name);
+                assert!(
+                    p["description"].as_str().is_some_and(|d| d.len() > 20),
+                    "{}.{k}",
+                    t.name
+                );
             }
             let a = t.annotations.as_ref().unwrap();
             assert_eq!(
-                (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint),
+                (
+                    a.read_only_hint,
+                    a.destructive_hint,
+                    a.idempotent_hint,
+                    a.open_world_hint
+                ),
                 (Some(true), Some(false), Some(true), Some(false))
             );
         }

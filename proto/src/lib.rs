@@ -376,7 +376,7 @@ mod tests {
 
     #[test]
     fn every_request_and_response_survives_a_frame_round_trip() {
-        let requests = vec![
+        let requests = [
             Request::CallTool {
                 root: sample_root(),
                 tool: "redctx_read".into(),
@@ -403,7 +403,7 @@ mod tests {
             Request::Shutdown,
             Request::Ping,
         ];
-        let responses = vec![
+        let responses = [
             Response::ToolResult(ToolResult {
                 text: "é\n".into(),
                 is_error: true,
