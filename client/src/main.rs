@@ -1,1 +1,5 @@
-fn main() {}
+//! `redctx`: see [`redctx_client`].
+
+fn main() -> std::process::ExitCode {
+    redctx_client::cli::main()
+}

@@ -14,4 +14,5 @@ pub mod policy_loader;
 pub mod root;
 pub mod tools;
 pub mod vault;
+pub mod server;
 pub mod view;

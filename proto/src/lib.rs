@@ -1,1 +1,530 @@
-//! Wire protocol between redctx clients and the daemon.
+//! Wire protocol between redctx clients (`redctx`, `redctx mcp`) and the daemon (`redctxd`).
+//!
+//! What it is for: the typed messages both sides exchange over the daemon's local socket,
+//! their binary framing, and where that socket lives. Both binaries link this crate, so a
+//! message shape can only change in one place.
+//!
+//! What it is not for: redaction, MCP or JSON. Tool arguments and receipts travel as JSON
+//! *strings* because postcard cannot carry `serde_json::Value`; only the client parses MCP
+//! JSON and only the daemon knows what a tool does.
+//!
+//! # Conversation
+//! ```text
+//! client                                   daemon
+//!   Hello{protocol_version, client_version} ->
+//!                                          <- HelloReply::Ok{..} | HelloReply::Mismatch{..}
+//!   ClientMessage::Request{id, request}    ->      (any number, pipelined)
+//!   ClientMessage::Cancel{id}              ->      (optional)
+//!                                          <- ServerMessage{id, response} (any order)
+//! ```
+//! Each frame is a little-endian `u32` byte length followed by that many postcard bytes
+//! ([`write_frame`], [`read_frame`]). `Hello` and `HelloReply` are frozen: they must keep
+//! decoding across versions so that a client can always tell the user which daemon runs
+//! and how to restart it. Every other type may change; bump [`PROTOCOL_VERSION`] when
+//! it does.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use redctx_proto::{read_frame, write_frame, ClientMessage, Request};
+//! let mut buf = Vec::new();
+//! write_frame(&mut buf, &ClientMessage::Request { id: 7, request: Request::Ping }).await.unwrap();
+//! let back: Option<ClientMessage> = read_frame(&mut buf.as_slice()).await.unwrap();
+//! assert_eq!(back, Some(ClientMessage::Request { id: 7, request: Request::Ping }));
+//! # });
+//! ```
+
+pub mod paths;
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use std::path::PathBuf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Version of every message shape below except the frozen handshake. A client and a
+/// daemon talk only when this matches exactly (and their crate versions match).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Version of the crate, sent in the handshake so a mismatch can name both sides.
+pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Largest frame either side accepts (64 MiB): bigger than any tool output the daemon
+/// produces under its limits, small enough that a corrupt length cannot exhaust memory.
+pub const MAX_FRAME_BYTES: u32 = 64 * 1024 * 1024;
+
+/// First frame a client sends. Frozen: never add, remove or reorder fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    pub client_version: String,
+}
+
+impl Hello {
+    /// The handshake of this build.
+    pub fn current() -> Self {
+        Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client_version: CRATE_VERSION.to_string(),
+        }
+    }
+}
+
+/// The daemon's answer to [`Hello`]. Frozen: never change existing variants or fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HelloReply {
+    /// Versions match; requests may follow.
+    Ok { daemon_version: String, pid: u32 },
+    /// Versions differ; the daemon closes the connection after this frame. The pid lets
+    /// `redctx daemon stop` end an incompatible daemon by signal.
+    Mismatch {
+        daemon_version: String,
+        protocol_version: u32,
+        pid: u32,
+    },
+}
+
+/// A client frame after the handshake.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientMessage {
+    /// Run `request`; the daemon answers with a [`ServerMessage`] carrying the same `id`.
+    /// Ids are chosen by the client and must be unique among its in-flight requests.
+    Request { id: u64, request: Request },
+    /// The client no longer wants the answer to request `id` (its caller went away).
+    /// The daemon drops the work if it still can; no answer is sent for it.
+    Cancel { id: u64 },
+}
+
+/// A daemon frame after the handshake: the answer to request `id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerMessage {
+    pub id: u64,
+    pub response: Response,
+}
+
+/// Which root to serve and under which options. Two specs with equal fields name the same
+/// served root; the daemon keeps one index per distinct spec.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RootSpec {
+    /// Absolute, canonical path of the root directory (the client canonicalizes it).
+    pub path: PathBuf,
+    /// Absolute path of the config file, if one was given (it may not exist).
+    pub config: Option<PathBuf>,
+    /// `strict`, `balanced` or `code`; `None` = the config's or the default mode.
+    pub mode: Option<String>,
+    /// Serve files the default policy treats as private.
+    pub include_private: bool,
+    /// Honour `.gitignore` files (the default; `--no-gitignore` turns it off).
+    pub gitignore: bool,
+    /// Operator limits; `None` fields take the daemon's defaults.
+    pub limits: RootLimits,
+}
+
+/// Operator limits a client may set per root (spec 6.5 and the `redctx-mcp` flags).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RootLimits {
+    pub max_raw_bytes_per_file: Option<u64>,
+    pub max_total_raw_bytes: Option<u64>,
+    pub max_traversal_entries: Option<u64>,
+    pub max_resource_bytes: Option<u64>,
+}
+
+/// Everything a client can ask the daemon.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Run tool `tool` (e.g. `redctx_read`) with arguments the client already validated
+    /// against the tool's input schema (a JSON object, as text).
+    CallTool {
+        root: RootSpec,
+        tool: String,
+        arguments_json: String,
+    },
+    /// The client found the arguments of `tool` invalid with `message` (spec 3.1). The
+    /// daemon still runs the call's policy check first, so a blocked policy wins, then
+    /// answers `message` as an error result with an empty receipt.
+    RejectCall {
+        root: RootSpec,
+        tool: String,
+        message: String,
+    },
+    /// One page of file resources. `cursor` is the opaque `nextCursor` of the previous
+    /// page (`None` = first page); its format belongs to the daemon.
+    ListResources {
+        root: RootSpec,
+        cursor: Option<String>,
+    },
+    /// Read one resource by URI (`redctx://p_<12hex>`), as the client received it.
+    ReadResource { root: RootSpec, uri: String },
+    /// Daemon facts: version, pid, uptime, served roots.
+    Status,
+    /// The roots the daemon currently serves.
+    Roots,
+    /// Stop serving a root and drop its in-memory state.
+    ForgetRoot { root: PathBuf },
+    /// Answer `Response::Ok`, then stop the daemon cleanly.
+    Shutdown,
+    /// Answer `Response::Pong`; a liveness check.
+    Ping,
+}
+
+/// Everything the daemon can answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// Result of `CallTool` / `RejectCall`.
+    ToolResult(ToolResult),
+    /// Result of `ListResources`.
+    Resources(ResourcePage),
+    /// Result of `ReadResource`.
+    ResourceText(ResourceText),
+    /// Result of `Status`.
+    Status(StatusInfo),
+    /// Result of `Roots`.
+    Roots(Vec<RootInfo>),
+    /// Result of `ForgetRoot`: whether the root was being served.
+    Forgotten(bool),
+    /// Result of `Shutdown`.
+    Ok,
+    /// Result of `Ping`.
+    Pong,
+    /// The request failed; `message` is fixed, input-free text a user may see.
+    Error(ErrorReply),
+}
+
+/// A tool call's outcome, the parts of MCP's `CallToolResult` the daemon decides.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Redacted output, or a fixed error message when `is_error`.
+    pub text: String,
+    pub is_error: bool,
+    /// The receipt object (spec 5.11) as JSON text.
+    pub receipt_json: String,
+}
+
+/// One page of resources and the cursor of the next page.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourcePage {
+    pub resources: Vec<ResourceEntry>,
+    /// `Some` when more resources follow.
+    pub next_cursor: Option<String>,
+}
+
+/// One readable file as a resource; the client turns it into MCP's resource object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceEntry {
+    /// Opaque path id without the `@`: `p_<12hex>`.
+    pub id: String,
+    /// Redacted root-relative path.
+    pub title: String,
+    pub mime_type: String,
+    /// `st_size` of the file.
+    pub size: u64,
+}
+
+/// Redacted content of one resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceText {
+    /// Canonical URI of the resource (`redctx://p_<12hex>`).
+    pub uri: String,
+    pub mime_type: String,
+    pub text: String,
+}
+
+/// What `redctx daemon status` shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusInfo {
+    pub daemon_version: String,
+    pub protocol_version: u32,
+    pub pid: u32,
+    pub uptime_ms: u64,
+    /// Connections open right now (including the one asking).
+    pub connections: u64,
+    /// Requests answered since start.
+    pub requests_served: u64,
+    pub roots: Vec<RootInfo>,
+}
+
+/// One served root, as far as a client needs to know it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootInfo {
+    /// Absolute root path. Shown to the local user only, never to an MCP client.
+    pub path: PathBuf,
+    /// Short state word, e.g. `ready`, `indexing`, `blocked`.
+    pub state: String,
+    /// Files currently known in the root's index.
+    pub files: u64,
+}
+
+/// A failed request: what kind (so the client picks a JSON-RPC code) and a fixed message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl ErrorReply {
+    /// Shorthand constructor.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        ErrorReply {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Error classes; each maps to one MCP/JSON-RPC error code on the client side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// The request's parameters are malformed (MCP `-32602`), e.g. a bad cursor.
+    InvalidParams,
+    /// A resource is missing, refused or over a limit (MCP `-32002`).
+    Resource,
+    /// The daemon failed unexpectedly (MCP `-32603`); details are in the daemon log.
+    Internal,
+    /// The daemon is stopping and takes no new work.
+    ShuttingDown,
+    /// The request is not supported by this daemon.
+    Unsupported,
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    #[error("socket I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("frame of {0} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")]
+    TooLarge(u64),
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    #[error("malformed message: {0}")]
+    Decode(postcard::Error),
+    #[error("message could not be encoded: {0}")]
+    Encode(postcard::Error),
+}
+
+/// Encode `msg` and write it as one frame, then flush.
+pub async fn write_frame<W, T>(w: &mut W, msg: &T) -> Result<(), FrameError>
+where
+    W: AsyncWrite + Unpin + ?Sized,
+    T: Serialize + ?Sized,
+{
+    let body = postcard::to_allocvec(msg).map_err(FrameError::Encode)?;
+    if body.len() as u64 > u64::from(MAX_FRAME_BYTES) {
+        return Err(FrameError::TooLarge(body.len() as u64));
+    }
+    let mut frame = Vec::with_capacity(4 + body.len());
+    frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&body);
+    w.write_all(&frame).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+/// Read one frame and decode it. `Ok(None)` means the peer closed the connection cleanly
+/// at a frame boundary; a close inside a frame is [`FrameError::Truncated`].
+pub async fn read_frame<R, T>(r: &mut R) -> Result<Option<T>, FrameError>
+where
+    R: AsyncRead + Unpin + ?Sized,
+    T: DeserializeOwned,
+{
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut len[got..]).await?;
+        if n == 0 {
+            return if got == 0 {
+                Ok(None)
+            } else {
+                Err(FrameError::Truncated)
+            };
+        }
+        got += n;
+    }
+    let len = u32::from_le_bytes(len);
+    if len > MAX_FRAME_BYTES {
+        return Err(FrameError::TooLarge(u64::from(len)));
+    }
+    let mut body = vec![0u8; len as usize];
+    r.read_exact(&mut body).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
+        _ => FrameError::Io(e),
+    })?;
+    postcard::from_bytes(&body)
+        .map(Some)
+        .map_err(FrameError::Decode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    fn sample_root() -> RootSpec {
+        RootSpec {
+            path: "/srv/repo".into(),
+            config: Some("/srv/repo/redctx.toml".into()),
+            mode: Some("strict".into()),
+            include_private: false,
+            gitignore: true,
+            limits: RootLimits {
+                max_traversal_entries: Some(10),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn every_request_and_response_survives_a_frame_round_trip() {
+        let requests = [
+            Request::CallTool {
+                root: sample_root(),
+                tool: "redctx_read".into(),
+                arguments_json: r#"{"path":"a.md"}"#.into(),
+            },
+            Request::RejectCall {
+                root: sample_root(),
+                tool: "redctx_read".into(),
+                message: "x".into(),
+            },
+            Request::ListResources {
+                root: sample_root(),
+                cursor: Some("200".into()),
+            },
+            Request::ReadResource {
+                root: sample_root(),
+                uri: "redctx://p_0123456789ab".into(),
+            },
+            Request::Status,
+            Request::Roots,
+            Request::ForgetRoot {
+                root: "/srv/repo".into(),
+            },
+            Request::Shutdown,
+            Request::Ping,
+        ];
+        let responses = [
+            Response::ToolResult(ToolResult {
+                text: "é\n".into(),
+                is_error: true,
+                receipt_json: "{}".into(),
+            }),
+            Response::Resources(ResourcePage {
+                resources: vec![ResourceEntry {
+                    id: "p_0123456789ab".into(),
+                    title: "a.md".into(),
+                    mime_type: "text/markdown".into(),
+                    size: 3,
+                }],
+                next_cursor: None,
+            }),
+            Response::Error(ErrorReply::new(ErrorKind::Resource, "Resource not found.")),
+            Response::Status(StatusInfo {
+                roots: vec![RootInfo::default()],
+                ..Default::default()
+            }),
+            Response::Forgotten(true),
+            Response::Pong,
+        ];
+        rt().block_on(async {
+            let mut buf = Vec::new();
+            for (i, r) in requests.iter().enumerate() {
+                write_frame(
+                    &mut buf,
+                    &ClientMessage::Request {
+                        id: i as u64,
+                        request: r.clone(),
+                    },
+                )
+                .await
+                .unwrap();
+            }
+            for (i, r) in responses.iter().enumerate() {
+                write_frame(
+                    &mut buf,
+                    &ServerMessage {
+                        id: i as u64,
+                        response: r.clone(),
+                    },
+                )
+                .await
+                .unwrap();
+            }
+            let mut rd = buf.as_slice();
+            for (i, r) in requests.iter().enumerate() {
+                let got: ClientMessage = read_frame(&mut rd).await.unwrap().unwrap();
+                assert_eq!(
+                    got,
+                    ClientMessage::Request {
+                        id: i as u64,
+                        request: r.clone()
+                    }
+                );
+            }
+            for (i, r) in responses.iter().enumerate() {
+                let got: ServerMessage = read_frame(&mut rd).await.unwrap().unwrap();
+                assert_eq!(
+                    got,
+                    ServerMessage {
+                        id: i as u64,
+                        response: r.clone()
+                    }
+                );
+            }
+            assert!(
+                read_frame::<_, ServerMessage>(&mut rd)
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+        });
+    }
+
+    #[test]
+    fn frame_layout_is_u32_le_length_then_postcard() {
+        rt().block_on(async {
+            let mut buf = Vec::new();
+            write_frame(&mut buf, &Hello::current()).await.unwrap();
+            let body = postcard::to_allocvec(&Hello::current()).unwrap();
+            assert_eq!(&buf[..4], &(body.len() as u32).to_le_bytes());
+            assert_eq!(&buf[4..], &body[..]);
+        });
+    }
+
+    #[test]
+    fn oversized_or_cut_frames_are_refused() {
+        rt().block_on(async {
+            let huge = (MAX_FRAME_BYTES + 1).to_le_bytes();
+            let err = read_frame::<_, Hello>(&mut &huge[..]).await.unwrap_err();
+            assert!(matches!(err, FrameError::TooLarge(_)));
+            let cut = [5u8, 0, 0, 0, 1, 2];
+            let err = read_frame::<_, Hello>(&mut &cut[..]).await.unwrap_err();
+            assert!(matches!(err, FrameError::Truncated));
+            let half_len = [5u8, 0];
+            let err = read_frame::<_, Hello>(&mut &half_len[..])
+                .await
+                .unwrap_err();
+            assert!(matches!(err, FrameError::Truncated));
+        });
+    }
+
+    #[test]
+    fn handshake_encoding_is_frozen() {
+        // These bytes must never change: old clients and daemons rely on them to report
+        // a version mismatch instead of failing to decode.
+        let hello = Hello {
+            protocol_version: 1,
+            client_version: "0.1.0".into(),
+        };
+        assert_eq!(postcard::to_allocvec(&hello).unwrap(), b"\x01\x050.1.0");
+        let reply = HelloReply::Mismatch {
+            daemon_version: "9".into(),
+            protocol_version: 2,
+            pid: 300,
+        };
+        assert_eq!(
+            postcard::to_allocvec(&reply).unwrap(),
+            b"\x01\x019\x02\xac\x02"
+        );
+    }
+}

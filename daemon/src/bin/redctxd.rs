@@ -1,1 +1,127 @@
-fn main() {}
+//! `redctxd`: the redctx daemon. Serves redacted views of local roots to `redctx`
+//! clients over a private local socket; normally started on demand by `redctx mcp` or
+//! `redctx daemon start`, and stopped with `redctx daemon stop`.
+
+use clap::Parser;
+use redctx_daemon::server::{self, Backend, BindError};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The redctx daemon: one per user, serving every root its clients ask for.
+#[derive(Parser, Debug)]
+#[command(name = "redctxd", version, about, long_about = None)]
+struct Args {
+    /// Socket path (default: $REDCTX_SOCKET, else $XDG_RUNTIME_DIR/redctx/redctxd.sock or
+    /// <state dir>/run/redctxd.sock).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// State directory for logs and caches (default: $REDCTX_STATE_DIR, else
+    /// $XDG_STATE_HOME/redctx or ~/.local/state/redctx).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Log filter, e.g. `info` or `redctx_daemon=debug` (default: $REDCTX_LOG or `info`).
+    #[arg(long, value_name = "FILTER")]
+    log: Option<String>,
+    /// Also write logs to stderr (useful when running in a terminal).
+    #[arg(long)]
+    log_stderr: bool,
+    /// TEST ONLY: serve the fake backend instead of real redaction (also
+    /// REDCTX_FAKE_BACKEND=1).
+    #[arg(long, hide = true)]
+    fake_backend: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            tracing::error!("{msg}");
+            eprintln!("redctxd: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let state_dir = match args.state_dir.clone() {
+        Some(d) => d,
+        None => redctx_proto::paths::state_dir().map_err(|e| e.to_string())?,
+    };
+    init_logging(&state_dir, args.log.as_deref(), args.log_stderr)?;
+
+    // A socket chosen by the user lives in a directory we must not re-permission.
+    let user_socket = args.socket.is_some()
+        || std::env::var_os(redctx_proto::paths::SOCKET_ENV).is_some_and(|v| !v.is_empty());
+    let socket = match args.socket.clone() {
+        Some(s) => s,
+        None => redctx_proto::paths::socket_path().map_err(|e| e.to_string())?,
+    };
+    let backend = make_backend(&args)?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("redctxd")
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    rt.block_on(async move {
+        let bound = server::bind(&socket, !user_socket)
+            .await
+            .map_err(|e| match e {
+                BindError::AlreadyRunning { .. } => e.to_string(),
+                other => other.to_string(),
+            })?;
+        server::serve(bound, backend, server::shutdown_signal())
+            .await
+            .map_err(|e| format!("server failed: {e}"))
+    })
+}
+
+fn make_backend(args: &Args) -> Result<Arc<dyn Backend>, String> {
+    let fake_env = std::env::var_os("REDCTX_FAKE_BACKEND").is_some_and(|v| v == "1");
+    if args.fake_backend || fake_env {
+        tracing::warn!("serving the FAKE backend (test only)");
+        return Ok(Arc::new(server::fake::FakeBackend::new()));
+    }
+    Err("this build has no redaction backend wired in yet; only --fake-backend (tests) is available".into())
+}
+
+fn init_logging(
+    state_dir: &std::path::Path,
+    filter: Option<&str>,
+    to_stderr: bool,
+) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use tracing_subscriber::{EnvFilter, fmt, prelude::*};
+    let log_dir = redctx_proto::paths::log_dir(state_dir);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&log_dir)
+        .map_err(|e| format!("cannot create the log directory {}: {e}", log_dir.display()))?;
+    let path = log_dir.join("redctxd.log");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+    let filter = match filter
+        .map(str::to_string)
+        .or_else(|| std::env::var("REDCTX_LOG").ok())
+    {
+        Some(f) => EnvFilter::try_new(&f).map_err(|e| format!("invalid log filter: {e}"))?,
+        None => EnvFilter::new("info"),
+    };
+    let file_layer = fmt::layer()
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file));
+    let stderr_layer = to_stderr.then(|| fmt::layer().with_writer(std::io::stderr));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(file_layer)
+        .with(stderr_layer)
+        .try_init()
+        .map_err(|e| format!("cannot initialise logging: {e}"))
+}

@@ -1,0 +1,309 @@
+//! Command line of `redctx`: `redctx mcp` and `redctx daemon start|stop|restart|status`.
+//!
+//! Exit codes: 0 success, 1 failure (one line on stderr saying what failed and what to
+//! do), 2 usage error (from clap).
+
+use crate::daemon::{self, ClientError, Endpoint, Link};
+use crate::mcp::Shim;
+use clap::{Parser, Subcommand};
+use redctx_proto::{Request, Response, RootLimits, RootSpec};
+use rmcp::ServiceExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// redctx: let AI agents read a private codebase without seeing its secrets.
+#[derive(Parser, Debug)]
+#[command(name = "redctx", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve one root to an AI agent as an MCP server on stdin/stdout, starting the
+    /// daemon if needed.
+    ///
+    /// Example (in .mcp.json): "command": "redctx", "args": ["mcp", "--root", "/path/to/repo"]
+    Mcp(McpArgs),
+    /// Manage the background daemon that does the redaction work.
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+}
+
+/// Options of `redctx mcp`; they select the served root and its policy.
+#[derive(clap::Args, Debug)]
+struct McpArgs {
+    /// Directory to serve (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    root: PathBuf,
+    /// Redaction config file (TOML).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Redaction mode (default: from the config, else strict).
+    #[arg(long, value_parser = ["strict", "balanced", "code"])]
+    mode: Option<String>,
+    /// Also serve files the default policy keeps private.
+    #[arg(long)]
+    include_private: bool,
+    /// Do not honour .gitignore files.
+    #[arg(long)]
+    no_gitignore: bool,
+    /// Refuse files larger than this many bytes (default 5000000).
+    #[arg(long, value_name = "BYTES")]
+    max_raw_bytes_per_file: Option<u64>,
+    /// Byte budget of one call across files (default 50000000).
+    #[arg(long, value_name = "BYTES")]
+    max_total_raw_bytes: Option<u64>,
+    /// Entry budget of one directory walk (default 10000).
+    #[arg(long, value_name = "N")]
+    max_traversal_entries: Option<u64>,
+    /// Largest file served as an MCP resource (default 1000000).
+    #[arg(long, value_name = "BYTES")]
+    max_resource_bytes: Option<u64>,
+}
+
+#[derive(Subcommand, Debug)]
+enum DaemonAction {
+    /// Start the daemon in the background (does nothing if it already runs).
+    Start,
+    /// Stop the running daemon.
+    Stop,
+    /// Stop the daemon, then start it again (e.g. after an upgrade).
+    Restart,
+    /// Show the daemon's version, pid, uptime and served roots.
+    Status,
+}
+
+/// Entry point of the `redctx` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Mcp(args) => run_mcp(args),
+        Command::Daemon { action } => run_daemon(action),
+    }
+}
+
+fn fail(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("redctx: {msg}");
+    ExitCode::FAILURE
+}
+
+fn root_spec(args: &McpArgs) -> Result<RootSpec, String> {
+    let path = match std::fs::canonicalize(&args.root) {
+        Ok(p) if p.is_dir() => p,
+        _ => {
+            return Err(format!(
+                "Root must be an existing directory (got --root {}); pass the directory to serve with --root",
+                args.root.display()
+            ));
+        }
+    };
+    let config = args.config.as_ref().map(|c| {
+        std::fs::canonicalize(c).unwrap_or_else(|_| {
+            std::env::current_dir()
+                .map(|d| d.join(c))
+                .unwrap_or_else(|_| c.clone())
+        })
+    });
+    Ok(RootSpec {
+        path,
+        config,
+        mode: args.mode.clone(),
+        include_private: args.include_private,
+        gitignore: !args.no_gitignore,
+        limits: RootLimits {
+            max_raw_bytes_per_file: args.max_raw_bytes_per_file,
+            max_total_raw_bytes: args.max_total_raw_bytes,
+            max_traversal_entries: args.max_traversal_entries,
+            max_resource_bytes: args.max_resource_bytes,
+        },
+    })
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+fn run_mcp(args: McpArgs) -> ExitCode {
+    let root = match root_spec(&args) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let ep = match Endpoint::from_env() {
+        Ok(ep) => ep,
+        Err(e) => return fail(e),
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    let code = rt.block_on(async move {
+        let (conn, _) = match daemon::connect_or_start(&ep, daemon::START_TIMEOUT).await {
+            Ok(c) => c,
+            Err(e) => return fail(e),
+        };
+        let shim = Shim::new(root, Link::new(ep, conn));
+        let service = match shim.serve(rmcp::transport::stdio()).await {
+            Ok(s) => s,
+            Err(e) => return fail(format!("MCP session failed to start: {e}")),
+        };
+        match service.waiting().await {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => fail(format!("MCP session ended abnormally: {e}")),
+        }
+    });
+    // tokio's stdin reader may still block on a read; leave without waiting for it.
+    std::process::exit(if code == ExitCode::SUCCESS { 0 } else { 1 });
+}
+
+fn run_daemon(action: DaemonAction) -> ExitCode {
+    let ep = match Endpoint::from_env() {
+        Ok(ep) => ep,
+        Err(e) => return fail(e),
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail(e),
+    };
+    rt.block_on(async move {
+        match action {
+            DaemonAction::Start => start(&ep).await,
+            DaemonAction::Stop => stop(&ep).await,
+            DaemonAction::Restart => match stop(&ep).await {
+                c if c == ExitCode::SUCCESS => start(&ep).await,
+                c => c,
+            },
+            DaemonAction::Status => status(&ep).await,
+        }
+    })
+}
+
+async fn start(ep: &Endpoint) -> ExitCode {
+    match daemon::connect_or_start(ep, daemon::START_TIMEOUT).await {
+        Ok((c, true)) => {
+            println!(
+                "started redctx daemon {} (pid {}, socket {})",
+                c.daemon_version,
+                c.pid,
+                ep.socket.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Ok((c, false)) => {
+            println!(
+                "redctx daemon {} is already running (pid {})",
+                c.daemon_version, c.pid
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+async fn stop(ep: &Endpoint) -> ExitCode {
+    let pid = match daemon::connect(ep).await {
+        Ok(conn) => match conn.request(Request::Shutdown).await {
+            Ok(Response::Ok) => conn.pid,
+            Ok(_) => return fail("the daemon refused to shut down; see its log"),
+            Err(e) => return fail(e),
+        },
+        Err(ClientError::NotRunning(_)) => {
+            println!("redctx daemon is not running");
+            return ExitCode::SUCCESS;
+        }
+        Err(ClientError::Mismatch { pid, .. }) => {
+            // An incompatible daemon cannot be asked; ask the process instead.
+            // SAFETY: plain kill(2); the socket's peer credentials showed it is ours.
+            if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
+                return fail(format!(
+                    "cannot stop the daemon (pid {pid}): {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            pid
+        }
+        Err(e) => return fail(e),
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match daemon::connect(ep).await {
+            Err(ClientError::NotRunning(_)) => break,
+            _ if Instant::now() >= deadline => {
+                return fail(format!(
+                    "the daemon (pid {pid}) is still running after 5 s; stop it with `kill {pid}`"
+                ));
+            }
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+    println!("stopped redctx daemon (pid {pid})");
+    ExitCode::SUCCESS
+}
+
+async fn status(ep: &Endpoint) -> ExitCode {
+    let conn = match daemon::connect(ep).await {
+        Ok(c) => c,
+        Err(ClientError::NotRunning(_)) => {
+            println!(
+                "redctx daemon is not running (socket {})",
+                ep.socket.display()
+            );
+            println!("start it with `redctx daemon start`, or let `redctx mcp` start it on demand");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => return fail(e),
+    };
+    let s = match conn.request(Request::Status).await {
+        Ok(Response::Status(s)) => s,
+        Ok(Response::Error(e)) => return fail(e.message),
+        Ok(_) => return fail("unexpected answer from the daemon"),
+        Err(e) => return fail(e),
+    };
+    println!("redctx daemon: running");
+    println!(
+        "version: {} (protocol {})",
+        s.daemon_version, s.protocol_version
+    );
+    println!("pid: {}", s.pid);
+    println!(
+        "uptime: {}",
+        human_duration(Duration::from_millis(s.uptime_ms))
+    );
+    println!("socket: {}", ep.socket.display());
+    println!("log: {}", ep.log_file().display());
+    println!("connections: {}", s.connections);
+    println!("requests served: {}", s.requests_served);
+    println!("roots: {}", s.roots.len());
+    for r in &s.roots {
+        println!("  {}\t{}\t{} files", r.path.display(), r.state, r.files);
+    }
+    ExitCode::SUCCESS
+}
+
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m {:02}s", s / 3600, (s / 60) % 60, s % 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_a_clock() {
+        assert_eq!(human_duration(Duration::from_secs(5)), "5s");
+        assert_eq!(human_duration(Duration::from_secs(65)), "1m 05s");
+        assert_eq!(human_duration(Duration::from_secs(3723)), "1h 02m 03s");
+    }
+}

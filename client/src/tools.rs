@@ -1,0 +1,670 @@
+//! The MCP tool catalogue of `redctx mcp` and the argument validation of spec 3.1.
+//!
+//! The catalogue is data: names, titles, input schemas and annotations follow the
+//! reference (spec 3.2) so agents and prompts written for it keep working; descriptions
+//! are our own words stating the same facts. The input schemas double as the validation
+//! rules: [`validate`] walks them the way the reference's validator does, so the schema an
+//! agent sees and the checks it meets can never drift apart.
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+use std::sync::{Arc, OnceLock};
+
+/// Paths scope, shared by search, retrieve and bundle.
+const PATHS_DESC: &str = "Restrict the call to these files or directories, given as root-relative \
+paths or `@p_<id>` references. Directories are walked recursively; excluded, protected, \
+symlinked and binary files are skipped. Empty (the default) means the whole root. Together with \
+`glob`, a file must lie under one of these paths and match one of the globs.";
+
+/// Glob filter, shared by search, retrieve and bundle.
+const GLOB_DESC: &str = "Shell-style patterns tested against each file's root-relative path, \
+such as `*.md` or `docs/*.txt`; a file is kept when any pattern matches. `*` also crosses `/`, so \
+`*.md` matches at any depth. Empty (the default) applies no filter. Works inside `paths`.";
+
+fn obj(v: Value) -> JsonObject {
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("schemas are JSON objects"),
+    }
+}
+
+fn schema(properties: Value, required: &[&str]) -> JsonObject {
+    let mut s = obj(json!({"type": "object", "properties": properties}));
+    if !required.is_empty() {
+        s.insert("required".into(), json!(required));
+    }
+    s.insert("additionalProperties".into(), Value::Bool(false));
+    s
+}
+
+/// Output schema shared by every tool (spec 3.1): `text` plus the redaction receipt.
+pub fn output_schema() -> JsonObject {
+    obj(json!({
+        "type": "object",
+        "description": "Every result in structured form: the same text as the text content block, \
+    and a receipt counting what redaction replaced during this call.",
+        "properties": {
+            "text": {
+                "type": "string",
+                "description": "The tool's output, identical to the text content and already redacted: \
+    sensitive values are stable `[CATEGORY_<hex>]` placeholders (declared aliases of one entity keep its \
+    hex and add a form suffix, `[CATEGORY_<hex>.<form>]`) and files are `@p_<id>` references. With \
+    `isError: true` it is instead a fixed error message, for example a limit that was hit or the notice \
+    that access stays blocked until the operator repairs the local redaction config."
+            },
+            "receipt": {
+                "type": "object",
+                "description": "Redaction statistics of this call alone; it never contains original values.",
+                "properties": {
+                    "detector_profile": {
+                        "type": "string",
+                        "description": "Built-in detector profile in force: `default`, or `extended`, which \
+    adds further identifier kinds and prompt-injection markers."
+                    },
+                    "counts_by_category": {
+                        "type": "object",
+                        "description": "Number of placeholders substituted while producing this result \
+    (file content and paths), keyed by category such as `PERSON`, `EMAIL` or `SECRET`; categories with \
+    zero are left out."
+                    },
+                    "detectors": {
+                        "type": "array",
+                        "description": "Only present when extra local detectors run: one entry per \
+    detector, in the order they were loaded.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "description": "Name of the detector."},
+                                "version": {"type": "string", "description": "Version of the detector."},
+                                "nominated": {
+                                    "type": "integer",
+                                    "description": "Distinct values the detector proposed during this \
+    call; every occurrence of each one is redacted."
+                                },
+                                "positional": {
+                                    "type": "integer",
+                                    "description": "Proposed spans that were redacted only where they \
+    were found, because they were too long or over the per-text value budget."
+                                }
+                            },
+                            "required": ["name", "version", "nominated", "positional"]
+                        }
+                    }
+                }
+            }
+        },
+        "required": ["text", "receipt"],
+        "additionalProperties": false
+    }))
+}
+
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
+fn tool(name: &'static str, title: &str, description: &'static str, input: JsonObject) -> Tool {
+    Tool::new(name, description, Arc::new(input))
+        .with_title(title)
+        .with_raw_output_schema(Arc::new(output_schema()))
+        .with_annotations(read_only())
+}
+
+/// The tools `redctx mcp` offers, in `tools/list` order.
+pub fn catalogue() -> &'static [Tool] {
+    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
+    TOOLS.get_or_init(build)
+}
+
+/// Look a tool up by name.
+pub fn find(name: &str) -> Option<&'static Tool> {
+    catalogue().iter().find(|t| t.name == name)
+}
+
+fn build() -> Vec<Tool> {
+    vec![
+        tool(
+            "redctx_tree",
+            "Tree",
+            "Indented outline of the directory hierarchy below `path`. Each line is `@p_<id> <name>` \
+with the name redacted, indented two spaces per level; directories end with `/`, and the first line \
+is the starting directory shown as `./`. Good for getting your bearings; use `redctx_list` for entry \
+kinds, sizes and full redacted paths, and `redctx_search` or `redctx_retrieve` to find content. \
+Excluded, protected (config, term files, `.env*`, keys) and symlinked entries never appear. Reuse \
+the `@p_<id>` references in later calls rather than typing names; on a very large root, lower \
+`max_depth` or start from a subdirectory.",
+            schema(
+                json!({
+                    "path": {
+                        "type": "string",
+                        "default": ".",
+                        "description": "Where to start: a root-relative path or an `@p_<id>` reference. \
+                Defaults to `.`, the root. Paths that leave the root are refused; a file prints only its own entry."
+                    },
+                    "max_depth": {
+                        "type": "integer",
+                        "default": 3,
+                        "minimum": 0,
+                        "description": "How many levels below `path` to show; 0 shows `path` alone. Defaults to 3."
+                    }
+                }),
+                &[],
+            ),
+        ),
+        tool(
+            "redctx_list",
+            "List",
+            "Directory entries as tab-separated lines: the `@p_<id>` reference, `file` or `dir`, the \
+size in bytes (`-` for directories) and the redacted root-relative path. Lists the direct children \
+by default, or with `recursive` the whole subtree beginning with `path` itself. Use it to collect \
+ids, sizes and full paths; `redctx_tree` gives a more compact outline. Excluded, protected and \
+symlinked entries are left out and paths are redacted, so hand the returned `@p_<id>` values to \
+`redctx_read`, `redctx_stat` or `redctx_bundle` instead of retyping names.",
+            schema(
+                json!({
+                    "path": {
+                        "type": "string",
+                        "default": ".",
+                        "description": "Directory to list: a root-relative path or an `@p_<id>` reference. \
+                Defaults to `.`, the root. A file yields just its own entry."
+                    },
+                    "recursive": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "List the entire subtree, starting with `path` itself, rather than \
+                only its direct children. Defaults to false."
+                    },
+                    "max_depth": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "Only with `recursive`: how many levels below `path` to descend; 0 \
+                lists `path` alone. Unlimited by default, and ignored without `recursive`."
+                    }
+                }),
+                &[],
+            ),
+        ),
+        tool(
+            "redctx_read",
+            "Read",
+            "Redacted text of one file, or of an inclusive 1-based range of its lines, after a header \
+line `--- @p_<id> <redacted path> lines S-E ---`. Redaction keeps the original line numbering. Text \
+longer than `max_chars` is cut, never inside a placeholder, and ends with a `[TRUNCATED]` line. Use \
+it to read one file or cite exact lines; `redctx_bundle` loads several whole files in one call, and \
+`redctx_search` or `redctx_retrieve` help find the lines first. Binary, excluded and protected files \
+are refused, and so are files above the server's per-file byte limit (5 MB by default).",
+            schema(
+                json!({
+                    "path": {
+                        "type": "string",
+                        "description": "The file: an `@p_<id>` reference from earlier output, or a \
+                root-relative path."
+                    },
+                    "start_line": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "First line to return, 1-based and inclusive; defaults to 1. It may \
+                not lie after `end_line`, or after the file's last line when `end_line` is left out."
+                    },
+                    "end_line": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Last line to return, 1-based and inclusive; defaults to the last \
+                line, and larger values are clamped to it."
+                    },
+                    "max_chars": {
+                        "type": "integer",
+                        "default": 120000,
+                        "minimum": 1,
+                        "description": "Most characters of file text returned once the line range is \
+                applied; anything longer is cut and ends with `[TRUNCATED]`. Defaults to 120000."
+                    },
+                    "line_numbers": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Put each line's number in the file and a tab in front of it. \
+                Defaults to false."
+                    }
+                }),
+                &["path"],
+            ),
+        ),
+        tool(
+            "redctx_search",
+            "Search",
+            "Find lines of redacted text that contain `query` (a literal substring or, with `regex`, a \
+pattern in Rust `regex` crate syntax) and print them grep-style as `@p_<id>:<line>:<redacted path>:<text>`; \
+context lines put `-` instead of `:` after the id. Prints `No matches.` when nothing matches. Use it \
+for exact words, identifiers or patterns and for nearby lines; use `redctx_retrieve` for ranked \
+passages answering a multi-word question. Only redacted text is searched, so original sensitive \
+values never match: to find every mention of a value, search for its placeholder copied from earlier \
+output, such as `[PERSON_<hex>]`. Aliases declared for one entity share its hex and add a form suffix \
+(`[PERSON_<hex>.<form>]`, `[EMAIL_<hex>.<form>]`): search `[PERSON_<hex>` without the closing bracket \
+for every person-typed form, or the bare `<hex>` for all forms. Output stops after `max_results` \
+lines with a `[TRUNCATED]` line. The call fails after 30 s, or when a file in scope is above the \
+server's per-file byte limit (5 MB by default); narrow `paths` or `glob` then.",
+            schema(
+                json!({
+                    "query": {
+                        "type": "string",
+                        "description": "What to find within a single line of redacted output: a literal \
+                substring, or a regular expression when `regex` is true. A placeholder copied from earlier output works."
+                    },
+                    "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
+                    "ignore_case": {
+                        "type": "boolean",
+                        "default": true,
+                        "description": "Ignore case, for literal and regex queries alike. Defaults to true."
+                    },
+                    "regex": {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "Treat `query` as a regular expression matched against each line, in \
+                Rust `regex` syntax (RE2-like: no backreferences or look-around; matching time is linear, so no \
+                pattern can hang the search). Defaults to false. A pattern that does not compile fails with \
+                `Invalid regex.`."
+                    },
+                    "context": {
+                        "type": "integer",
+                        "default": 0,
+                        "minimum": 0,
+                        "description": "Lines to show before and after each match. Defaults to 0. Context \
+                lines count toward `max_results`."
+                    },
+                    "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
+                    "max_results": {
+                        "type": "integer",
+                        "default": 200,
+                        "minimum": 1,
+                        "description": "Most output lines (matches and context lines together); reaching it \
+                ends the output with `[TRUNCATED]`. Defaults to 200."
+                    }
+                }),
+                &["query"],
+            ),
+        ),
+        tool(
+            "redctx_retrieve",
+            "Retrieve",
+            "Rank passages of redacted text (blocks of up to 24 lines) by how many different query words \
+they contain, then by BM25 relevance, and return the best under headers \
+`--- @p_<id> <redacted path> lines S-E score=<n> ---` followed by the passage text. Use it to look up \
+a topic when you do not know the exact wording; use `redctx_search` for an exact string or regex with \
+context lines. Words match whole and case-insensitively on redacted text, with no stemming or \
+embeddings. Only passages that fit completely within `max_chars` are returned, with a \
+`[TRUNCATED: ...]` note when more matched. The whole root is ranked unless `paths` or `glob` narrow \
+it; the call fails after 30 s.",
+            schema(
+                json!({
+                    "query": {
+                        "type": "string",
+                        "maxLength": 2000,
+                        "description": "Words describing what you are after, for example `retention policy \
+                exceptions`. Common stop words are ignored; 1 to 64 distinct searchable words are required, and a \
+                placeholder counts as one word."
+                    },
+                    "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
+                    "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
+                    "max_results": {
+                        "type": "integer",
+                        "default": 8,
+                        "minimum": 1,
+                        "maximum": 50,
+                        "description": "Most passages to return. Defaults to 8."
+                    },
+                    "max_chars": {
+                        "type": "integer",
+                        "default": 12000,
+                        "minimum": 256,
+                        "maximum": 100000,
+                        "description": "Character budget of the whole answer; passages that would not fit \
+                completely are left out. Defaults to 12000."
+                    }
+                }),
+                &["query"],
+            ),
+        ),
+        tool(
+            "redctx_stat",
+            "Stat",
+            "Metadata of one file or directory as `key: value` lines: `id` (its `@p_<id>`), `path` \
+(redacted), `type` (`file` or `directory`), `size_bytes`, and `lines` for text files. Use it to size \
+up a file before choosing a `redctx_read` line range, or to get the opaque id of a known path; \
+`redctx_list` covers many entries at once. Excluded and protected paths are refused.",
+            schema(
+                json!({
+                    "path": {
+                        "type": "string",
+                        "description": "A file or directory: an `@p_<id>` reference or a root-relative path."
+                    }
+                }),
+                &["path"],
+            ),
+        ),
+        tool(
+            "redctx_bundle",
+            "Bundle",
+            "Several redacted text files in one answer, each between `--- BEGIN @p_<id> <redacted path> ---` \
+and `--- END @p_<id> ---`. Use it to bring a folder or a `glob` selection into context at once; use \
+`redctx_read` for a single file or a line range, since bundles carry no line numbers. A file longer \
+than `max_chars_per_file` is cut with `[TRUNCATED]`, and when `max_files` or `max_total_chars` stops \
+the bundle before the last file it ends with `[TRUNCATED: file or total character limit reached]`. \
+A file in scope above the server's per-file byte limit (5 MB by default) fails the call.",
+            schema(
+                json!({
+                    "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
+                    "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
+                    "max_files": {
+                        "type": "integer",
+                        "default": 80,
+                        "minimum": 1,
+                        "description": "Most files to include. Defaults to 80."
+                    },
+                    "max_chars_per_file": {
+                        "type": "integer",
+                        "default": 30000,
+                        "minimum": 1,
+                        "description": "Most redacted characters kept from each file; longer files end with \
+                `[TRUNCATED]`. Defaults to 30000."
+                    },
+                    "max_total_chars": {
+                        "type": "integer",
+                        "default": 300000,
+                        "minimum": 1,
+                        "description": "No further file is started once this many file characters have been \
+                written, so the total can exceed it by up to one file. Defaults to 300000."
+                    }
+                }),
+                &[],
+            ),
+        ),
+        tool(
+            "redctx_doctor",
+            "Doctor",
+            "Summary of the redaction setup in force as `key: value` lines: whether a config file was \
+loaded, the mode, the detector profile, where the salt comes from, how many clients, organizations, \
+people, other terms, alias groups, aliases and allow terms are configured, the exclusion counts, and \
+any extra detectors by name and version. It prints counts only, never the terms, and reads no files \
+of the root. Use it to see which policy applies; `redctx_audit` actually tests redaction and \
+containment. While the local policy cannot be loaded it is blocked like every other tool until the \
+operator repairs the config.",
+            schema(json!({}), &[]),
+        ),
+        tool(
+            "redctx_audit",
+            "Audit",
+            "Run safety checks and print one line per check, `<category>: <name> <STATUS>` followed by \
+details, with STATUS one of PASS, WARN, FAIL or NOT_TESTED (or a JSON report with `format`). The \
+checks cover symlinks and reparse points under the root (listed by opaque id), the vault salt, the \
+configured private terms and overly broad allow entries, a synthetic secret-leak test of the \
+redactor, and whether controlled writes are enabled. Use it to confirm the setup is safe; \
+`redctx_doctor` is the quick count-only summary that scans nothing. It walks the whole root, never \
+prints sensitive terms, and returns the full report with `isError: true` when any check FAILs.",
+            schema(
+                json!({
+                    "format": {
+                        "type": "string",
+                        "enum": ["text", "json"],
+                        "default": "text",
+                        "description": "`text` (the default): one line per check, then up to 10 opaque \
+                references for flagged entries. `json`: `{\"checks\": [{\"category\", \"name\", \"status\", \"detail\", \
+                \"refs\"?}]}`."
+                    }
+                }),
+                &[],
+            ),
+        ),
+        tool(
+            "redctx_refresh_index",
+            "Refresh Index",
+            "Rescan the root to rebuild the index that resolves `@p_<id>` references and drop cached \
+redacted content; answers `Refreshed path index.`. The daemon watches the root and normally notices \
+changes by itself, so this is only needed when a reference shown by `redctx_list`, `redctx_tree` or \
+`redctx_search` is reported as `Unknown path id`. It changes no files.",
+            schema(json!({}), &[]),
+        ),
+    ]
+}
+
+/// Check `args` against `input_schema` exactly as the reference does (spec 3.1); the
+/// error is the fixed message the client sees. Order: unexpected keys (sorted), missing
+/// required keys, then each argument in the order the client sent them.
+pub fn validate(input_schema: &JsonObject, args: &JsonObject) -> Result<(), String> {
+    let empty = JsonObject::new();
+    let props = input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut unexpected: Vec<&str> = args
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !props.contains_key(*k))
+        .collect();
+    if !unexpected.is_empty() {
+        unexpected.sort_unstable();
+        return Err(format!(
+            "Unexpected argument(s): {}.",
+            unexpected.join(", ")
+        ));
+    }
+    if let Some(Value::Array(required)) = input_schema.get("required") {
+        let missing: Vec<&str> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|r| !args.contains_key(*r))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "Missing required argument(s): {}.",
+                missing.join(", ")
+            ));
+        }
+    }
+    for (name, value) in args {
+        if let Some(Value::Object(s)) = props.get(name) {
+            check_value(name, value, s)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_value(name: &str, value: &Value, schema: &JsonObject) -> Result<(), String> {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") if !value.is_string() => return Err(format!("{name} must be a string.")),
+        Some("integer") => {
+            // JSON booleans are never integers; `1.0` is a float, as in the reference.
+            let Some(n) = as_integer(value) else {
+                return Err(format!("{name} must be an integer."));
+            };
+            if let Some(min) = schema.get("minimum").and_then(as_integer)
+                && n < min
+            {
+                return Err(format!("{name} must be at least {min}."));
+            }
+        }
+        Some("boolean") if !value.is_boolean() => return Err(format!("{name} must be a boolean.")),
+        Some("array") => {
+            let Some(items) = value.as_array() else {
+                return Err(format!("{name} must be an array."));
+            };
+            if let Some(Value::Object(item_schema)) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check_value(&format!("{name}[{i}]"), item, item_schema)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(allowed)) = schema.get("enum")
+        && !allowed.contains(value)
+    {
+        let list: Vec<String> = allowed
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .collect();
+        return Err(format!("{name} must be one of: {}.", list.join(", ")));
+    }
+    Ok(())
+}
+
+fn as_integer(v: &Value) -> Option<i128> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(tool: &str, args: Value) -> Result<(), String> {
+        let t = find(tool).unwrap();
+        validate(&t.input_schema, args.as_object().unwrap())
+    }
+
+    #[test]
+    fn catalogue_lists_the_read_only_tools_in_reference_order() {
+        let names: Vec<&str> = catalogue().iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [
+                "redctx_tree",
+                "redctx_list",
+                "redctx_read",
+                "redctx_search",
+                "redctx_retrieve",
+                "redctx_stat",
+                "redctx_bundle",
+                "redctx_doctor",
+                "redctx_audit",
+                "redctx_refresh_index"
+            ]
+        );
+    }
+
+    #[test]
+    fn spec_14_2_scenario_13_messages() {
+        assert_eq!(
+            check("redctx_search", json!({"query": "x", "context": -1})),
+            Err("context must be at least 0.".into())
+        );
+        assert_eq!(
+            check("redctx_search", json!({"query": "x", "max_results": 0})),
+            Err("max_results must be at least 1.".into())
+        );
+        assert_eq!(
+            check("redctx_search", json!({"query": "x", "paths": [123]})),
+            Err("paths[0] must be a string.".into())
+        );
+        assert_eq!(
+            check("redctx_read", json!({"path": "a", "max_chars": true})),
+            Err("max_chars must be an integer.".into())
+        );
+    }
+
+    #[test]
+    fn unknown_keys_come_first_and_sorted() {
+        assert_eq!(
+            check("redctx_read", json!({"zeta": 1, "alpha": 2, "path": 5})),
+            Err("Unexpected argument(s): alpha, zeta.".into())
+        );
+        assert_eq!(
+            check("redctx_doctor", json!({"x": 1})),
+            Err("Unexpected argument(s): x.".into())
+        );
+    }
+
+    #[test]
+    fn missing_required_before_type_errors() {
+        assert_eq!(
+            check("redctx_read", json!({"max_chars": "x"})),
+            Err("Missing required argument(s): path.".into())
+        );
+    }
+
+    #[test]
+    fn arguments_are_checked_in_the_order_sent() {
+        assert_eq!(
+            check("redctx_read", json!({"line_numbers": 1, "path": 2})),
+            Err("line_numbers must be a boolean.".into())
+        );
+        assert_eq!(
+            check("redctx_read", json!({"path": 2, "line_numbers": 1})),
+            Err("path must be a string.".into())
+        );
+    }
+
+    #[test]
+    fn type_rules_match_the_reference() {
+        assert_eq!(
+            check("redctx_read", json!({"path": "a", "start_line": 1.0})),
+            Err("start_line must be an integer.".into())
+        );
+        assert_eq!(
+            check("redctx_read", json!({"path": "a", "start_line": null})),
+            Err("start_line must be an integer.".into())
+        );
+        assert_eq!(
+            check("redctx_search", json!({"query": "a", "glob": "*.md"})),
+            Err("glob must be an array.".into())
+        );
+        assert_eq!(
+            check("redctx_audit", json!({"format": "xml"})),
+            Err("format must be one of: text, json.".into())
+        );
+        assert_eq!(
+            check("redctx_audit", json!({"format": 3})),
+            Err("format must be a string.".into())
+        );
+        // maximum and maxLength are advertised but left to the tool (spec 3.1).
+        assert_eq!(
+            check("redctx_retrieve", json!({"query": "a", "max_results": 500})),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                "redctx_read",
+                json!({"path": "a", "start_line": 18446744073709551615u64})
+            ),
+            Ok(())
+        );
+        assert_eq!(check("redctx_list", json!({})), Ok(()));
+    }
+
+    #[test]
+    fn every_schema_is_closed_and_every_property_described() {
+        for t in catalogue() {
+            let s = &t.input_schema;
+            assert_eq!(s["type"], "object", "{}", t.name);
+            assert_eq!(s["additionalProperties"], false, "{}", t.name);
+            for (k, p) in s["properties"].as_object().unwrap() {
+                assert!(
+                    p["description"].as_str().is_some_and(|d| d.len() > 20),
+                    "{}.{k}",
+                    t.name
+                );
+            }
+            let a = t.annotations.as_ref().unwrap();
+            assert_eq!(
+                (
+                    a.read_only_hint,
+                    a.destructive_hint,
+                    a.idempotent_hint,
+                    a.open_world_hint
+                ),
+                (Some(true), Some(false), Some(true), Some(false))
+            );
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! A test double for [`Backend`]: predictable answers, no files, no redaction.
+//!
+//! Test-only. `redctxd --fake-backend` (or `REDCTX_FAKE_BACKEND=1`) serves it so the
+//! socket server and the `redctx mcp` shim can be tested as real processes before, and
+//! independently of, the redaction backend. Its behaviour:
+//! - `call_tool` answers `tool=<tool> root=<root path> args=<arguments_json>\n`; the
+//!   argument `"path": "missing"` gives the error `Path does not exist.`; `"path": "slow"`
+//!   waits until cancelled (at most 30 s) and then counts the cancellation.
+//! - a root whose last component is `blocked` has a blocked policy: every call answers
+//!   [`BLOCKED_MESSAGE`].
+//! - resources: [`RESOURCE_COUNT`] files `p_000000000000`, `p_000000000001`, … with
+//!   decimal-offset cursors (`cursor must be a string offset.` otherwise).
+
+use super::{Backend, Cancel};
+use redctx_proto::{
+    ErrorKind, ErrorReply, ResourceEntry, ResourcePage, ResourceText, RootInfo, RootSpec,
+    ToolResult,
+};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Number of fake resources (more than two pages of 200).
+pub const RESOURCE_COUNT: usize = 450;
+/// Page size of the fake resource listing (the reference's page size).
+pub const PAGE: usize = 200;
+/// Error text of a root with a blocked policy.
+pub const BLOCKED_MESSAGE: &str =
+    "Context access is blocked until the operator repairs the local redaction configuration.";
+/// Receipt of every fake answer.
+pub const RECEIPT_JSON: &str = r#"{"detector_profile":"default","counts_by_category":{}}"#;
+
+/// See the module docs.
+#[derive(Default)]
+pub struct FakeBackend {
+    roots: Mutex<BTreeSet<PathBuf>>,
+    cancelled: AtomicU64,
+}
+
+impl FakeBackend {
+    /// A backend serving no root yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many `slow` calls noticed their cancellation.
+    pub fn cancelled_count(&self) -> u64 {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    fn touch(&self, root: &RootSpec) {
+        self.roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(root.path.clone());
+    }
+
+    fn blocked(root: &RootSpec) -> Option<ToolResult> {
+        (root.path.file_name().is_some_and(|n| n == "blocked")).then(|| error(BLOCKED_MESSAGE))
+    }
+}
+
+fn error(text: &str) -> ToolResult {
+    ToolResult {
+        text: text.to_string(),
+        is_error: true,
+        receipt_json: RECEIPT_JSON.to_string(),
+    }
+}
+
+fn resource_id(i: usize) -> String {
+    format!("p_{i:012x}")
+}
+
+impl Backend for FakeBackend {
+    fn call_tool(
+        &self,
+        root: &RootSpec,
+        tool: &str,
+        arguments_json: &str,
+        cancel: &Cancel,
+    ) -> ToolResult {
+        self.touch(root);
+        if let Some(b) = Self::blocked(root) {
+            return b;
+        }
+        if arguments_json.contains(r#""path":"missing""#) {
+            return error("Path does not exist.");
+        }
+        if arguments_json.contains(r#""path":"slow""#) {
+            let until = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < until {
+                if cancel.is_cancelled() {
+                    self.cancelled.fetch_add(1, Ordering::Relaxed);
+                    return error("Operation deadline exceeded.");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            return error("Operation deadline exceeded.");
+        }
+        ToolResult {
+            text: format!(
+                "tool={tool} root={} args={arguments_json}\n",
+                root.path.display()
+            ),
+            is_error: false,
+            receipt_json: RECEIPT_JSON.to_string(),
+        }
+    }
+
+    fn reject_call(&self, root: &RootSpec, _tool: &str, message: &str) -> ToolResult {
+        self.touch(root);
+        Self::blocked(root).unwrap_or_else(|| error(message))
+    }
+
+    fn list_resources(
+        &self,
+        root: &RootSpec,
+        cursor: Option<&str>,
+        _cancel: &Cancel,
+    ) -> Result<ResourcePage, ErrorReply> {
+        self.touch(root);
+        let offset = match cursor {
+            None => 0,
+            Some(c) if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) => {
+                c.parse::<usize>().unwrap_or(usize::MAX)
+            }
+            Some(_) => {
+                return Err(ErrorReply::new(
+                    ErrorKind::InvalidParams,
+                    "cursor must be a string offset.",
+                ));
+            }
+        };
+        let end = offset.saturating_add(PAGE).min(RESOURCE_COUNT);
+        let resources = (offset.min(end)..end)
+            .map(|i| ResourceEntry {
+                id: resource_id(i),
+                title: format!("dir/file{i}.md"),
+                mime_type: "text/markdown".into(),
+                size: i as u64,
+            })
+            .collect();
+        let next_cursor = (end < RESOURCE_COUNT).then(|| end.to_string());
+        Ok(ResourcePage {
+            resources,
+            next_cursor,
+        })
+    }
+
+    fn read_resource(
+        &self,
+        root: &RootSpec,
+        uri: &str,
+        _cancel: &Cancel,
+    ) -> Result<ResourceText, ErrorReply> {
+        self.touch(root);
+        let not_found = || ErrorReply::new(ErrorKind::Resource, "Resource not found.");
+        let id = uri.strip_prefix("redctx://").ok_or_else(not_found)?;
+        let n = id
+            .strip_prefix("p_")
+            .filter(|h| h.len() == 12)
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .filter(|n| *n < RESOURCE_COUNT)
+            .ok_or_else(not_found)?;
+        Ok(ResourceText {
+            uri: format!("redctx://{}", resource_id(n)),
+            mime_type: "text/markdown".into(),
+            text: format!("fake content {n}\n"),
+        })
+    }
+
+    fn roots(&self) -> Vec<RootInfo> {
+        let roots = self.roots.lock().unwrap_or_else(|p| p.into_inner());
+        roots
+            .iter()
+            .map(|p| RootInfo {
+                path: p.clone(),
+                state: "ready".into(),
+                files: RESOURCE_COUNT as u64,
+            })
+            .collect()
+    }
+
+    fn forget_root(&self, root: &Path) -> bool {
+        self.roots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(root)
+    }
+}

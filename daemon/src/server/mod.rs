@@ -1,0 +1,176 @@
+//! The daemon's local-socket server: accepts clients, speaks `redctx-proto`, and hands
+//! each request to a [`Backend`].
+//!
+//! Invariant: this module knows nothing about redaction, files or MCP. It owns the
+//! socket (location, permissions, stale-file recovery, single-instance guarantee), the
+//! per-connection protocol (handshake, pipelined requests, cancellation) and
+//! scheduling: every request runs on its own task, backend work runs on the blocking
+//! pool, so a slow call never delays another one, on the same connection or elsewhere.
+//!
+//! Entry points: [`bind`] claims the socket (refusing to take over a live daemon),
+//! [`serve`] answers clients until it is told to stop, [`shutdown_signal`] resolves on
+//! SIGTERM/SIGINT. [`fake::FakeBackend`] is a test double.
+
+mod conn;
+pub mod fake;
+mod socket;
+
+pub use socket::{BindError, Bound, bind};
+
+use interprocess::local_socket::tokio::prelude::*;
+use redctx_proto::{ErrorReply, ResourcePage, ResourceText, RootInfo, RootSpec, ToolResult};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// What the daemon does with requests; the server only schedules and transports.
+///
+/// Methods are synchronous and may take long: the server calls them on tokio's blocking
+/// pool, one call per request, concurrently. Long loops should poll `cancel` and give up
+/// early once it is set (the client went away or cancelled); whatever they return then is
+/// discarded. Every `message` a method returns may reach an MCP client, so it must be a
+/// fixed, input-free text (spec 12.2).
+pub trait Backend: Send + Sync + 'static {
+    /// Run an already-validated tool call (`arguments_json` is a JSON object).
+    fn call_tool(
+        &self,
+        root: &RootSpec,
+        tool: &str,
+        arguments_json: &str,
+        cancel: &Cancel,
+    ) -> ToolResult;
+
+    /// The client rejected the arguments of `tool` with `message`. Run the call's policy
+    /// check as a real call would (a blocked policy answers with its own error), else
+    /// answer `message` as an error result with this root's empty receipt.
+    fn reject_call(&self, root: &RootSpec, tool: &str, message: &str) -> ToolResult;
+
+    /// One page of readable files as resources; `cursor` is the previous page's
+    /// `next_cursor` (its format is the backend's choice).
+    fn list_resources(
+        &self,
+        root: &RootSpec,
+        cursor: Option<&str>,
+        cancel: &Cancel,
+    ) -> Result<ResourcePage, ErrorReply>;
+
+    /// The redacted content of one resource URI, exactly as the client sent it.
+    fn read_resource(
+        &self,
+        root: &RootSpec,
+        uri: &str,
+        cancel: &Cancel,
+    ) -> Result<ResourceText, ErrorReply>;
+
+    /// Roots served right now.
+    fn roots(&self) -> Vec<RootInfo>;
+
+    /// Stop serving `root` and drop its state; `true` if it was served.
+    fn forget_root(&self, root: &Path) -> bool;
+}
+
+/// Cancellation flag of one request, shared between the server and the backend call.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// A flag that is not set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the requester no longer wants the answer.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Ask the work to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// State shared by the accept loop and every connection.
+pub(crate) struct Shared {
+    pub backend: Arc<dyn Backend>,
+    pub started: Instant,
+    pub connections: AtomicU64,
+    pub requests_served: AtomicU64,
+    pub shutdown: Notify,
+    pub socket: PathBuf,
+}
+
+/// Answer clients on `bound` until `stop` resolves or a client sends `Shutdown`. On
+/// return the socket file has been removed (the listener is dropped) and in-flight
+/// requests of open connections are cancelled.
+pub async fn serve(
+    bound: Bound,
+    backend: Arc<dyn Backend>,
+    stop: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let Bound {
+        listener,
+        lock,
+        path,
+    } = bound;
+    let shared = Arc::new(Shared {
+        backend,
+        started: Instant::now(),
+        connections: AtomicU64::new(0),
+        requests_served: AtomicU64::new(0),
+        shutdown: Notify::new(),
+        socket: path,
+    });
+    tracing::info!(socket = %shared.socket.display(), pid = std::process::id(), "redctxd listening");
+    let mut conns = tokio::task::JoinSet::new();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => { tracing::info!("stop signal received"); break; }
+            _ = shared.shutdown.notified() => { tracing::info!("shutdown requested by a client"); break; }
+            accepted = listener.accept() => match accepted {
+                Ok(stream) => { conns.spawn(conn::handle(stream, shared.clone())); }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    // Out of descriptors or similar: back off instead of spinning.
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener); // removes the socket file
+    conns.shutdown().await; // cancels in-flight requests
+    drop(lock);
+    tracing::info!("redctxd stopped");
+    Ok(())
+}
+
+/// Resolves when the process receives SIGTERM or SIGINT, so [`serve`] can remove the
+/// socket file before exit instead of leaving a stale one behind.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot install SIGTERM handler");
+            std::future::pending::<()>().await;
+            return;
+        }
+    };
+    let mut int = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot install SIGINT handler");
+            std::future::pending::<()>().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
