@@ -430,7 +430,7 @@ fn exempt_v6(ip: Ipv6Addr) -> bool {
 
 /// `v1.2.3.4`, `version 1.2.3.4`, `Version=1.0.0.0`: a dotted version, not an address.
 fn version_context(text: &str, start: usize) -> bool {
-    let from = super::util::floor_boundary(text, start.saturating_sub(24));
+    let from = super::util::floor_boundary(text, start.saturating_sub(96));
     let before = text[from..start].to_ascii_lowercase();
     let line_part = before.rsplit('\n').next().unwrap_or("");
     let trimmed = line_part.trim_end_matches(['"', '\'', ' ', '=', ':', '(', '@']);
@@ -440,6 +440,7 @@ fn version_context(text: &str, start: usize) -> bool {
         || line_part.contains("release")
         || line_part.contains("build")
         || line_part.contains("oid")
+        || line_part.contains("id-")
 }
 
 #[cfg(test)]
@@ -449,7 +450,7 @@ mod tests {
     fn found(text: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
         Pii::new().scan(text, FileKind::Code, &mut out);
-        out.into_iter().map(|c| (text[c.start..c.end].to_owned(), c.category.as_str())).collect()
+        super::super::resolve(text, out).into_iter().map(|f| (text[f.start..f.end].to_owned(), f.category.as_str())).collect()
     }
 
     #[test]

@@ -22,8 +22,12 @@ const GITLEAKS_TOML: &str = include_str!("../../../rules/gitleaks.toml");
 /// redctx's own rules in the same schema, for shapes gitleaks lacks.
 const REDCTX_TOML: &str = include_str!("../../../rules/redctx.toml");
 
-/// Rules of the vendored pack that another family covers better (values, not key+value).
-const REPLACED_RULES: &[&str] = &["kubernetes-secret-yaml"];
+/// Rules of the vendored pack that another family covers better: `generic-api-key` is
+/// replaced by S3 (strong keys, no entropy floor) and its S7 weak tier, which judge the
+/// key by its head word instead of any keyword nearby (`OAuthClientId`, `PrivateKey =
+/// ed25519.PrivateKey` and `HashPassword("password", salt)` are not secrets);
+/// `kubernetes-secret-yaml` captures key and value together where S3/S8 take the value.
+const REPLACED_RULES: &[&str] = &["generic-api-key", "kubernetes-secret-yaml"];
 
 /// Compiled regexes are capped at this many bytes each (gitleaks-sized patterns fit).
 const REGEX_SIZE_LIMIT: usize = 8 << 20;

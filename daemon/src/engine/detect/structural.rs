@@ -30,7 +30,7 @@ const STEMS: &[&str] = &[
 /// Head words that make a key sensitive with no entropy floor.
 const STRONG_HEADS: &[&str] = &[
     "password", "passwd", "passwort", "pwd", "pass", "passphrase", "passcode", "passw", "passe", "secret", "secrets",
-    "token", "tokens", "passwords", "credential", "credentials", "creds", "cred", "apikey", "dsn", "nkey", "contraseña",
+    "token", "tokens", "passwords", "credential", "credentials", "creds", "cred", "apikey", "dsn", "contraseña",
     "contrasena", "senha", "пароль", "密码", "口令", "parola", "wachtwoord", "haslo", "hasło", "clave",
     "connectionstring", "connstr", "privatekey", "secretkey", "accesskey", "apitoken", "authtoken", "accesstoken",
 ];
@@ -431,10 +431,10 @@ fn classify_tier(name: &str) -> Option<Tier> {
         return matches!(prev, "auth" | "authorization" | "verification" | "otp" | "mfa" | "oauth" | "recovery" | "backup")
             .then_some(Tier::Weak);
     }
-    if head == "string" && matches!(prev, "connection" | "conn") {
+    if matches!(head, "connection" | "conn") && words.get(i).is_some_and(|w| matches!(w.as_str(), "string" | "str")) {
         return Some(Tier::Strong);
     }
-    if WEAK_HEADS.contains(&head) {
+    if WEAK_HEADS.contains(&head) || head.ends_with("nkey") {
         return Some(Tier::Weak);
     }
     None
@@ -468,8 +468,15 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
     }
     if let Some(q) = util::quote_at(text, pos) {
         let vs = pos + q.len();
-        let close = util::find_closing(text, vs, q)?;
-        return Some((vs, close, true));
+        if let Some(close) = util::find_closing(text, vs, q) {
+            return Some((vs, close, true));
+        }
+        // A string continued on the next lines: keep its first line when that line
+        // is one base64 run (key material written over several lines).
+        let line_end = text[vs..].find('\n').map_or(text.len(), |i| vs + i);
+        let rest = text[vs..line_end].trim_end();
+        let b64 = rest.len() >= 32 && rest.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+        return b64.then_some((vs, vs + rest.len(), true));
     }
     let mut end = pos;
     while end < b.len() {
@@ -502,7 +509,8 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     if is_stand_in(v, class.password) {
         return false;
     }
-    if v.bytes().all(|b| b.is_ascii_digit() || b == b'.') && v.contains('.') {
+    let numeric = v.bytes().filter(|b| b.is_ascii_digit() || *b == b'.').count();
+    if v.contains('.') && numeric * 10 >= v.len() * 8 {
         return false; // versions, OIDs
     }
     if !v.bytes().any(|b| b.is_ascii_alphanumeric()) && !quoted {
@@ -549,8 +557,10 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     if !class.password && matches!(lower.as_str(), "secret" | "token" | "apikey" | "api_key" | "credentials" | "auth") {
         return false;
     }
-    if tier == Tier::Weak && !util::looks_random(v, 8, 2.5) {
-        return false;
+    if tier == Tier::Weak
+        && (!util::looks_random(v, 8, 2.5) || v.starts_with(['-', '_', '.', '/']) || v.ends_with(['-', '_', '.', '/']))
+    {
+        return false; // weak keys need a token-like value, not a fragment being concatenated
     }
     true
 }

@@ -65,7 +65,8 @@ fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
 }
 
 fn accept_password(p: &str) -> bool {
-    !util::is_placeholder(p) && !p.starts_with('%') && !p.starts_with('{') && !p.starts_with('$')
+    p.chars().count() >= 4
+        && !util::is_placeholder(p) && !p.starts_with('%') && !p.starts_with('{') && !p.starts_with('$')
 }
 
 /// `hostname:port:database:username:password`, `#` comments.
