@@ -45,7 +45,13 @@ fn main() -> ExitCode {
     };
     let text = String::from_utf8_lossy(&bytes);
     let detector = Detector::new();
-    let findings = detector.detect(&text, &DetectContext { rel_path: &path, prose: false });
+    let findings = detector.detect(
+        &text,
+        &DetectContext {
+            rel_path: &path,
+            prose: false,
+        },
+    );
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     let mut per_detector: BTreeMap<&str, usize> = BTreeMap::new();
@@ -60,12 +66,18 @@ fn main() -> ExitCode {
         *per_detector.entry(f.detector).or_default() += 1;
         if explain {
             let line = text[..f.start].matches('\n').count() + 1;
-            eprintln!("{line}\t{}\t{}\t{}", f.detector, f.category, value.escape_debug());
+            eprintln!(
+                "{line}\t{}\t{}\t{}",
+                f.detector,
+                f.category,
+                value.escape_debug()
+            );
         }
     }
     out.push_str(&text[last..]);
     let mut stdout = std::io::stdout().lock();
-    let written = writeln!(stdout, "--- {path} ---").and_then(|()| stdout.write_all(out.as_bytes()));
+    let written =
+        writeln!(stdout, "--- {path} ---").and_then(|()| stdout.write_all(out.as_bytes()));
     if written.is_err() {
         return ExitCode::from(1);
     }

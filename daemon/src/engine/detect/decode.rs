@@ -13,9 +13,11 @@ const MAX_DEPTH: u8 = 2;
 
 static B64: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_\-]{20,}={0,2}").expect("static regex"));
-static HEX: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){16,}\b").expect("static regex"));
-static PCT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+\-=&:/@]){12,}").expect("static regex"));
+static HEX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){16,}\b").expect("static regex"));
+static PCT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+\-=&:/@]){12,}").expect("static regex")
+});
 
 /// Adds decoded-and-rescanned candidates of `text` to `cands`.
 pub fn rescan(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<Candidate>) {
@@ -25,7 +27,13 @@ pub fn rescan(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<C
     }
 }
 
-fn rescan_at(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<Candidate>, depth: u8) {
+fn rescan_at(
+    det: &Detector,
+    text: &str,
+    ctx: &DetectContext,
+    cands: &mut Vec<Candidate>,
+    depth: u8,
+) {
     if depth >= MAX_DEPTH {
         return;
     }
@@ -55,21 +63,32 @@ fn rescan_at(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<Ca
         }
     }
     for (start, end, bytes, detector) in segments {
-        let Ok(decoded) = String::from_utf8(bytes) else { continue };
+        let Ok(decoded) = String::from_utf8(bytes) else {
+            continue;
+        };
         if decoded.len() < 8 || !mostly_printable(&decoded) {
             continue;
         }
         let mut inner = det.candidates(&decoded, ctx, depth + 1);
         rescan_at(det, &decoded, ctx, &mut inner, depth + 1);
         if inner.iter().any(|c| c.category == Category::SECRET) {
-            cands.push(Candidate { start, end, category: Category::SECRET, detector, priority: prio::DECODED });
+            cands.push(Candidate {
+                start,
+                end,
+                category: Category::SECRET,
+                detector,
+                priority: prio::DECODED,
+            });
         }
     }
 }
 
 fn mostly_printable(s: &str) -> bool {
     let total = s.chars().count();
-    let printable = s.chars().filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t')).count();
+    let printable = s
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+        .count();
     printable * 100 >= total * 95
 }
 
@@ -87,16 +106,17 @@ fn k8s_secret_data(text: &str, cands: &mut Vec<Candidate>) {
                 data_indent = None;
             } else if let Some((_, v)) = trimmed.split_once(": ") {
                 let v = v.trim().trim_matches(['"', '\'']);
-                if v.len() >= 4 && !super::util::is_placeholder(v) {
-                    if let Some(off) = body.rfind(v) {
-                        cands.push(Candidate {
-                            start: pos + off,
-                            end: pos + off + v.len(),
-                            category: Category::SECRET,
-                            detector: "S8.k8s-secret-data",
-                            priority: prio::DECODED,
-                        });
-                    }
+                if v.len() >= 4
+                    && !super::util::is_placeholder(v)
+                    && let Some(off) = body.rfind(v)
+                {
+                    cands.push(Candidate {
+                        start: pos + off,
+                        end: pos + off + v.len(),
+                        category: Category::SECRET,
+                        detector: "S8.k8s-secret-data",
+                        priority: prio::DECODED,
+                    });
                 }
             }
         }
@@ -134,10 +154,13 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
 }
 
 fn hex_decode(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
 }
 
 fn percent_decode(s: &str) -> Vec<u8> {
@@ -165,8 +188,14 @@ mod tests {
 
     #[test]
     fn base64_round_trips_both_alphabets() {
-        assert_eq!(base64_decode("dXNlcjpwYXNz").as_deref(), Some(&b"user:pass"[..]));
-        assert_eq!(base64_decode("dXNlcjpwYXM=").as_deref(), Some(&b"user:pas"[..]));
+        assert_eq!(
+            base64_decode("dXNlcjpwYXNz").as_deref(),
+            Some(&b"user:pass"[..])
+        );
+        assert_eq!(
+            base64_decode("dXNlcjpwYXM=").as_deref(),
+            Some(&b"user:pas"[..])
+        );
         assert_eq!(base64_decode("_-8"), Some(vec![0xff, 0xef]));
         assert!(base64_decode("not base64!").is_none());
     }

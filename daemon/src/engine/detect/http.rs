@@ -10,7 +10,10 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static SCHEME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(bearer|basic|ntlm|negotiate)(?:\s+|\x20*=\x20*)([A-Za-z0-9\-._~+/]{8,}={0,3})").expect("static regex")
+    Regex::new(
+        r"(?i)\b(bearer|basic|ntlm|negotiate)(?:\s+|\x20*=\x20*)([A-Za-z0-9\-._~+/]{8,}={0,3})",
+    )
+    .expect("static regex")
 });
 static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -18,10 +21,12 @@ static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     )
     .expect("static regex")
 });
-static DIGEST_RESPONSE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"(?i)\bresponse\s*=\s*\\?"?([0-9a-f]{32,128})\b"#).expect("static regex"));
+static DIGEST_RESPONSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\bresponse\s*=\s*\\?"?([0-9a-f]{32,128})\b"#).expect("static regex")
+});
 static CURL_USER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"\bcurl\b[^\n]*?\s(?:-u|--user)(?:\s+|=)['"]?[^\s'":]*:([^\s'"]+)"#).expect("static regex")
+    Regex::new(r#"\bcurl\b[^\n]*?\s(?:-u|--user)(?:\s+|=)['"]?[^\s'":]*:([^\s'"]+)"#)
+        .expect("static regex")
 });
 static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:^|[\s;,'\x22])([\w.\-]*(?:session|sess|sid|token|auth|jwt|csrf|xsrf|remember)[\w.\-]*)=([^;\s'\x22,&]{12,})")
@@ -72,12 +77,20 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
 }
 
 fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
-    Candidate { start, end, category: Category::SECRET, detector, priority: prio::HTTP_AUTH }
+    Candidate {
+        start,
+        end,
+        category: Category::SECRET,
+        detector,
+        priority: prio::HTTP_AUTH,
+    }
 }
 
 fn contains_ci(text: &str, needle: &str) -> bool {
     let n = needle.as_bytes();
-    text.as_bytes().windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+    text.as_bytes()
+        .windows(n.len())
+        .any(|w| w.eq_ignore_ascii_case(n))
 }
 
 /// A credential after an auth scheme word, not prose ("Basic usage", "Bearer tokens").

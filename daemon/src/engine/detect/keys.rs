@@ -10,14 +10,19 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static PEM_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?) ?-{4,5}").expect("static regex")
-});
-static AGE_KEY: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}").expect("static regex"));
-static B64_PEM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}").expect("static regex"));
-static JWK_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?:"|\\")(?:d|p|q|dp|dq|qi|k)(?:"|\\")\s*:\s*(?:"|\\")([A-Za-z0-9_\-+/=]{8,})(?:"|\\")"#)
+    Regex::new(r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?) ?-{4,5}")
         .expect("static regex")
+});
+static AGE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}").expect("static regex")
+});
+static B64_PEM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}").expect("static regex"));
+static JWK_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:"|\\")(?:d|p|q|dp|dq|qi|k)(?:"|\\")\s*:\s*(?:"|\\")([A-Za-z0-9_\-+/=]{8,})(?:"|\\")"#,
+    )
+    .expect("static regex")
 });
 
 /// Longest PEM block searched for its END marker.
@@ -51,7 +56,13 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
 }
 
 fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
-    Candidate { start, end, category: Category::SECRET, detector, priority: prio::PRIVATE_KEY }
+    Candidate {
+        start,
+        end,
+        category: Category::SECRET,
+        detector,
+        priority: prio::PRIVATE_KEY,
+    }
 }
 
 fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
@@ -64,7 +75,10 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
         let end_marker = format!("END {label}");
         let body_len = window.find(&end_marker).unwrap_or(window.len());
         let body = &window[..body_len];
-        let b64 = body.bytes().filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/')).count();
+        let b64 = body
+            .bytes()
+            .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
+            .count();
         if b64 < 100 || body.contains("...") || body.contains('…') {
             // A documentation stub (`MIIE...`), not key material.
             from = begin.end();
@@ -74,7 +88,10 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
             Some(i) => {
                 // Include the trailing dashes of the END line.
                 let after = begin.end() + i + end_marker.len();
-                let dashes = text[after..].bytes().take_while(|&b| b == b'-' || b == b' ').count();
+                let dashes = text[after..]
+                    .bytes()
+                    .take_while(|&b| b == b'-' || b == b' ')
+                    .count();
                 after + dashes
             }
             None => body_end(text, begin.end()),
@@ -91,12 +108,18 @@ fn body_end(text: &str, from: usize) -> usize {
     let mut pos = from;
     for line in text[from..].split_inclusive('\n') {
         let core = line.trim_matches(|c: char| {
-            c.is_whitespace() || matches!(c, '"' | '\'' | '.' | '+' | ',' | ';' | '\\' | '|' | '(' | ')')
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\'' | '.' | '+' | ',' | ';' | '\\' | '|' | '(' | ')'
+                )
         });
         let core = core.trim_end_matches("\\n").trim_end_matches("\\r\\n");
         let body_like = !core.is_empty()
             && (core.contains(": ")
-                || core.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\\')));
+                || core
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\\')));
         if pos == from {
             // Rest of the BEGIN line.
             end = pos + line.trim_end_matches('\n').len();
@@ -135,7 +158,9 @@ fn jwk(text: &str, out: &mut Vec<Candidate>) {
     while let Some(i) = text[from..].find("kty") {
         let at = from + i;
         from = at + 3;
-        let Some((obj_start, obj_end)) = enclosing_object(text, at) else { continue };
+        let Some((obj_start, obj_end)) = enclosing_object(text, at) else {
+            continue;
+        };
         for caps in JWK_MEMBER.captures_iter(&text[obj_start..obj_end]) {
             let v = caps.get(1).expect("value");
             out.push(cand(obj_start + v.start(), obj_start + v.end(), "S1.jwk"));

@@ -111,7 +111,9 @@ impl Default for Detector {
 
 impl std::fmt::Debug for Detector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Detector").field("version", &DETECTOR_VERSION).finish()
+        f.debug_struct("Detector")
+            .field("version", &DETECTOR_VERSION)
+            .finish()
     }
 }
 
@@ -119,7 +121,9 @@ impl Detector {
     /// The detector with every built-in rule. The first call compiles the rule packs
     /// (tens of milliseconds); later calls share that work.
     pub fn new() -> Detector {
-        Detector { compiled: Arc::clone(&COMPILED) }
+        Detector {
+            compiled: Arc::clone(&COMPILED),
+        }
     }
 
     /// Finds the values to redact in `text`: non-overlapping, sorted by start, on char
@@ -177,7 +181,12 @@ fn resolve(text: &str, mut cands: Vec<Candidate>) -> Vec<Finding> {
     }
     taken
         .into_iter()
-        .map(|(start, end, i)| Finding { start, end, category: cands[i].category, detector: cands[i].detector })
+        .map(|(start, end, i)| Finding {
+            start,
+            end,
+            category: cands[i].category,
+            detector: cands[i].detector,
+        })
         .collect()
 }
 
@@ -185,7 +194,12 @@ fn resolve(text: &str, mut cands: Vec<Candidate>) -> Vec<Finding> {
 /// one covers it whatever the priorities (`credentials: 'AKIA…:secret'` keeps the whole
 /// value rather than the key id alone).
 fn drop_contained(cands: &mut Vec<Candidate>) {
-    cands.sort_by(|a, b| a.category.cmp(&b.category).then(a.start.cmp(&b.start)).then(b.end.cmp(&a.end)));
+    cands.sort_by(|a, b| {
+        a.category
+            .cmp(&b.category)
+            .then(a.start.cmp(&b.start))
+            .then(b.end.cmp(&a.end))
+    });
     let mut keep = vec![true; cands.len()];
     let mut reach: Option<(Category, usize, usize)> = None; // (category, start, end) of the widest open span
     for (i, c) in cands.iter().enumerate() {

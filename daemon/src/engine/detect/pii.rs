@@ -19,39 +19,260 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 /// Generic top-level domains accepted for emails (every two-letter ccTLD is accepted
 /// too, except those that are common file extensions).
 const GTLDS: &[&str] = &[
-    "com", "net", "org", "edu", "gov", "mil", "int", "info", "biz", "name", "pro", "io", "ai", "app", "dev", "cloud",
-    "tech", "online", "site", "email", "systems", "xyz", "store", "shop", "blog", "page", "live", "company",
-    "solutions", "services", "network", "software", "digital", "agency", "consulting", "group", "team", "global",
-    "world", "studio", "design", "media", "news", "works", "space", "today", "zone", "one", "mobi", "asia", "eu",
-    "museum", "coop", "aero", "jobs", "travel", "academy", "center", "city", "club", "codes", "engineering", "expert",
-    "finance", "health", "host", "inc", "ltd", "llc", "mail", "me", "money", "partners", "security", "social",
-    "support", "systems", "tools", "ventures", "website", "icu", "top", "wiki", "work", "rocks", "ninja", "guru",
-    "capital", "energy", "bank", "insurance", "law", "legal", "university", "school", "science", "technology",
+    "com",
+    "net",
+    "org",
+    "edu",
+    "gov",
+    "mil",
+    "int",
+    "info",
+    "biz",
+    "name",
+    "pro",
+    "io",
+    "ai",
+    "app",
+    "dev",
+    "cloud",
+    "tech",
+    "online",
+    "site",
+    "email",
+    "systems",
+    "xyz",
+    "store",
+    "shop",
+    "blog",
+    "page",
+    "live",
+    "company",
+    "solutions",
+    "services",
+    "network",
+    "software",
+    "digital",
+    "agency",
+    "consulting",
+    "group",
+    "team",
+    "global",
+    "world",
+    "studio",
+    "design",
+    "media",
+    "news",
+    "works",
+    "space",
+    "today",
+    "zone",
+    "one",
+    "mobi",
+    "asia",
+    "eu",
+    "museum",
+    "coop",
+    "aero",
+    "jobs",
+    "travel",
+    "academy",
+    "center",
+    "city",
+    "club",
+    "codes",
+    "engineering",
+    "expert",
+    "finance",
+    "health",
+    "host",
+    "inc",
+    "ltd",
+    "llc",
+    "mail",
+    "me",
+    "money",
+    "partners",
+    "security",
+    "social",
+    "support",
+    "systems",
+    "tools",
+    "ventures",
+    "website",
+    "icu",
+    "top",
+    "wiki",
+    "work",
+    "rocks",
+    "ninja",
+    "guru",
+    "capital",
+    "energy",
+    "bank",
+    "insurance",
+    "law",
+    "legal",
+    "university",
+    "school",
+    "science",
+    "technology",
 ];
 /// Two-letter endings that are file extensions far more often than countries.
-const NOT_CCTLD: &[&str] = &["js", "ts", "rb", "go", "cs", "hh", "el", "jl", "kt", "md", "sh", "py", "cc", "mm", "ml", "rs"];
+const NOT_CCTLD: &[&str] = &[
+    "js", "ts", "rb", "go", "cs", "hh", "el", "jl", "kt", "md", "sh", "py", "cc", "mm", "ml", "rs",
+];
 
 /// Words that make a "name" an organisation or a heading instead of a person.
 const NOT_NAME_WORDS: &[&str] = &[
-    "inc", "inc.", "llc", "ltd", "ltd.", "corp", "corp.", "corporation", "foundation", "authors", "contributors",
-    "project", "team", "company", "gmbh", "software", "technologies", "group", "labs", "university", "the", "and",
-    "all", "rights", "reserved", "developers", "community", "maintainers", "systems", "limited", "co", "co.", "ag",
-    "sa", "bv", "oy", "ab", "org", "http", "https", "see", "license", "copyright", "by", "todo", "fixme", "unknown",
-    "anonymous", "various", "others", "et", "al", "google", "microsoft", "amazon", "apple", "facebook", "meta",
-    "github", "gitlab", "mozilla", "apache", "linux", "oracle", "ibm", "intel", "netflix", "twilio", "docker",
+    "inc",
+    "inc.",
+    "llc",
+    "ltd",
+    "ltd.",
+    "corp",
+    "corp.",
+    "corporation",
+    "foundation",
+    "authors",
+    "contributors",
+    "project",
+    "team",
+    "company",
+    "gmbh",
+    "software",
+    "technologies",
+    "group",
+    "labs",
+    "university",
+    "the",
+    "and",
+    "all",
+    "rights",
+    "reserved",
+    "developers",
+    "community",
+    "maintainers",
+    "systems",
+    "limited",
+    "co",
+    "co.",
+    "ag",
+    "sa",
+    "bv",
+    "oy",
+    "ab",
+    "org",
+    "http",
+    "https",
+    "see",
+    "license",
+    "copyright",
+    "by",
+    "todo",
+    "fixme",
+    "unknown",
+    "anonymous",
+    "various",
+    "others",
+    "et",
+    "al",
+    "google",
+    "microsoft",
+    "amazon",
+    "apple",
+    "facebook",
+    "meta",
+    "github",
+    "gitlab",
+    "mozilla",
+    "apache",
+    "linux",
+    "oracle",
+    "ibm",
+    "intel",
+    "netflix",
+    "twilio",
+    "docker",
 ];
 
 /// IBAN lengths by country (ISO 13616 registry, common subset).
 const IBAN_LEN: &[(&str, usize)] = &[
-    ("AD", 24), ("AE", 23), ("AL", 28), ("AT", 20), ("AZ", 28), ("BA", 20), ("BE", 16), ("BG", 22), ("BH", 22),
-    ("BR", 29), ("CH", 21), ("CR", 22), ("CY", 28), ("CZ", 24), ("DE", 22), ("DK", 18), ("DO", 28), ("EE", 20),
-    ("EG", 29), ("ES", 24), ("FI", 18), ("FO", 18), ("FR", 27), ("GB", 22), ("GE", 22), ("GI", 23), ("GL", 18),
-    ("GR", 27), ("GT", 28), ("HR", 21), ("HU", 28), ("IE", 22), ("IL", 23), ("IQ", 23), ("IS", 26), ("IT", 27),
-    ("JO", 30), ("KW", 30), ("KZ", 20), ("LB", 28), ("LC", 32), ("LI", 21), ("LT", 20), ("LU", 20), ("LV", 21),
-    ("MC", 27), ("MD", 24), ("ME", 22), ("MK", 19), ("MR", 27), ("MT", 31), ("MU", 30), ("NL", 18), ("NO", 15),
-    ("PK", 24), ("PL", 28), ("PS", 29), ("PT", 25), ("QA", 29), ("RO", 24), ("RS", 22), ("SA", 24), ("SC", 31),
-    ("SE", 24), ("SI", 19), ("SK", 24), ("SM", 27), ("ST", 25), ("SV", 28), ("TL", 23), ("TN", 24), ("TR", 26),
-    ("UA", 29), ("VA", 22), ("VG", 24), ("XK", 20),
+    ("AD", 24),
+    ("AE", 23),
+    ("AL", 28),
+    ("AT", 20),
+    ("AZ", 28),
+    ("BA", 20),
+    ("BE", 16),
+    ("BG", 22),
+    ("BH", 22),
+    ("BR", 29),
+    ("CH", 21),
+    ("CR", 22),
+    ("CY", 28),
+    ("CZ", 24),
+    ("DE", 22),
+    ("DK", 18),
+    ("DO", 28),
+    ("EE", 20),
+    ("EG", 29),
+    ("ES", 24),
+    ("FI", 18),
+    ("FO", 18),
+    ("FR", 27),
+    ("GB", 22),
+    ("GE", 22),
+    ("GI", 23),
+    ("GL", 18),
+    ("GR", 27),
+    ("GT", 28),
+    ("HR", 21),
+    ("HU", 28),
+    ("IE", 22),
+    ("IL", 23),
+    ("IQ", 23),
+    ("IS", 26),
+    ("IT", 27),
+    ("JO", 30),
+    ("KW", 30),
+    ("KZ", 20),
+    ("LB", 28),
+    ("LC", 32),
+    ("LI", 21),
+    ("LT", 20),
+    ("LU", 20),
+    ("LV", 21),
+    ("MC", 27),
+    ("MD", 24),
+    ("ME", 22),
+    ("MK", 19),
+    ("MR", 27),
+    ("MT", 31),
+    ("MU", 30),
+    ("NL", 18),
+    ("NO", 15),
+    ("PK", 24),
+    ("PL", 28),
+    ("PS", 29),
+    ("PT", 25),
+    ("QA", 29),
+    ("RO", 24),
+    ("RS", 22),
+    ("SA", 24),
+    ("SC", 31),
+    ("SE", 24),
+    ("SI", 19),
+    ("SK", 24),
+    ("SM", 27),
+    ("ST", 25),
+    ("SV", 28),
+    ("TL", 23),
+    ("TN", 24),
+    ("TR", 26),
+    ("UA", 29),
+    ("VA", 22),
+    ("VG", 24),
+    ("XK", 20),
 ];
 
 /// The compiled PII scanner.
@@ -84,15 +305,23 @@ impl Pii {
             email: re(
                 r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b",
             ),
-            phone_e164: re(r"(?:^|[^\w+\-/.=])(\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?)(?:[ .\-]?\d{2,5}){1,4})(?:$|[^\w.\-/])"),
-            phone_local: re(r"(?:^|[^\w\-/.])(\(?\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{3,5}|\d{10,11})(?:$|[^\w\-/.])"),
+            phone_e164: re(
+                r"(?:^|[^\w+\-/.=])(\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?)(?:[ .\-]?\d{2,5}){1,4})(?:$|[^\w.\-/])",
+            ),
+            phone_local: re(
+                r"(?:^|[^\w\-/.])(\(?\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{3,5}|\d{10,11})(?:$|[^\w\-/.])",
+            ),
             phone_context: re(r"(?i)\b(?:phone|tel|telephone|mobile|cell|fax|whatsapp|sms|call)\b"),
             card: re(r"(?:^|[^\w\-.])(\d(?:[ \-]?\d){12,18})(?:$|[^\w\-.])"),
             iban: re(r"\b([A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)\b"),
             ssn: re(r"(?:^|[^\w\-.])(\d{3})-(\d{2})-(\d{4})(?:$|[^\w\-.])"),
-            ipv4: re(r"(?:^|[^\w.\-])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?:$|[^\w.\-]|\.(?:$|[^\w]))"),
+            ipv4: re(
+                r"(?:^|[^\w.\-])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?:$|[^\w.\-]|\.(?:$|[^\w]))",
+            ),
             ipv6: re(r"(?:^|[^\w:.\-])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?:$|[^\w:.\-])"),
-            name_email: re(&format!(r"({NAME})[ \t]*<[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+>")),
+            name_email: re(&format!(
+                r"({NAME})[ \t]*<[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+>"
+            )),
             trailer: re(
                 r"(?im)^[ \t#*/\-]*(?:signed-off-by|co-authored-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|helped-by):[ \t]*([^<\n]+?)[ \t]*(?:<|$)",
             ),
@@ -134,15 +363,22 @@ impl Pii {
                 continue;
             }
             let tld = domain.rsplit('.').next().unwrap_or("");
-            let tld_ok = if tld.len() == 2 { !NOT_CCTLD.contains(&tld) } else { GTLDS.contains(&tld) };
+            let tld_ok = if tld.len() == 2 {
+                !NOT_CCTLD.contains(&tld)
+            } else {
+                GTLDS.contains(&tld)
+            };
             if !tld_ok {
                 continue;
             }
             // Part of a URL (userinfo) or a format string: not an address.
             let tok_start = text[..m.start()]
-                .rfind(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | '<' | '[' | ','))
+                .rfind(|c: char| {
+                    c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | '<' | '[' | ',')
+                })
                 .map_or(0, |i| i + 1);
-            if text[tok_start..m.start()].contains("://") || text[..m.start()].ends_with(['%', ':']) {
+            if text[tok_start..m.start()].contains("://") || text[..m.start()].ends_with(['%', ':'])
+            {
                 continue;
             }
             out.push(cand(m.start(), m.end(), Category::EMAIL, "P1.email"));
@@ -159,13 +395,22 @@ impl Pii {
     }
 
     fn names_structured(&self, text: &str, out: &mut Vec<Candidate>) {
-        let lower_has = |n: &str| text.as_bytes().windows(n.len()).any(|w| w.eq_ignore_ascii_case(n.as_bytes()));
+        let lower_has = |n: &str| {
+            text.as_bytes()
+                .windows(n.len())
+                .any(|w| w.eq_ignore_ascii_case(n.as_bytes()))
+        };
         if lower_has("-by:") {
             for caps in self.trailer.captures_iter(text) {
                 let n = caps.get(1).expect("group");
                 let v = n.as_str().trim();
                 if !v.is_empty() && v.len() <= 80 && !v.contains('@') {
-                    out.push(cand(n.start(), n.start() + v.len(), Category::PERSON, "P5.trailer"));
+                    out.push(cand(
+                        n.start(),
+                        n.start() + v.len(),
+                        Category::PERSON,
+                        "P5.trailer",
+                    ));
                 }
             }
         }
@@ -177,7 +422,11 @@ impl Pii {
                 }
             }
         }
-        if lower_has("author") || lower_has("maintainer") || lower_has("contributor") || lower_has("developer") {
+        if lower_has("author")
+            || lower_has("maintainer")
+            || lower_has("contributor")
+            || lower_has("developer")
+        {
             for caps in self.manifest_author.captures_iter(text) {
                 let n = caps.get(1).expect("group");
                 if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 2) {
@@ -216,7 +465,12 @@ impl Pii {
                 let digits = s.bytes().filter(u8::is_ascii_digit).count();
                 let date_like = s.len() == 10 && s.as_bytes()[4] == b'-' && s.as_bytes()[7] == b'-';
                 if (7..=15).contains(&digits) && !date_like {
-                    out.push(cand(from + m.start(), from + m.end(), Category::PHONE, "P2.phone-context"));
+                    out.push(cand(
+                        from + m.start(),
+                        from + m.end(),
+                        Category::PHONE,
+                        "P2.phone-context",
+                    ));
                 }
             }
         }
@@ -242,7 +496,11 @@ impl Pii {
 
     fn ssns(&self, text: &str, out: &mut Vec<Candidate>) {
         for caps in self.ssn.captures_iter(text) {
-            let (a, g, s) = (caps.get(1).expect("g"), caps.get(2).expect("g"), caps.get(3).expect("g"));
+            let (a, g, s) = (
+                caps.get(1).expect("g"),
+                caps.get(2).expect("g"),
+                caps.get(3).expect("g"),
+            );
             if valid_ssn(a.as_str(), g.as_str(), s.as_str()) {
                 out.push(cand(a.start(), s.end(), Category::SSN, "P3.ssn"));
             }
@@ -252,7 +510,9 @@ impl Pii {
     fn ipv4s(&self, text: &str, out: &mut Vec<Candidate>) {
         for caps in self.ipv4.captures_iter(text) {
             let m = caps.get(1).expect("group");
-            let Ok(ip) = m.as_str().parse::<Ipv4Addr>() else { continue };
+            let Ok(ip) = m.as_str().parse::<Ipv4Addr>() else {
+                continue;
+            };
             if exempt_v4(ip) || version_context(text, m.start()) {
                 continue;
             }
@@ -265,11 +525,15 @@ impl Pii {
             let m = caps.get(1).expect("group");
             let s = m.as_str();
             let groups = s.split(':').filter(|g| !g.is_empty()).count();
-            if groups < 2 || !s.bytes().any(|b| b.is_ascii_digit()) || !(s.contains("::") || s.matches(':').count() == 7)
+            if groups < 2
+                || !s.bytes().any(|b| b.is_ascii_digit())
+                || !(s.contains("::") || s.matches(':').count() == 7)
             {
                 continue;
             }
-            let Ok(ip) = s.parse::<Ipv6Addr>() else { continue };
+            let Ok(ip) = s.parse::<Ipv6Addr>() else {
+                continue;
+            };
             if exempt_v6(ip) {
                 continue;
             }
@@ -285,13 +549,22 @@ impl Default for Pii {
 }
 
 fn cand(start: usize, end: usize, category: Category, detector: &'static str) -> Candidate {
-    Candidate { start, end, category, detector, priority: prio::PII }
+    Candidate {
+        start,
+        end,
+        category,
+        detector,
+        priority: prio::PII,
+    }
 }
 
 fn reserved_domain(d: &str) -> bool {
     const EXACT: &[&str] = &["example.com", "example.org", "example.net", "localhost"];
     const SUFFIX: &[&str] = &[".example", ".invalid", ".test", ".localhost", ".local"];
-    EXACT.iter().any(|x| d == *x || d.ends_with(&format!(".{x}"))) || SUFFIX.iter().any(|s| d.ends_with(s))
+    EXACT
+        .iter()
+        .any(|x| d == *x || d.ends_with(&format!(".{x}")))
+        || SUFFIX.iter().any(|s| d.ends_with(s))
 }
 
 /// Trims a captured name and rejects organisations, headings and single words where
@@ -303,17 +576,27 @@ fn plausible_name(text: &str, s: usize, e: usize, min_words: usize) -> Option<(u
     if words.len() < min_words || words.len() > 5 || v.len() > 80 {
         return None;
     }
-    if words.iter().any(|w| NOT_NAME_WORDS.contains(&w.to_lowercase().as_str())) {
+    if words
+        .iter()
+        .any(|w| NOT_NAME_WORDS.contains(&w.to_lowercase().as_str()))
+    {
         return None;
     }
-    if words.iter().all(|w| w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())) && words.len() > 1 {
+    if words
+        .iter()
+        .all(|w| w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic()))
+        && words.len() > 1
+    {
         return None; // ALL CAPS HEADINGS
     }
     Some((s, s + v.len()))
 }
 
 fn digits_of(s: &str) -> Vec<u8> {
-    s.bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect()
+    s.bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect()
 }
 
 /// Luhn checksum over the digits.
@@ -332,7 +615,7 @@ pub fn luhn(d: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn valid_card(s: &str) -> bool {
@@ -373,7 +656,9 @@ fn valid_card(s: &str) -> bool {
 
 fn valid_iban(s: &str) -> bool {
     let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    let Some(&(_, len)) = IBAN_LEN.iter().find(|(cc, _)| compact.starts_with(cc)) else { return false };
+    let Some(&(_, len)) = IBAN_LEN.iter().find(|(cc, _)| compact.starts_with(cc)) else {
+        return false;
+    };
     if compact.len() != len {
         return false;
     }
@@ -399,7 +684,11 @@ fn valid_ssn(area: &str, group: &str, serial: &str) -> bool {
     if a == 0 || a == 666 || a >= 900 || group == "00" || serial == "0000" {
         return false;
     }
-    if all.bytes().all(|b| b == all.as_bytes()[0]) || all == "123456789" || all == "078051120" || all == "219099999" {
+    if all.bytes().all(|b| b == all.as_bytes()[0])
+        || all == "123456789"
+        || all == "078051120"
+        || all == "219099999"
+    {
         return false;
     }
     true
@@ -450,33 +739,65 @@ mod tests {
     fn found(text: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
         Pii::new().scan(text, FileKind::Code, &mut out);
-        super::super::resolve(text, out).into_iter().map(|f| (text[f.start..f.end].to_owned(), f.category.as_str())).collect()
+        super::super::resolve(text, out)
+            .into_iter()
+            .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))
+            .collect()
     }
 
     #[test]
     fn emails_skip_reserved_domains_urls_and_file_names() {
-        assert_eq!(found("mail jane.doe@acme-corp.com now"), [("jane.doe@acme-corp.com".to_owned(), "EMAIL")]);
-        for t in ["a@example.com", "x@foo.example", "y@bar.test", "z@host.invalid", "git@github.com:o/r", "logo@2x.png",
-            "https://user:pw@host.com/x", "u@localhost"]
-        {
+        assert_eq!(
+            found("mail jane.doe@acme-corp.com now"),
+            [("jane.doe@acme-corp.com".to_owned(), "EMAIL")]
+        );
+        for t in [
+            "a@example.com",
+            "x@foo.example",
+            "y@bar.test",
+            "z@host.invalid",
+            "git@github.com:o/r",
+            "logo@2x.png",
+            "https://user:pw@host.com/x",
+            "u@localhost",
+        ] {
             assert!(found(t).iter().all(|(_, c)| *c != "EMAIL"), "{t}");
         }
     }
 
     #[test]
     fn cards_need_luhn_and_an_issuer() {
-        assert_eq!(found("card 4111 1111 1111 1111 ok"), [("4111 1111 1111 1111".to_owned(), "CARD")]);
+        assert_eq!(
+            found("card 4111 1111 1111 1111 ok"),
+            [("4111 1111 1111 1111".to_owned(), "CARD")]
+        );
         assert!(found("4111 1111 1111 1112").is_empty(), "Luhn fails");
-        assert!(found("id 550e8400-e29b-41d4-a716-446655440000").iter().all(|(_, c)| *c != "CARD"));
+        assert!(
+            found("id 550e8400-e29b-41d4-a716-446655440000")
+                .iter()
+                .all(|(_, c)| *c != "CARD")
+        );
         assert!(found("0000000000000000").is_empty());
     }
 
     #[test]
     fn iban_and_ssn_are_validated() {
-        assert_eq!(found("IBAN GB82 WEST 1234 5698 7654 32"), [("GB82 WEST 1234 5698 7654 32".to_owned(), "IBAN")]);
+        assert_eq!(
+            found("IBAN GB82 WEST 1234 5698 7654 32"),
+            [("GB82 WEST 1234 5698 7654 32".to_owned(), "IBAN")]
+        );
         assert!(found("GB82 WEST 1234 5698 7654 33").is_empty());
-        assert_eq!(found("ssn 536-22-1234"), [("536-22-1234".to_owned(), "SSN")]);
-        for t in ["000-12-3456", "666-12-3456", "912-12-3456", "123-45-6789", "536-00-1234"] {
+        assert_eq!(
+            found("ssn 536-22-1234"),
+            [("536-22-1234".to_owned(), "SSN")]
+        );
+        for t in [
+            "000-12-3456",
+            "666-12-3456",
+            "912-12-3456",
+            "123-45-6789",
+            "536-00-1234",
+        ] {
             assert!(found(t).is_empty(), "{t}");
         }
     }
@@ -484,29 +805,67 @@ mod tests {
     #[test]
     fn ips_are_parsed_with_exemptions_and_version_contexts() {
         assert_eq!(found("host 10.1.2.3 up"), [("10.1.2.3".to_owned(), "IP")]);
-        for t in ["127.0.0.1", "0.0.0.0", "169.254.1.1", "224.0.0.1", "255.255.255.255", "192.0.2.10", "198.51.100.7",
-            "203.0.113.9", "v1.2.3.4", "version 1.2.3.4", "1.2.3.4.5", "999.1.1.1", "::1", "fe80::1", "2001:db8::1"]
-        {
+        for t in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "169.254.1.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "192.0.2.10",
+            "198.51.100.7",
+            "203.0.113.9",
+            "v1.2.3.4",
+            "version 1.2.3.4",
+            "1.2.3.4.5",
+            "999.1.1.1",
+            "::1",
+            "fe80::1",
+            "2001:db8::1",
+        ] {
             assert!(found(t).iter().all(|(_, c)| *c != "IP"), "{t}");
         }
-        assert_eq!(found("peer 2a00:1450:4001:81b::200e ok"), [("2a00:1450:4001:81b::200e".to_owned(), "IP")]);
+        assert_eq!(
+            found("peer 2a00:1450:4001:81b::200e ok"),
+            [("2a00:1450:4001:81b::200e".to_owned(), "IP")]
+        );
         assert!(found("Foo::Bar dec::add a::b").is_empty());
     }
 
     #[test]
     fn phones_need_e164_or_context() {
-        assert_eq!(found("call +1 415 555 2671 now"), [("+1 415 555 2671".to_owned(), "PHONE")]);
-        assert_eq!(found("Phone: (415) 555-2671"), [("(415) 555-2671".to_owned(), "PHONE")]);
+        assert_eq!(
+            found("call +1 415 555 2671 now"),
+            [("+1 415 555 2671".to_owned(), "PHONE")]
+        );
+        assert_eq!(
+            found("Phone: (415) 555-2671"),
+            [("(415) 555-2671".to_owned(), "PHONE")]
+        );
         assert!(found("released 2010-04-01, build 4155552671").is_empty());
     }
 
     #[test]
     fn names_only_in_structured_places() {
-        assert!(found("Signed-off-by: Jane Q. Doe <jane@acme.io>").contains(&("Jane Q. Doe".to_owned(), "PERSON")));
-        assert!(found(" * @author Max Mustermann").contains(&("Max Mustermann".to_owned(), "PERSON")));
-        assert!(found(r#""author": "Ada Lovelace <ada@math.org>","#).contains(&("Ada Lovelace".to_owned(), "PERSON")));
-        assert!(found("Copyright (c) 2019 Zachary Rice").contains(&("Zachary Rice".to_owned(), "PERSON")));
-        assert!(found("Copyright (c) 2019 Google Inc.").iter().all(|(_, c)| *c != "PERSON"));
+        assert!(
+            found("Signed-off-by: Jane Q. Doe <jane@acme.io>")
+                .contains(&("Jane Q. Doe".to_owned(), "PERSON"))
+        );
+        assert!(
+            found(" * @author Max Mustermann").contains(&("Max Mustermann".to_owned(), "PERSON"))
+        );
+        assert!(
+            found(r#""author": "Ada Lovelace <ada@math.org>","#)
+                .contains(&("Ada Lovelace".to_owned(), "PERSON"))
+        );
+        assert!(
+            found("Copyright (c) 2019 Zachary Rice")
+                .contains(&("Zachary Rice".to_owned(), "PERSON"))
+        );
+        assert!(
+            found("Copyright (c) 2019 Google Inc.")
+                .iter()
+                .all(|(_, c)| *c != "PERSON")
+        );
         assert!(found("let Name = Value; // The Quick Brown Fox").is_empty());
     }
 }

@@ -95,16 +95,26 @@ impl Allowlist {
             Some("line") => Target::Line,
             _ => Target::Secret,
         };
-        let regexes = a.regexes.iter().filter_map(|r| compile(r, errors)).collect();
+        let regexes = a
+            .regexes
+            .iter()
+            .filter_map(|r| compile(r, errors))
+            .collect();
         let paths = a.paths.iter().filter_map(|r| compile(r, errors)).collect();
         let stopwords = if a.stopwords.is_empty() {
             None
         } else {
             let words: Vec<String> = a.stopwords.iter().map(|w| w.to_lowercase()).collect();
-            AhoCorasickBuilder::new().ascii_case_insensitive(true).build(&words).ok()
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .build(&words)
+                .ok()
         };
         Allowlist {
-            and: a.condition.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("and")),
+            and: a
+                .condition
+                .as_deref()
+                .is_some_and(|c| c.eq_ignore_ascii_case("and")),
             target,
             regexes,
             stopwords,
@@ -122,7 +132,11 @@ impl Allowlist {
         };
         let path_ok = || self.paths.iter().any(|p| p.is_match(path.as_bytes()));
         let regex_ok = || self.regexes.iter().any(|r| r.is_match(target));
-        let stop_ok = || self.stopwords.as_ref().is_some_and(|ac| ac.is_match(secret));
+        let stop_ok = || {
+            self.stopwords
+                .as_ref()
+                .is_some_and(|ac| ac.is_match(secret))
+        };
         if self.and {
             let mut any = false;
             if self.has_commits {
@@ -255,7 +269,11 @@ fn next_char_end(s: &str, i: usize) -> usize {
 
 fn compile(pat: &str, errors: &mut Vec<String>) -> Option<Regex> {
     let src = format!("(?-u){}", escape_stray_braces(pat));
-    match RegexBuilder::new(&src).size_limit(REGEX_SIZE_LIMIT).dfa_size_limit(REGEX_SIZE_LIMIT).build() {
+    match RegexBuilder::new(&src)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+    {
         Ok(r) => Some(r),
         Err(e) => {
             errors.push(format!("{pat}: {e}"));
@@ -270,7 +288,9 @@ fn leak(s: String) -> &'static str {
 
 impl Rule {
     fn compiled(&self) -> Option<&Regex> {
-        self.regex.get_or_init(|| compile(&self.source, &mut Vec::new())).as_ref()
+        self.regex
+            .get_or_init(|| compile(&self.source, &mut Vec::new()))
+            .as_ref()
     }
 }
 
@@ -302,14 +322,21 @@ impl RulePack {
                 // redactor still has to hide secrets there, so only lockfile-like and
                 // binary paths are honoured.
                 for p in &a.paths {
-                    if p.contains("vendor") || p.contains("node_modules") || p.contains("bower") || p.contains("lib(?:64)?") {
+                    if p.contains("vendor")
+                        || p.contains("node_modules")
+                        || p.contains("bower")
+                        || p.contains("lib(?:64)?")
+                    {
                         continue;
                     }
                     if let Some(r) = compile(p, &mut errors) {
                         global_paths.push(r);
                     }
                 }
-                let mut no_paths = AllowlistToml { paths: Vec::new(), ..AllowlistToml::default() };
+                let mut no_paths = AllowlistToml {
+                    paths: Vec::new(),
+                    ..AllowlistToml::default()
+                };
                 no_paths.condition.clone_from(&a.condition);
                 no_paths.regex_target.clone_from(&a.regex_target);
                 no_paths.regexes.clone_from(&a.regexes);
@@ -320,7 +347,9 @@ impl RulePack {
                 if REPLACED_RULES.contains(&r.id.as_str()) {
                     continue;
                 }
-                let Some(re_src) = r.regex.as_deref() else { continue }; // path-only rules flag files, not spans
+                let Some(re_src) = r.regex.as_deref() else {
+                    continue;
+                }; // path-only rules flag files, not spans
                 // Automata are built on first use; a unit test builds every built-in one.
                 let path = match r.path.as_deref() {
                     Some(p) => match compile(p, &mut errors) {
@@ -330,8 +359,12 @@ impl RulePack {
                     None => None,
                 };
                 let generic = r.id.starts_with("generic");
-                let allowlists =
-                    r.allowlist.iter().chain(r.allowlists.iter()).map(|a| Allowlist::compile(a, &mut errors)).collect();
+                let allowlists = r
+                    .allowlist
+                    .iter()
+                    .chain(r.allowlists.iter())
+                    .map(|a| Allowlist::compile(a, &mut errors))
+                    .collect();
                 let idx = rules.len();
                 if r.keywords.is_empty() {
                     always.push(idx);
@@ -341,7 +374,11 @@ impl RulePack {
                 }
                 rules.push(Rule {
                     detector: leak(format!("{}.{}", if generic { "S7" } else { "S2" }, r.id)),
-                    priority: if generic { prio::GENERIC } else { prio::PROVIDER },
+                    priority: if generic {
+                        prio::GENERIC
+                    } else {
+                        prio::PROVIDER
+                    },
                     source: re_src.to_owned(),
                     regex: OnceLock::new(),
                     secret_group: r.secret_group.unwrap_or(0),
@@ -373,7 +410,15 @@ impl RulePack {
                 .map_err(|e| errors.push(format!("keyword automaton: {e}")))
                 .ok()
         };
-        RulePack { rules, keywords, kw_rules, always, global, global_paths, errors }
+        RulePack {
+            rules,
+            keywords,
+            kw_rules,
+            always,
+            global,
+            global_paths,
+            errors,
+        }
     }
 
     /// Number of loaded rules.
@@ -385,12 +430,20 @@ impl RulePack {
     /// Builds every rule's automaton now; returns the patterns that fail to build.
     #[cfg(test)]
     pub fn compile_all(&self) -> Vec<String> {
-        self.rules.iter().filter(|r| r.compiled().is_none()).map(|r| r.detector.to_owned()).collect()
+        self.rules
+            .iter()
+            .filter(|r| r.compiled().is_none())
+            .map(|r| r.detector.to_owned())
+            .collect()
     }
 
     /// Appends the pack's findings in `text` to `out`.
     pub fn scan(&self, text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
-        if self.global_paths.iter().any(|p| p.is_match(rel_path.as_bytes())) {
+        if self
+            .global_paths
+            .iter()
+            .any(|p| p.is_match(rel_path.as_bytes()))
+        {
             return;
         }
         let mut active = vec![false; self.rules.len()];
@@ -419,26 +472,39 @@ impl RulePack {
             {
                 continue;
             }
-            let Some(regex) = rule.compiled() else { continue };
+            let Some(regex) = rule.compiled() else {
+                continue;
+            };
             for caps in regex.captures_iter(bytes) {
                 let whole = caps.get(0).expect("group 0 always matches");
                 let secret = if rule.secret_group > 0 {
                     caps.get(rule.secret_group)
                 } else {
-                    (1..caps.len()).filter_map(|g| caps.get(g)).find(|m| !m.is_empty())
+                    (1..caps.len())
+                        .filter_map(|g| caps.get(g))
+                        .find(|m| !m.is_empty())
                 };
-                let (mut s, mut e) = secret.map_or((whole.start(), whole.end()), |m| (m.start(), m.end()));
+                let (mut s, mut e) =
+                    secret.map_or((whole.start(), whole.end()), |m| (m.start(), m.end()));
                 while s < e && matches!(bytes[s], b'\n' | b'\r') {
                     s += 1;
                 }
                 while e > s && matches!(bytes[e - 1], b'\n' | b'\r') {
                     e -= 1;
                 }
+                // Some rules capture the quotes around a value; the value is what we redact.
+                if e - s >= 2 && matches!(bytes[s], b'"' | b'\'' | b'`') && bytes[e - 1] == bytes[s]
+                {
+                    s += 1;
+                    e -= 1;
+                }
                 if s >= e {
                     continue;
                 }
                 let secret_bytes = &bytes[s..e];
-                let Ok(secret_str) = std::str::from_utf8(secret_bytes) else { continue };
+                let Ok(secret_str) = std::str::from_utf8(secret_bytes) else {
+                    continue;
+                };
                 if let Some(threshold) = rule.entropy {
                     if shannon_entropy(secret_str) <= threshold {
                         continue;
@@ -447,17 +513,31 @@ impl RulePack {
                         continue;
                     }
                 }
-                let line_start = bytes[..whole.start()].iter().rposition(|&c| c == b'\n').map_or(0, |x| x + 1);
-                let line_end = bytes[whole.end()..].iter().position(|&c| c == b'\n').map_or(bytes.len(), |x| whole.end() + x);
+                let line_start = bytes[..whole.start()]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |x| x + 1);
+                let line_end = bytes[whole.end()..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |x| whole.end() + x);
                 let line = &bytes[line_start..line_end];
                 if line.windows(14).any(|w| w == b"gitleaks:allow") {
                     continue;
                 }
                 let matched = &bytes[whole.start()..whole.end()];
-                if self.global.iter().any(|a| a.allows(rel_path, secret_bytes, matched, line)) {
+                if self
+                    .global
+                    .iter()
+                    .any(|a| a.allows(rel_path, secret_bytes, matched, line))
+                {
                     continue;
                 }
-                if rule.allowlists.iter().any(|a| a.allows(rel_path, secret_bytes, matched, line)) {
+                if rule
+                    .allowlists
+                    .iter()
+                    .any(|a| a.allows(rel_path, secret_bytes, matched, line))
+                {
                     continue;
                 }
                 out.push(Candidate {
@@ -479,7 +559,9 @@ mod tests {
     fn hits(pack: &RulePack, text: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
         pack.scan(text, "src/app.py", &mut out);
-        out.into_iter().map(|c| (text[c.start..c.end].to_owned(), c.detector)).collect()
+        out.into_iter()
+            .map(|c| (text[c.start..c.end].to_owned(), c.detector))
+            .collect()
     }
 
     #[test]
@@ -492,7 +574,10 @@ mod tests {
 
     #[test]
     fn stray_braces_are_escaped_outside_classes() {
-        assert_eq!(escape_stray_braces(r"^\${(?:[A-Z_]+)}$"), r"^\$\{(?:[A-Z_]+)\}$");
+        assert_eq!(
+            escape_stray_braces(r"^\${(?:[A-Z_]+)}$"),
+            r"^\$\{(?:[A-Z_]+)\}$"
+        );
         assert_eq!(escape_stray_braces(r"a{2,3}[{}]"), r"a{2,3}[{}]");
         assert_eq!(escape_stray_braces(r"^\{\d{0,2}}$"), r"^\{\d{0,2}\}$");
     }
@@ -512,11 +597,26 @@ stopwords = ["example"]
 "#;
         let pack = RulePack::from_tomls(&[doc]);
         assert!(pack.errors.is_empty());
-        assert_eq!(hits(&pack, r#"demo_key = "q8w7e6r5t4""#), vec![("q8w7e6r5t4".to_owned(), "S2.demo")]);
-        assert!(hits(&pack, r#"demo_key = "aaaaaaaaaa""#).is_empty(), "entropy floor");
-        assert!(hits(&pack, r#"demo_key = "example12345""#).is_empty(), "stopword");
-        assert!(hits(&pack, r#"demo_key = "q8w7e6r5t4" // gitleaks:allow"#).is_empty(), "inline marker");
-        assert!(hits(&pack, r#"other = "q8w7e6r5t4""#).is_empty(), "keyword prefilter");
+        assert_eq!(
+            hits(&pack, r#"demo_key = "q8w7e6r5t4""#),
+            vec![("q8w7e6r5t4".to_owned(), "S2.demo")]
+        );
+        assert!(
+            hits(&pack, r#"demo_key = "aaaaaaaaaa""#).is_empty(),
+            "entropy floor"
+        );
+        assert!(
+            hits(&pack, r#"demo_key = "example12345""#).is_empty(),
+            "stopword"
+        );
+        assert!(
+            hits(&pack, r#"demo_key = "q8w7e6r5t4" // gitleaks:allow"#).is_empty(),
+            "inline marker"
+        );
+        assert!(
+            hits(&pack, r#"other = "q8w7e6r5t4""#).is_empty(),
+            "keyword prefilter"
+        );
     }
 
     // True/false-positive examples from the vendored rules' own documentation shapes.
@@ -524,17 +624,33 @@ stopwords = ["example"]
     fn provider_token_shapes() {
         let pack = RulePack::builtin();
         let tp = [
-            ("token = 'ghp_" .to_owned() + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx'", "S2.github-pat"),
-            ("glpat-".to_owned() + "Jmw6hJh7z_pQ2b5S9rLn", "S2.gitlab-pat"),
-            ("AKIA".to_owned() + "Z2R5QW6ODJ3ZHBSY", "S2.aws-access-token"),
-            ("xoxb-".to_owned() + "263594206564-2343594206564-FGqddMF8t08v8N7Oq4i57vs1", "S2.slack-bot-token"),
+            (
+                "token = 'ghp_".to_owned() + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx'",
+                "S2.github-pat",
+            ),
+            (
+                "glpat-".to_owned() + "Jmw6hJh7z_pQ2b5S9rLn",
+                "S2.gitlab-pat",
+            ),
+            (
+                "AKIA".to_owned() + "Z2R5QW6ODJ3ZHBSY",
+                "S2.aws-access-token",
+            ),
+            (
+                "xoxb-".to_owned() + "263594206564-2343594206564-FGqddMF8t08v8N7Oq4i57vs1",
+                "S2.slack-bot-token",
+            ),
         ];
         for (text, det) in tp {
             let got = hits(&pack, &text);
             assert!(got.iter().any(|(_, d)| *d == det), "{text}: {got:?}");
         }
         // The AWS documentation key is allowlisted by its own rule.
-        assert!(hits(&pack, "AKIAIOSFODNN7EXAMPLE").iter().all(|(_, d)| *d != "S2.aws-access-token"));
+        assert!(
+            hits(&pack, "AKIAIOSFODNN7EXAMPLE")
+                .iter()
+                .all(|(_, d)| *d != "S2.aws-access-token")
+        );
         // Low-entropy filler does not pass the entropy floor.
         assert!(hits(&pack, &("SK".to_owned() + &"a".repeat(32))).is_empty());
     }

@@ -22,71 +22,340 @@ use regex::Regex;
 
 /// Word stems that may start a sensitive key (matched ASCII-case-insensitively).
 const STEMS: &[&str] = &[
-    "pass", "pwd", "secret", "token", "key", "auth", "cred", "salt", "dsn", "seed", "sig", "nonce", "verifier",
-    "connection", "connstr", "conn_str", "cookie", "session", "private", "contraseña", "contrasena", "senha",
-    "пароль", "密码", "口令", "parola", "wachtwoord", "haslo", "hasło", "clave", "otp", "mfa", "cipher",
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "cred",
+    "salt",
+    "dsn",
+    "seed",
+    "sig",
+    "nonce",
+    "verifier",
+    "connection",
+    "connstr",
+    "conn_str",
+    "cookie",
+    "session",
+    "private",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "пароль",
+    "密码",
+    "口令",
+    "parola",
+    "wachtwoord",
+    "haslo",
+    "hasło",
+    "clave",
+    "otp",
+    "mfa",
+    "cipher",
 ];
 
 /// Head words that make a key sensitive with no entropy floor.
 const STRONG_HEADS: &[&str] = &[
-    "password", "passwd", "passwort", "pwd", "pass", "passphrase", "passcode", "passw", "passe", "secret", "secrets",
-    "token", "tokens", "passwords", "credential", "credentials", "creds", "cred", "apikey", "dsn", "contraseña",
-    "contrasena", "senha", "пароль", "密码", "口令", "parola", "wachtwoord", "haslo", "hasło", "clave",
-    "connectionstring", "connstr", "privatekey", "secretkey", "accesskey", "apitoken", "authtoken", "accesstoken",
+    "password",
+    "passwd",
+    "passwort",
+    "pwd",
+    "pass",
+    "passphrase",
+    "passcode",
+    "passw",
+    "passe",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+    "passwords",
+    "credential",
+    "credentials",
+    "creds",
+    "cred",
+    "apikey",
+    "dsn",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "пароль",
+    "密码",
+    "口令",
+    "parola",
+    "wachtwoord",
+    "haslo",
+    "hasło",
+    "clave",
+    "connectionstring",
+    "connstr",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "apitoken",
+    "authtoken",
+    "accesstoken",
 ];
 
 /// A head word ending in one of these is sensitive too (`rootpassword`, `apitoken`).
-const STRONG_SUFFIXES: &[&str] = &["password", "passwd", "secret", "token", "apikey", "passphrase", "privatekey", "secretkey"];
+const STRONG_SUFFIXES: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "apikey",
+    "passphrase",
+    "privatekey",
+    "secretkey",
+];
 
 /// `key` is strong after one of these words (`api_key`, `consumerKey`, `AWS_SECRET_ACCESS_KEY`).
 const KEY_QUALIFIERS: &[&str] = &[
-    "api", "access", "secret", "private", "signing", "sign", "encryption", "encrypt", "crypt", "crypto", "master",
-    "auth", "client", "consumer", "session", "shared", "hmac", "license", "licence", "account", "storage", "aes",
-    "des", "cipher", "jwt", "webhook", "sas", "subscription", "primary", "secondary", "admin", "root", "ssh", "pgp",
-    "gpg", "deploy", "app", "application", "service", "integration", "write", "bearer", "cookie", "csrf", "otp",
-    "totp", "mfa", "seed", "wrapping", "server", "user", "personal", "partner", "merchant", "license", "dev",
-    "prod", "live", "test", "sandbox", "ingest", "ingestion", "upload", "publish", "registry", "npm", "pypi",
+    "api",
+    "access",
+    "secret",
+    "private",
+    "signing",
+    "sign",
+    "encryption",
+    "encrypt",
+    "crypt",
+    "crypto",
+    "master",
+    "auth",
+    "client",
+    "consumer",
+    "session",
+    "shared",
+    "hmac",
+    "license",
+    "licence",
+    "account",
+    "storage",
+    "aes",
+    "des",
+    "cipher",
+    "jwt",
+    "webhook",
+    "sas",
+    "subscription",
+    "primary",
+    "secondary",
+    "admin",
+    "root",
+    "ssh",
+    "pgp",
+    "gpg",
+    "deploy",
+    "app",
+    "application",
+    "service",
+    "integration",
+    "write",
+    "bearer",
+    "cookie",
+    "csrf",
+    "otp",
+    "totp",
+    "mfa",
+    "seed",
+    "wrapping",
+    "server",
+    "user",
+    "personal",
+    "partner",
+    "merchant",
+    "license",
+    "dev",
+    "prod",
+    "live",
+    "test",
+    "sandbox",
+    "ingest",
+    "ingestion",
+    "upload",
+    "publish",
+    "registry",
+    "npm",
+    "pypi",
 ];
 
 /// Head words that are sensitive only when the value also looks random (S7 tier).
 const WEAK_HEADS: &[&str] = &[
-    "key", "auth", "signature", "sig", "nonce", "verifier", "otp", "totp", "mfa", "seed", "cookie", "session", "cipher",
-    "nkey", "salt",
+    "key",
+    "auth",
+    "signature",
+    "sig",
+    "nonce",
+    "verifier",
+    "otp",
+    "totp",
+    "mfa",
+    "seed",
+    "cookie",
+    "session",
+    "cipher",
+    "nkey",
+    "salt",
 ];
 
 /// `token` after one of these is a parser, paging or cancellation token, not a credential.
 const NOT_TOKEN_QUALIFIERS: &[&str] = &[
-    "page", "next", "prev", "previous", "continuation", "cursor", "cancellation", "cancel", "sync", "lexer", "parser",
-    "syntax", "end", "start", "delimiter", "separator", "last", "first", "current", "peek",
+    "page",
+    "next",
+    "prev",
+    "previous",
+    "continuation",
+    "cursor",
+    "cancellation",
+    "cancel",
+    "sync",
+    "lexer",
+    "parser",
+    "syntax",
+    "end",
+    "start",
+    "delimiter",
+    "separator",
+    "last",
+    "first",
+    "current",
+    "peek",
 ];
 
 /// `key` after one of these names something public or structural (`public_key`,
 /// `foreign_key`, `cache_key`), never a secret.
 const NOT_KEY_QUALIFIERS: &[&str] = &[
-    "public", "pub", "foreign", "sort", "partition", "range", "idempotency", "cache", "lookup", "map", "dict", "hash",
-    "row", "column", "composite", "unique", "index", "object", "translation", "i18n", "config", "setting", "settings",
-    "field", "form", "attribute", "header", "query", "param", "product", "group", "bucket", "sequence", "schema",
-    "natural", "hot", "primary_", "dedup", "routing", "shard", "message", "event", "state", "storage_",
+    "public",
+    "pub",
+    "foreign",
+    "sort",
+    "partition",
+    "range",
+    "idempotency",
+    "cache",
+    "lookup",
+    "map",
+    "dict",
+    "hash",
+    "row",
+    "column",
+    "composite",
+    "unique",
+    "index",
+    "object",
+    "translation",
+    "i18n",
+    "config",
+    "setting",
+    "settings",
+    "field",
+    "form",
+    "attribute",
+    "header",
+    "query",
+    "param",
+    "product",
+    "group",
+    "bucket",
+    "sequence",
+    "schema",
+    "natural",
+    "hot",
+    "primary_",
+    "dedup",
+    "routing",
+    "shard",
+    "message",
+    "event",
+    "state",
+    "storage_",
 ];
 
 /// Words whose presence in a value marks it as a stand-in rather than a real token
 /// (applied to token/secret/key values, not to passwords, which are often words).
 const STAND_IN_WORDS: &[&str] = &[
-    "token", "secret", "key", "example", "sample", "dummy", "fake", "mock", "placeholder", "invalid", "something",
-    "material", "string", "value", "test",
+    "token",
+    "secret",
+    "key",
+    "example",
+    "sample",
+    "dummy",
+    "fake",
+    "mock",
+    "placeholder",
+    "invalid",
+    "something",
+    "material",
+    "string",
+    "value",
+    "test",
 ];
 
 /// Words after the head that do not change what the value is.
 const MODIFIERS: &[&str] = &[
-    "v", "old", "new", "confirm", "confirmation", "plain", "plaintext", "clear", "cleartext", "raw", "value", "val",
-    "str", "string", "text", "enc", "encrypted", "encoded", "b64", "base64", "hex", "bytes", "bin", "test", "dev",
-    "prod", "local", "default", "expected", "actual", "current", "again", "repeat", "verify", "verification",
-    "override", "env", "var", "mock", "fake", "dummy", "sample", "example", "literal", "const",
+    "v",
+    "old",
+    "new",
+    "confirm",
+    "confirmation",
+    "plain",
+    "plaintext",
+    "clear",
+    "cleartext",
+    "raw",
+    "value",
+    "val",
+    "str",
+    "string",
+    "text",
+    "enc",
+    "encrypted",
+    "encoded",
+    "b64",
+    "base64",
+    "hex",
+    "bytes",
+    "bin",
+    "test",
+    "dev",
+    "prod",
+    "local",
+    "default",
+    "expected",
+    "actual",
+    "current",
+    "again",
+    "repeat",
+    "verify",
+    "verification",
+    "override",
+    "env",
+    "var",
+    "mock",
+    "fake",
+    "dummy",
+    "sample",
+    "example",
+    "literal",
+    "const",
 ];
 
 /// Quoted-literal wrappers whose first string argument is the value.
-const WRAPPERS: &[&str] =
-    &["[]byte(", "aws.String(", "String(", "SecretStr(", "SecretString(", "Secret(", "secret(", "bytes(", "b("];
+const WRAPPERS: &[&str] = &[
+    "[]byte(",
+    "aws.String(",
+    "String(",
+    "SecretStr(",
+    "SecretString(",
+    "Secret(",
+    "secret(",
+    "bytes(",
+    "b(",
+];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Tier {
@@ -139,7 +408,12 @@ impl Structural {
         for caps in self.identified_by.captures_iter(text) {
             let v = caps.get(1).expect("group");
             if !util::is_placeholder(v.as_str()) {
-                out.push(cand(v.start(), v.end(), "S3.sql-identified-by", Tier::Strong));
+                out.push(cand(
+                    v.start(),
+                    v.end(),
+                    "S3.sql-identified-by",
+                    Tier::Strong,
+                ));
             }
         }
         if text.contains("value") {
@@ -198,15 +472,14 @@ impl Structural {
             (2, "S3.assignment")
         } else if rest.starts_with("||=") {
             (3, "S3.assignment")
-        } else if rest.starts_with('=') {
-            if rest[1..].starts_with(['~', '=']) {
+        } else if let Some(after) = rest.strip_prefix('=') {
+            if after.starts_with(['~', '=']) {
                 return;
             }
             (1, "S3.assignment")
         } else if open_quote {
             return;
-        } else if rest.starts_with(':') {
-            let after = &rest[1..];
+        } else if let Some(after) = rest.strip_prefix(':') {
             if after.starts_with(':') || after.starts_with("//") {
                 return;
             }
@@ -226,12 +499,18 @@ impl Structural {
         }
         // A bare value inside a string literal of source code (a config snippet in a
         // test, `"user: x\npass: y"`) is a literal, not an expression.
-        let kind = if kind == FileKind::Code && self.in_string_literal(text, ks - key_quote.map_or(0, str::len)) {
+        let kind = if kind == FileKind::Code
+            && self.in_string_literal(text, ks - key_quote.map_or(0, str::len))
+        {
             FileKind::Config
         } else {
             kind
         };
-        let det = if class.tier == Tier::Weak { "S7.keyword-entropy" } else { detector };
+        let det = if class.tier == Tier::Weak {
+            "S7.keyword-entropy"
+        } else {
+            detector
+        };
         if pos < b.len() && b[pos] == b'[' && class.tier == Tier::Strong {
             // An inline list of values: `tokens: ["a", "b"]`.
             let mut p = pos + 1;
@@ -239,8 +518,12 @@ impl Structural {
                 while p < b.len() && matches!(b[p], b' ' | b'\t') {
                     p += 1;
                 }
-                let Some(q) = util::quote_at(text, p) else { break };
-                let Some(close) = util::find_closing(text, p + q.len(), q) else { break };
+                let Some(q) = util::quote_at(text, p) else {
+                    break;
+                };
+                let Some(close) = util::find_closing(text, p + q.len(), q) else {
+                    break;
+                };
                 if accept(&text[p + q.len()..close], true, kind, class, name) {
                     out.push(cand(p + q.len(), close, det, class.tier));
                 }
@@ -256,7 +539,9 @@ impl Structural {
             }
             return;
         }
-        let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else { return };
+        let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else {
+            return;
+        };
         if detector == "S3.setter" && !quoted {
             return;
         }
@@ -274,7 +559,10 @@ impl Structural {
     /// earlier in the text.
     fn in_string_literal(&self, text: &str, pos: usize) -> bool {
         let b = text.as_bytes();
-        let line_start = b[..pos].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+        let line_start = b[..pos]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |i| i + 1);
         let mut state: Option<u8> = None;
         let mut i = line_start;
         while i < pos {
@@ -314,7 +602,11 @@ fn cand(start: usize, end: usize, detector: &'static str, tier: Tier) -> Candida
         end,
         category: Category::SECRET,
         detector,
-        priority: if tier == Tier::Strong { prio::STRUCTURAL } else { prio::GENERIC },
+        priority: if tier == Tier::Strong {
+            prio::STRUCTURAL
+        } else {
+            prio::GENERIC
+        },
     }
 }
 
@@ -323,8 +615,14 @@ fn cand(start: usize, end: usize, detector: &'static str, tier: Tier) -> Candida
 fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
     let mut ks = s;
     while ks > 0 {
-        let Some(c) = text[..ks].chars().next_back() else { break };
-        let ok = if c.is_ascii() { util::is_key_byte(c as u8) } else { c.is_alphabetic() };
+        let Some(c) = text[..ks].chars().next_back() else {
+            break;
+        };
+        let ok = if c.is_ascii() {
+            util::is_key_byte(c as u8)
+        } else {
+            c.is_alphabetic()
+        };
         if !ok {
             break;
         }
@@ -332,8 +630,14 @@ fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
     }
     let mut ke = e;
     while ke < text.len() {
-        let Some(c) = text[ke..].chars().next() else { break };
-        let ok = if c.is_ascii() { util::is_key_byte(c as u8) } else { c.is_alphabetic() };
+        let Some(c) = text[ke..].chars().next() else {
+            break;
+        };
+        let ok = if c.is_ascii() {
+            util::is_key_byte(c as u8)
+        } else {
+            c.is_alphabetic()
+        };
         if !ok {
             break;
         }
@@ -365,7 +669,9 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
             let boundary = (p.is_lowercase() && c.is_uppercase())
                 || (p.is_alphabetic() && c.is_ascii_digit())
                 || (p.is_ascii_digit() && c.is_alphabetic())
-                || (p.is_uppercase() && c.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase()));
+                || (p.is_uppercase()
+                    && c.is_uppercase()
+                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase()));
             if boundary {
                 words.push(std::mem::take(&mut cur));
             }
@@ -390,8 +696,26 @@ fn classify(name: &str) -> Option<KeyClass> {
 
 /// Head words of password-like keys.
 const PASSWORD_WORDS: &[&str] = &[
-    "password", "passwd", "passwort", "pwd", "pass", "passphrase", "passcode", "passw", "passe", "contraseña",
-    "contrasena", "senha", "пароль", "密码", "口令", "parola", "wachtwoord", "haslo", "hasło", "clave",
+    "password",
+    "passwd",
+    "passwort",
+    "pwd",
+    "pass",
+    "passphrase",
+    "passcode",
+    "passw",
+    "passe",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "пароль",
+    "密码",
+    "口令",
+    "parola",
+    "wachtwoord",
+    "haslo",
+    "hasło",
+    "clave",
 ];
 
 fn classify_tier(name: &str) -> Option<Tier> {
@@ -414,24 +738,45 @@ fn classify_tier(name: &str) -> Option<Tier> {
     if (head == "token" || head == "tokens") && NOT_TOKEN_QUALIFIERS.contains(&prev) {
         return None;
     }
-    if STRONG_HEADS.contains(&head) || STRONG_SUFFIXES.iter().any(|s| head.len() > s.len() && head.ends_with(s)) {
+    if STRONG_HEADS.contains(&head)
+        || STRONG_SUFFIXES
+            .iter()
+            .any(|s| head.len() > s.len() && head.ends_with(s))
+    {
         return Some(Tier::Strong);
     }
     if head == "key" || head == "keys" {
         if NOT_KEY_QUALIFIERS.contains(&prev) {
             return None;
         }
-        return if KEY_QUALIFIERS.contains(&prev) || prev.ends_with("secret") || prev.ends_with("private") {
+        return if KEY_QUALIFIERS.contains(&prev)
+            || prev.ends_with("secret")
+            || prev.ends_with("private")
+        {
             Some(Tier::Strong)
         } else {
             Some(Tier::Weak)
         };
     }
     if head == "code" {
-        return matches!(prev, "auth" | "authorization" | "verification" | "otp" | "mfa" | "oauth" | "recovery" | "backup")
-            .then_some(Tier::Weak);
+        return matches!(
+            prev,
+            "auth"
+                | "authorization"
+                | "verification"
+                | "otp"
+                | "mfa"
+                | "oauth"
+                | "recovery"
+                | "backup"
+        )
+        .then_some(Tier::Weak);
     }
-    if matches!(head, "connection" | "conn") && words.get(i).is_some_and(|w| matches!(w.as_str(), "string" | "str")) {
+    if matches!(head, "connection" | "conn")
+        && words
+            .get(i)
+            .is_some_and(|w| matches!(w.as_str(), "string" | "str"))
+    {
         return Some(Tier::Strong);
     }
     if WEAK_HEADS.contains(&head) || head.ends_with("nkey") {
@@ -447,7 +792,9 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
         return None;
     }
     if xml {
-        let end = text[pos..].find(['<', '\n']).map_or(text.len(), |i| pos + i);
+        let end = text[pos..]
+            .find(['<', '\n'])
+            .map_or(text.len(), |i| pos + i);
         let v = text[pos..end].trim();
         let vs = pos + text[pos..end].find(v).unwrap_or(0);
         return (!v.is_empty()).then_some((vs, vs + v.len(), true));
@@ -460,7 +807,13 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
     }
     // String prefixes: b'' r"" u'' f"" rb'' @"" $"".
     let mut p = pos;
-    while p < b.len() && p - pos < 2 && matches!(b[p], b'b' | b'r' | b'u' | b'f' | b'B' | b'R' | b'U' | b'F' | b'@' | b'$') {
+    while p < b.len()
+        && p - pos < 2
+        && matches!(
+            b[p],
+            b'b' | b'r' | b'u' | b'f' | b'B' | b'R' | b'U' | b'F' | b'@' | b'$'
+        )
+    {
         p += 1;
     }
     if p > pos && util::quote_at(text, p).is_some_and(|q| q.len() == 1) {
@@ -475,13 +828,20 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
         // is one base64 run (key material written over several lines).
         let line_end = text[vs..].find('\n').map_or(text.len(), |i| vs + i);
         let rest = text[vs..line_end].trim_end();
-        let b64 = rest.len() >= 32 && rest.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+        let b64 = rest.len() >= 32
+            && rest
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
         return b64.then_some((vs, vs + rest.len(), true));
     }
     let mut end = pos;
     while end < b.len() {
         let c = b[end];
-        if c.is_ascii_whitespace() || matches!(c, b',' | b';' | b'"' | b'\'' | b'`' | b')' | b']' | b'}' | b'<' | b'&' | b'\\')
+        if c.is_ascii_whitespace()
+            || matches!(
+                c,
+                b',' | b';' | b'"' | b'\'' | b'`' | b')' | b']' | b'}' | b'<' | b'&' | b'\\'
+            )
         {
             break;
         }
@@ -492,7 +852,10 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
 }
 
 fn normalized(s: &str) -> String {
-    s.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// Decides whether a value read after a sensitive key is a literal worth redacting.
@@ -509,7 +872,10 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     if is_stand_in(v, class.password) {
         return false;
     }
-    let numeric = v.bytes().filter(|b| b.is_ascii_digit() || *b == b'.').count();
+    let numeric = v
+        .bytes()
+        .filter(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
     if v.contains('.') && numeric * 10 >= v.len() * 8 {
         return false; // versions, OIDs
     }
@@ -526,7 +892,9 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
         return false;
     }
     if !quoted {
-        if v.starts_with([':', '&', '*', '!', '|', '>', '[', '{', '(', '=']) || v.contains(['(', '{', '[']) {
+        if v.starts_with([':', '&', '*', '!', '|', '>', '[', '{', '(', '='])
+            || v.contains(['(', '{', '['])
+        {
             return false;
         }
         match kind {
@@ -537,7 +905,12 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
                 let identifier = v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
                     && v.bytes().next().is_some_and(|c| !c.is_ascii_digit())
                     && v.bytes().any(|c| c.is_ascii_lowercase());
-                if identifier || v.contains('(') || v.contains('.') || v.contains('[') || v.contains("->") {
+                if identifier
+                    || v.contains('(')
+                    || v.contains('.')
+                    || v.contains('[')
+                    || v.contains("->")
+                {
                     return false;
                 }
                 if !util::looks_random(v, 12, 3.0) {
@@ -554,11 +927,18 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     } else if normalized(v) == normalized(key) && split_words(key).len() > 1 {
         return false;
     }
-    if !class.password && matches!(lower.as_str(), "secret" | "token" | "apikey" | "api_key" | "credentials" | "auth") {
+    if !class.password
+        && matches!(
+            lower.as_str(),
+            "secret" | "token" | "apikey" | "api_key" | "credentials" | "auth"
+        )
+    {
         return false;
     }
     if tier == Tier::Weak
-        && (!util::looks_random(v, 8, 2.5) || v.starts_with(['-', '_', '.', '/']) || v.ends_with(['-', '_', '.', '/']))
+        && (!util::looks_random(v, 8, 2.5)
+            || v.starts_with(['-', '_', '.', '/'])
+            || v.ends_with(['-', '_', '.', '/']))
     {
         return false; // weak keys need a token-like value, not a fragment being concatenated
     }
@@ -574,7 +954,12 @@ fn is_stand_in(v: &str, password: bool) -> bool {
     }
     let words = split_words(v);
     if password {
-        return words.iter().any(|w| matches!(w.as_str(), "example" | "sample" | "dummy" | "placeholder" | "random" | "specific"));
+        return words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "example" | "sample" | "dummy" | "placeholder" | "random" | "specific"
+            )
+        });
     }
     words.iter().enumerate().any(|(i, w)| {
         STAND_IN_WORDS.contains(&w.as_str())
@@ -591,9 +976,15 @@ fn looks_like_path(v: &str) -> bool {
     let segs: Vec<&str> = v.trim_start_matches('/').split('/').collect();
     segs.len() >= 3
         && !v.contains(['+', '='])
-        && segs.iter().all(|s| !s.is_empty() && s.bytes().all(|b| !b.is_ascii_uppercase() || s.len() > 12))
-        && segs.iter().any(|s| s.len() >= 3 && s.bytes().all(|b| b.is_ascii_lowercase()))
-        || (v.starts_with('/') && segs.len() >= 2 && segs.iter().any(|s| s.contains('.') && s.len() > 3))
+        && segs
+            .iter()
+            .all(|s| !s.is_empty() && s.bytes().all(|b| !b.is_ascii_uppercase() || s.len() > 12))
+        && segs
+            .iter()
+            .any(|s| s.len() >= 3 && s.bytes().all(|b| b.is_ascii_lowercase()))
+        || (v.starts_with('/')
+            && segs.len() >= 2
+            && segs.iter().any(|s| s.contains('.') && s.len() > 3))
 }
 
 /// `session.redis.password`, `duo_api.secret_key`, `example.com`: a dotted name.
@@ -604,7 +995,8 @@ fn is_dotted_name(v: &str) -> bool {
         && v.split('.').all(|p| {
             !p.is_empty()
                 && p.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
-                && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
         })
 }
 
@@ -612,8 +1004,16 @@ fn is_dotted_name(v: &str) -> bool {
 fn is_constant_name(v: &str) -> bool {
     let parts: Vec<&str> = v.split('_').collect();
     parts.len() >= 2
-        && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
-        && parts.iter().filter(|p| p.bytes().all(|b| b.is_ascii_uppercase())).count() >= 2
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        })
+        && parts
+            .iter()
+            .filter(|p| p.bytes().all(|b| b.is_ascii_uppercase()))
+            .count()
+            >= 2
 }
 
 #[cfg(test)]
@@ -622,25 +1022,57 @@ mod tests {
 
     #[test]
     fn words_split_on_case_digits_and_separators() {
-        assert_eq!(split_words("AWS_SECRET_ACCESS_KEY"), ["aws", "secret", "access", "key"]);
-        assert_eq!(split_words("OAuth2ClientSecret"), ["o", "auth", "2", "client", "secret"]);
+        assert_eq!(
+            split_words("AWS_SECRET_ACCESS_KEY"),
+            ["aws", "secret", "access", "key"]
+        );
+        assert_eq!(
+            split_words("OAuth2ClientSecret"),
+            ["o", "auth", "2", "client", "secret"]
+        );
         assert_eq!(split_words("HMACSecret"), ["hmac", "secret"]);
-        assert_eq!(split_words("ses_smtp_password_v4"), ["ses", "smtp", "password", "v", "4"]);
-        assert_eq!(split_words("app.config.db-pass"), ["app", "config", "db", "pass"]);
+        assert_eq!(
+            split_words("ses_smtp_password_v4"),
+            ["ses", "smtp", "password", "v", "4"]
+        );
+        assert_eq!(
+            split_words("app.config.db-pass"),
+            ["app", "config", "db", "pass"]
+        );
     }
 
     #[test]
     fn keys_are_judged_by_their_head_word() {
         for k in [
-            "password", "DB_PASSWORD", "clientSecret", "aws_secret_access_key", "api_key", "x-api-key", "Apitoken",
-            "ses_smtp_password_v4", "password_confirmation", "consumerKey", "PGPASSWORD", "пароль", "mot_de_passe",
-            "connection_string", "testPasswordOld", "secret",
+            "password",
+            "DB_PASSWORD",
+            "clientSecret",
+            "aws_secret_access_key",
+            "api_key",
+            "x-api-key",
+            "Apitoken",
+            "ses_smtp_password_v4",
+            "password_confirmation",
+            "consumerKey",
+            "PGPASSWORD",
+            "пароль",
+            "mot_de_passe",
+            "connection_string",
+            "testPasswordOld",
+            "secret",
         ] {
             assert_eq!(classify(k).map(|c| c.tier), Some(Tier::Strong), "{k}");
         }
         for k in [
-            "password_file", "token_type", "api_key_id", "tokenEndpoint", "passwordField", "secret_name", "keyboard",
-            "public_key", "foreign_key",
+            "password_file",
+            "token_type",
+            "api_key_id",
+            "tokenEndpoint",
+            "passwordField",
+            "secret_name",
+            "keyboard",
+            "public_key",
+            "foreign_key",
         ] {
             assert_eq!(classify(k), None, "{k}");
         }

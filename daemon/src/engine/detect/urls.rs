@@ -20,14 +20,20 @@ static USERINFO: LazyLock<Regex> = LazyLock::new(|| {
 /// RFC 2606/6761 documentation hosts: credentials shown with them are examples.
 fn reserved_host(host: &str) -> bool {
     let h = host.to_ascii_lowercase();
-    ["example.com", "example.org", "example.net"].iter().any(|d| h == *d || h.ends_with(&format!(".{d}")))
-        || [".example", ".invalid", ".test"].iter().any(|s| h.ends_with(s))
+    ["example.com", "example.org", "example.net"]
+        .iter()
+        .any(|d| h == *d || h.ends_with(&format!(".{d}")))
+        || [".example", ".invalid", ".test"]
+            .iter()
+            .any(|s| h.ends_with(s))
 }
 static DISCORD_WEBHOOK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)discord(?:app)?\.com/api/webhooks/\d{5,30}/([A-Za-z0-9_\-]{20,100})").expect("static regex")
+    Regex::new(r"(?i)discord(?:app)?\.com/api/webhooks/\d{5,30}/([A-Za-z0-9_\-]{20,100})")
+        .expect("static regex")
 });
-static NETRC: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)\bmachine\s+\S+.*?\bpassword\s+(\S+)").expect("static regex"));
+static NETRC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)\bmachine\s+\S+.*?\bpassword\s+(\S+)").expect("static regex")
+});
 
 /// Appends S4 candidates.
 pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
@@ -61,12 +67,21 @@ pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
 }
 
 fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
-    Candidate { start, end, category: Category::SECRET, detector, priority: prio::URL_CREDENTIAL }
+    Candidate {
+        start,
+        end,
+        category: Category::SECRET,
+        detector,
+        priority: prio::URL_CREDENTIAL,
+    }
 }
 
 fn accept_password(p: &str) -> bool {
     p.chars().count() >= 4
-        && !util::is_placeholder(p) && !p.starts_with('%') && !p.starts_with('{') && !p.starts_with('$')
+        && !util::is_placeholder(p)
+        && !p.starts_with('%')
+        && !p.starts_with('{')
+        && !p.starts_with('$')
 }
 
 /// `hostname:port:database:username:password`, `#` comments.

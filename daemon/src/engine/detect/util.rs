@@ -56,12 +56,15 @@ pub enum FileKind {
 }
 
 const CODE_EXTS: &[&str] = &[
-    "go", "rs", "py", "pyi", "rb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "java", "kt", "kts", "scala", "cs",
-    "php", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "swift", "m", "mm", "dart", "lua", "pl", "pm", "r", "ex",
-    "exs", "erl", "clj", "groovy", "gradle", "vue", "svelte", "fs", "vb", "tf", "hcl", "json", "jsonc", "ipynb",
-    "sql", "zig", "nim", "jl", "cr", "elm", "hs", "ml", "coffee",
+    "go", "rs", "py", "pyi", "rb", "js", "jsx", "ts", "tsx", "mjs", "cjs", "java", "kt", "kts",
+    "scala", "cs", "php", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "swift", "m", "mm", "dart",
+    "lua", "pl", "pm", "r", "ex", "exs", "erl", "clj", "groovy", "gradle", "vue", "svelte", "fs",
+    "vb", "tf", "hcl", "json", "jsonc", "ipynb", "sql", "zig", "nim", "jl", "cr", "elm", "hs",
+    "ml", "coffee",
 ];
-const PROSE_EXTS: &[&str] = &["md", "markdown", "txt", "rst", "adoc", "html", "htm", "textile", "org", "tex"];
+const PROSE_EXTS: &[&str] = &[
+    "md", "markdown", "txt", "rst", "adoc", "html", "htm", "textile", "org", "tex",
+];
 
 impl FileKind {
     /// Classifies a root-relative path; `prose` forces [`FileKind::Prose`].
@@ -69,7 +72,11 @@ impl FileKind {
         if prose {
             return FileKind::Prose;
         }
-        let name = rel_path.rsplit('/').next().unwrap_or(rel_path).to_ascii_lowercase();
+        let name = rel_path
+            .rsplit('/')
+            .next()
+            .unwrap_or(rel_path)
+            .to_ascii_lowercase();
         if name.starts_with(".env") || name.contains(".env.") || name.ends_with(".env") {
             return FileKind::Config;
         }
@@ -88,7 +95,9 @@ impl FileKind {
 }
 
 /// Quote tokens recognised around keys and values, longest first.
-pub const QUOTES: &[&str] = &["\\\\\\\"", "&quot;", "&#34;", "&#39;", "\\\"", "\\'", "\"", "'", "`"];
+pub const QUOTES: &[&str] = &[
+    "\\\\\\\"", "&quot;", "&#34;", "&#39;", "\\\"", "\\'", "\"", "'", "`",
+];
 
 /// The quote token starting at `pos`, if any.
 pub fn quote_at(text: &str, pos: usize) -> Option<&'static str> {
@@ -144,7 +153,10 @@ pub fn is_placeholder(value: &str) -> bool {
     }
     let b = v.as_bytes();
     // Shell/env references: $VAR, ${VAR}, $(cmd), $env:X; not crypt hashes ($2a$…).
-    if b[0] == b'$' && b.len() > 1 && (b[1].is_ascii_alphabetic() || matches!(b[1], b'_' | b'{' | b'(')) {
+    if b[0] == b'$'
+        && b.len() > 1
+        && (b[1].is_ascii_alphabetic() || matches!(b[1], b'_' | b'{' | b'('))
+    {
         return true;
     }
     // Templates anywhere in the value.
@@ -180,7 +192,11 @@ pub fn is_placeholder(value: &str) -> bool {
     if b.len() <= 5 && b.iter().all(u8::is_ascii_digit) {
         return true;
     }
-    if lower.starts_with("your_") || lower.starts_with("your-") || lower.starts_with("<your") || lower.starts_with("my_secret_") {
+    if lower.starts_with("your_")
+        || lower.starts_with("your-")
+        || lower.starts_with("<your")
+        || lower.starts_with("my_secret_")
+    {
         return true;
     }
     if lower.starts_with("/etc/")
@@ -204,7 +220,9 @@ fn has_brace_field(v: &str) -> bool {
     while i < b.len() {
         if b[i] == b'{' {
             let mut j = i + 1;
-            while j < b.len() && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b':')) {
+            while j < b.len()
+                && (b[j].is_ascii_alphanumeric() || matches!(b[j], b'_' | b'.' | b':'))
+            {
                 j += 1;
             }
             if j < b.len() && b[j] == b'}' {
@@ -219,28 +237,151 @@ fn has_brace_field(v: &str) -> bool {
 /// A printf verb such as `%s`, `%d`, `%v`, `%q` (a value built by formatting).
 fn has_printf_verb(v: &str) -> bool {
     let b = v.as_bytes();
-    b.windows(2).any(|w| w[0] == b'%' && matches!(w[1], b's' | b'd' | b'v' | b'q' | b'x' | b'r'))
-        && !b.windows(3).any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
+    b.windows(2)
+        .any(|w| w[0] == b'%' && matches!(w[1], b's' | b'd' | b'v' | b'q' | b'x' | b'r'))
+        && !b
+            .windows(3)
+            .any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
 }
 
 /// Values that stand for "no value" or "fill me in".
 const PLACEHOLDER_WORDS: &[&str] = &[
-    "null", "nil", "none", "undefined", "true", "false", "yes", "no", "on", "off", "empty", "blank", "unset",
-    "changeme", "change_me", "change-me", "changethis", "replaceme", "replace_me", "replace-me", "redacted",
-    "[redacted]", "[filtered]", "filtered", "masked", "hidden", "removed", "placeholder", "todo", "tbd", "fixme",
-    "required", "optional", "string", "str", "int", "bool", "boolean", "object", "any", "secret_here", "xxx",
-    "your_password", "yourpassword", "your-password", "your_token", "your_api_key", "your_secret", "password_here",
-    "token_here", "<password>", "<token>", "<secret>", "...", "…", "n/a", "na", "default", "env", "environment",
-    "sensitive", "********",
+    "null",
+    "nil",
+    "none",
+    "undefined",
+    "true",
+    "false",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "empty",
+    "blank",
+    "unset",
+    "changeme",
+    "change_me",
+    "change-me",
+    "changethis",
+    "replaceme",
+    "replace_me",
+    "replace-me",
+    "redacted",
+    "[redacted]",
+    "[filtered]",
+    "filtered",
+    "masked",
+    "hidden",
+    "removed",
+    "placeholder",
+    "todo",
+    "tbd",
+    "fixme",
+    "required",
+    "optional",
+    "string",
+    "str",
+    "int",
+    "bool",
+    "boolean",
+    "object",
+    "any",
+    "secret_here",
+    "xxx",
+    "your_password",
+    "yourpassword",
+    "your-password",
+    "your_token",
+    "your_api_key",
+    "your_secret",
+    "password_here",
+    "token_here",
+    "<password>",
+    "<token>",
+    "<secret>",
+    "...",
+    "…",
+    "n/a",
+    "na",
+    "default",
+    "env",
+    "environment",
+    "sensitive",
+    "********",
 ];
 
 /// English filler that follows a key in prose ("password: the one you chose").
 pub const PROSE_FILLER: &[&str] = &[
-    "the", "a", "an", "is", "are", "be", "to", "of", "for", "and", "or", "not", "this", "that", "it", "your", "you",
-    "will", "must", "should", "can", "set", "use", "used", "using", "see", "if", "when", "which", "with", "from",
-    "as", "in", "on", "by", "at", "we", "our", "my", "its", "their", "there", "here", "must", "may", "only",
-    "also", "then", "than", "into", "same", "any", "some", "all", "each", "per", "new", "old", "value", "field",
-    "parameter", "option", "key", "string", "none", "provided", "specified", "given", "enter", "type",
+    "the",
+    "a",
+    "an",
+    "is",
+    "are",
+    "be",
+    "to",
+    "of",
+    "for",
+    "and",
+    "or",
+    "not",
+    "this",
+    "that",
+    "it",
+    "your",
+    "you",
+    "will",
+    "must",
+    "should",
+    "can",
+    "set",
+    "use",
+    "used",
+    "using",
+    "see",
+    "if",
+    "when",
+    "which",
+    "with",
+    "from",
+    "as",
+    "in",
+    "on",
+    "by",
+    "at",
+    "we",
+    "our",
+    "my",
+    "its",
+    "their",
+    "there",
+    "here",
+    "must",
+    "may",
+    "only",
+    "also",
+    "then",
+    "than",
+    "into",
+    "same",
+    "any",
+    "some",
+    "all",
+    "each",
+    "per",
+    "new",
+    "old",
+    "value",
+    "field",
+    "parameter",
+    "option",
+    "key",
+    "string",
+    "none",
+    "provided",
+    "specified",
+    "given",
+    "enter",
+    "type",
 ];
 
 /// True for UUID-shaped strings (8-4-4-4-12 hex), which are identifiers, not secrets.
@@ -249,7 +390,13 @@ pub fn is_uuid(v: &str) -> bool {
     if b.len() != 36 {
         return false;
     }
-    b.iter().enumerate().all(|(i, &c)| if matches!(i, 8 | 13 | 18 | 23) { c == b'-' } else { c.is_ascii_hexdigit() })
+    b.iter().enumerate().all(|(i, &c)| {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            c == b'-'
+        } else {
+            c.is_ascii_hexdigit()
+        }
+    })
 }
 
 /// Counts of character classes in `v`: (lower, upper, digit, other).
@@ -296,13 +443,35 @@ mod tests {
     #[test]
     fn placeholders_and_references_are_not_values() {
         for v in [
-            "${DB_PASSWORD}", "{{ .Values.password }}", "<password>", "$PASS", "%(password)s", "%DB_PASS%", "null",
-            "None", "true", "12345", "changeme", "****", "xxxxxx", "{0}", "{ctf_name} reset", "your_api_key_here",
-            "/run/secrets/db", "%s",
+            "${DB_PASSWORD}",
+            "{{ .Values.password }}",
+            "<password>",
+            "$PASS",
+            "%(password)s",
+            "%DB_PASS%",
+            "null",
+            "None",
+            "true",
+            "12345",
+            "changeme",
+            "****",
+            "xxxxxx",
+            "{0}",
+            "{ctf_name} reset",
+            "your_api_key_here",
+            "/run/secrets/db",
+            "%s",
         ] {
             assert!(is_placeholder(v), "{v}");
         }
-        for v in ["hunter2", "s3cr3t!", "$2a$10$abcdefghijklmnopqrstuv", "{\\\"a\\\":\\\"b\\\"}", "123456", "p%40ss"] {
+        for v in [
+            "hunter2",
+            "s3cr3t!",
+            "$2a$10$abcdefghijklmnopqrstuv",
+            "{\\\"a\\\":\\\"b\\\"}",
+            "123456",
+            "p%40ss",
+        ] {
             assert!(!is_placeholder(v), "{v}");
         }
     }
