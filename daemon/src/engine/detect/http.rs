@@ -6,6 +6,7 @@
 use super::util;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use aho_corasick::AhoCorasick;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -33,9 +34,44 @@ static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// Trigger words, found in one case-insensitive pass: (scheme words, authorization,
+/// digest, curl).
+static TRIGGERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build([
+            "bearer",
+            "basic",
+            "ntlm",
+            "negotiate",
+            "authorization",
+            "digest",
+            "curl",
+        ])
+        .expect("static automaton")
+});
+
 /// Appends S5 candidates.
 pub fn scan(text: &str, out: &mut Vec<Candidate>) {
-    let lower_has = |needle: &str| contains_ci(text, needle);
+    let mut seen = 0u8;
+    for m in TRIGGERS.find_iter(text) {
+        seen |= 1 << m.pattern().as_usize();
+        if seen == 0x7f {
+            break;
+        }
+    }
+    let lower_has = |needle: &str| {
+        let bit = match needle {
+            "bearer" => 0,
+            "basic" => 1,
+            "ntlm" => 2,
+            "negotiate" => 3,
+            "authorization" => 4,
+            "digest" => 5,
+            _ => 6,
+        };
+        seen & (1 << bit) != 0
+    };
     if lower_has("bearer") || lower_has("basic") || lower_has("ntlm") || lower_has("negotiate") {
         for caps in SCHEME.captures_iter(text) {
             let scheme = caps.get(1).expect("group").as_str().to_ascii_lowercase();
@@ -59,7 +95,7 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
             out.push(cand(tok.start(), tok.end(), "S5.digest-response"));
         }
     }
-    if text.contains("curl") {
+    if lower_has("curl") {
         for caps in CURL_USER.captures_iter(text) {
             let p = caps.get(1).expect("group");
             if !util::is_placeholder(p.as_str()) && !p.as_str().starts_with('$') {
@@ -84,13 +120,6 @@ fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
         detector,
         priority: prio::HTTP_AUTH,
     }
-}
-
-fn contains_ci(text: &str, needle: &str) -> bool {
-    let n = needle.as_bytes();
-    text.as_bytes()
-        .windows(n.len())
-        .any(|w| w.eq_ignore_ascii_case(n))
 }
 
 /// A credential after an auth scheme word, not prose ("Basic usage", "Bearer tokens").

@@ -12,7 +12,7 @@
 use super::util::shannon_entropy;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::sync::OnceLock;
@@ -406,6 +406,7 @@ impl RulePack {
             AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
                 .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::DFA))
                 .build(&patterns)
                 .map_err(|e| errors.push(format!("keyword automaton: {e}")))
                 .ok()

@@ -17,7 +17,7 @@
 use super::util::{self, FileKind};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 /// Word stems that may start a sensitive key (matched ASCII-case-insensitively).
@@ -383,6 +383,7 @@ impl Structural {
             stems: AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
                 .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::DFA))
                 .build(STEMS)
                 .expect("static stems"),
             identified_by: Regex::new(r#"(?i)\bidentified\s+by\s+(?:password\s+)?['"]([^'"\n]{1,200})['"]"#)
