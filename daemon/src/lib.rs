@@ -12,7 +12,7 @@ pub mod fs;
 pub mod index;
 pub mod policy_loader;
 pub mod root;
+pub mod server;
 pub mod tools;
 pub mod vault;
-pub mod server;
 pub mod view;

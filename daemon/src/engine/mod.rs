@@ -6,6 +6,7 @@
 //! test exhaustively and safe to run on any thread.
 
 pub mod config;
+pub mod detect;
 pub mod markers;
 pub mod names;
 pub mod patterns;

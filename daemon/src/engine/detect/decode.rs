@@ -1,0 +1,208 @@
+//! S8: encoded secrets. Base64, hex and percent-encoded segments are decoded and the
+//! decoded text is scanned again by the key, token, structural, URL and HTTP families
+//! (not PII); a finding inside marks the whole encoded segment. Values under `data:` of
+//! a Kubernetes `kind: Secret` manifest are base64 by definition and are redacted as is.
+
+use super::{Candidate, DetectContext, Detector, prio};
+use crate::engine::placeholder::Category;
+use regex::Regex;
+use std::sync::LazyLock;
+
+/// Deepest nesting of encodings followed (gitleaks goes to 5; 2 covers real files).
+const MAX_DEPTH: u8 = 2;
+
+static B64: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_\-]{20,}={0,2}").expect("static regex"));
+static HEX: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){16,}\b").expect("static regex"));
+static PCT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+\-=&:/@]){12,}").expect("static regex")
+});
+
+/// Adds decoded-and-rescanned candidates of `text` to `cands`.
+pub fn rescan(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<Candidate>) {
+    rescan_at(det, text, ctx, cands, 0);
+    if text.contains("kind: Secret") || text.contains("kind: \"Secret\"") {
+        k8s_secret_data(text, cands);
+    }
+}
+
+fn rescan_at(
+    det: &Detector,
+    text: &str,
+    ctx: &DetectContext,
+    cands: &mut Vec<Candidate>,
+    depth: u8,
+) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let mut segments: Vec<(usize, usize, Vec<u8>, &'static str)> = Vec::new();
+    for m in B64.find_iter(text) {
+        let s = m.as_str();
+        // Identifiers and paths are long runs of letters too; demand base64 texture.
+        let digits = s.bytes().filter(u8::is_ascii_digit).count();
+        if digits == 0 && !s.contains(['+', '/', '=']) {
+            continue;
+        }
+        if let Some(d) = base64_decode(s) {
+            segments.push((m.start(), m.end(), d, "S8.base64"));
+        }
+    }
+    for m in HEX.find_iter(text) {
+        if let Some(d) = hex_decode(m.as_str()) {
+            segments.push((m.start(), m.end(), d, "S8.hex"));
+        }
+    }
+    if text.contains('%') {
+        for m in PCT.find_iter(text) {
+            let s = m.as_str();
+            if s.matches('%').count() >= 2 {
+                segments.push((m.start(), m.end(), percent_decode(s), "S8.percent"));
+            }
+        }
+    }
+    for (start, end, bytes, detector) in segments {
+        let Ok(decoded) = String::from_utf8(bytes) else {
+            continue;
+        };
+        if decoded.len() < 8 || !mostly_printable(&decoded) {
+            continue;
+        }
+        let mut inner = det.candidates(&decoded, ctx, depth + 1);
+        rescan_at(det, &decoded, ctx, &mut inner, depth + 1);
+        if inner.iter().any(|c| c.category == Category::SECRET) {
+            cands.push(Candidate {
+                start,
+                end,
+                category: Category::SECRET,
+                detector,
+                priority: prio::DECODED,
+            });
+        }
+    }
+}
+
+fn mostly_printable(s: &str) -> bool {
+    let total = s.chars().count();
+    let printable = s
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+        .count();
+    printable * 100 >= total * 95
+}
+
+fn k8s_secret_data(text: &str, cands: &mut Vec<Candidate>) {
+    let mut pos = 0;
+    let mut data_indent: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let indent = body.len() - body.trim_start().len();
+        let trimmed = body.trim_start();
+        if trimmed == "data:" || trimmed == "stringData:" {
+            data_indent = Some(indent);
+        } else if let Some(di) = data_indent {
+            if !trimmed.is_empty() && indent <= di {
+                data_indent = None;
+            } else if let Some((_, v)) = trimmed.split_once(": ") {
+                let v = v.trim().trim_matches(['"', '\'']);
+                if v.len() >= 4
+                    && !super::util::is_placeholder(v)
+                    && let Some(off) = body.rfind(v)
+                {
+                    cands.push(Candidate {
+                        start: pos + off,
+                        end: pos + off + v.len(),
+                        category: Category::SECRET,
+                        detector: "S8.k8s-secret-data",
+                        priority: prio::DECODED,
+                    });
+                }
+            }
+        }
+        pos += line.len();
+    }
+}
+
+/// Decodes standard or URL-safe base64, padded or not. `None` when it is not base64.
+pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim_end_matches('=');
+    if s.len() < 2 || s.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+fn hex_decode(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_both_alphabets() {
+        assert_eq!(
+            base64_decode("dXNlcjpwYXNz").as_deref(),
+            Some(&b"user:pass"[..])
+        );
+        assert_eq!(
+            base64_decode("dXNlcjpwYXM=").as_deref(),
+            Some(&b"user:pas"[..])
+        );
+        assert_eq!(base64_decode("_-8"), Some(vec![0xff, 0xef]));
+        assert!(base64_decode("not base64!").is_none());
+    }
+
+    #[test]
+    fn percent_and_hex_decode() {
+        assert_eq!(percent_decode("a%3Ab%2F"), b"a:b/");
+        assert_eq!(hex_decode("414243").as_deref(), Some(&b"ABC"[..]));
+    }
+}

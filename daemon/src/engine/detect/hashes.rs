@@ -1,0 +1,52 @@
+//! S6: password hashes — bcrypt, argon2, sha-crypt (`$1$`, `$5$`, `$6$`), Apache
+//! `$apr1$`, yescrypt, PBKDF2 (passlib and Django forms), LDAP `{SSHA}`/`{SHA}` and
+//! NTLM/LM pairs of `pwdump` lines. A hash is redacted whole: it can be cracked offline.
+
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static HASH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}",
+        r"|\$argon2(?:id|i|d)\$(?:v=\d+\$)?m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,}",
+        r"|\$[156]\$(?:rounds=\d+\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,86}",
+        r"|\$apr1\$[./A-Za-z0-9]{1,8}\$[./A-Za-z0-9]{22}",
+        r"|\$y\$[./A-Za-z0-9]+\$[./A-Za-z0-9]+\$[./A-Za-z0-9]{43}",
+        r"|\$pbkdf2(?:-sha\d+)?\$\d+\$[./A-Za-z0-9+]{8,}\$[./A-Za-z0-9+]{16,}",
+        r"|pbkdf2_sha\d+\$\d+\$[A-Za-z0-9]{4,}\$[A-Za-z0-9+/=]{20,}",
+        r"|\{(?:SSHA|SHA|SSHA256|SSHA512|SHA256|SHA512|CRYPT)\}[A-Za-z0-9+/$.=]{20,}",
+    ))
+    .expect("static regex")
+});
+static PWDUMP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^[^:\s]+:\d+:([0-9A-Fa-f]{32}):([0-9A-Fa-f]{32}):::").expect("static regex")
+});
+
+/// Appends S6 candidates.
+pub fn scan(text: &str, out: &mut Vec<Candidate>) {
+    if text.contains('$') || text.contains("{S") || text.contains("{C") {
+        for m in HASH.find_iter(text) {
+            out.push(Candidate {
+                start: m.start(),
+                end: m.end(),
+                category: Category::SECRET,
+                detector: "S6.password-hash",
+                priority: prio::HASH,
+            });
+        }
+    }
+    if text.contains(":::") {
+        for caps in PWDUMP.captures_iter(text) {
+            let (a, b) = (caps.get(1).expect("group"), caps.get(2).expect("group"));
+            out.push(Candidate {
+                start: a.start(),
+                end: b.end(),
+                category: Category::SECRET,
+                detector: "S6.ntlm-pair",
+                priority: prio::HASH,
+            });
+        }
+    }
+}

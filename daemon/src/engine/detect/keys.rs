@@ -1,0 +1,206 @@
+//! S1: private key material — PEM blocks (any `… PRIVATE KEY` label, also written
+//! inside string literals with `\n` escapes or split across concatenated lines), PuTTY
+//! key files, age secret keys, base64-wrapped PEM (`LS0tLS1CRUdJTi…`) and the private
+//! members of JSON Web Keys. Whole blocks are redacted: the markers carry no secret but
+//! leaving them would only announce what was removed.
+
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static PEM_BEGIN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"-{4,5} ?BEGIN ((?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)?) ?-{4,5}")
+        .expect("static regex")
+});
+static AGE_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}").expect("static regex")
+});
+static B64_PEM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}").expect("static regex"));
+static JWK_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:"|\\")(?:d|p|q|dp|dq|qi|k)(?:"|\\")\s*:\s*(?:"|\\")([A-Za-z0-9_\-+/=]{8,})(?:"|\\")"#,
+    )
+    .expect("static regex")
+});
+
+/// Longest PEM block searched for its END marker.
+const MAX_PEM: usize = 64 * 1024;
+
+/// Appends S1 candidates.
+pub fn scan(text: &str, out: &mut Vec<Candidate>) {
+    if text.contains("BEGIN") {
+        pem_blocks(text, out);
+    }
+    if text.contains("PuTTY-User-Key-File") {
+        putty(text, out);
+    }
+    if text.contains("AGE-SECRET-KEY-1") {
+        for m in AGE_KEY.find_iter(text) {
+            out.push(cand(m.start(), m.end(), "S1.age"));
+        }
+    }
+    if text.contains("LS0tLS1CRUdJTi") {
+        for m in B64_PEM.find_iter(text) {
+            if let Some(decoded) = super::decode::base64_decode(m.as_str())
+                && String::from_utf8_lossy(&decoded).contains("PRIVATE KEY")
+            {
+                out.push(cand(m.start(), m.end(), "S1.pem-base64"));
+            }
+        }
+    }
+    if text.contains("kty") {
+        jwk(text, out);
+    }
+}
+
+fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
+    Candidate {
+        start,
+        end,
+        category: Category::SECRET,
+        detector,
+        priority: prio::PRIVATE_KEY,
+    }
+}
+
+fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
+    let mut from = 0;
+    while let Some(caps) = PEM_BEGIN.captures_at(text, from) {
+        let begin = caps.get(0).expect("group 0");
+        let label = caps.get(1).expect("label").as_str();
+        let window_end = super::util::floor_boundary(text, (begin.end() + MAX_PEM).min(text.len()));
+        let window = &text[begin.end()..window_end];
+        let end_marker = format!("END {label}");
+        let body_len = window.find(&end_marker).unwrap_or(window.len());
+        let body = &window[..body_len];
+        let b64 = body
+            .bytes()
+            .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
+            .count();
+        if b64 < 100 || body.contains("...") || body.contains('…') {
+            // A documentation stub (`MIIE...`), not key material.
+            from = begin.end();
+            continue;
+        }
+        let end = match window.find(&end_marker) {
+            Some(i) => {
+                // Include the trailing dashes of the END line.
+                let after = begin.end() + i + end_marker.len();
+                let dashes = text[after..]
+                    .bytes()
+                    .take_while(|&b| b == b'-' || b == b' ')
+                    .count();
+                after + dashes
+            }
+            None => body_end(text, begin.end()),
+        };
+        out.push(cand(begin.start(), end, "S1.pem"));
+        from = end.max(begin.end());
+    }
+}
+
+/// Without an END marker: the block runs over the following lines made of base64 body
+/// (headers such as `Proc-Type:` and quoting/concatenation noise allowed).
+fn body_end(text: &str, from: usize) -> usize {
+    let mut end = from;
+    let mut pos = from;
+    for line in text[from..].split_inclusive('\n') {
+        let core = line.trim_matches(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\'' | '.' | '+' | ',' | ';' | '\\' | '|' | '(' | ')'
+                )
+        });
+        let core = core.trim_end_matches("\\n").trim_end_matches("\\r\\n");
+        let body_like = !core.is_empty()
+            && (core.contains(": ")
+                || core
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'\\')));
+        if pos == from {
+            // Rest of the BEGIN line.
+            end = pos + line.trim_end_matches('\n').len();
+        } else if body_like {
+            end = pos + line.trim_end_matches('\n').len();
+        } else if !core.is_empty() {
+            break;
+        }
+        pos += line.len();
+    }
+    end
+}
+
+fn putty(text: &str, out: &mut Vec<Candidate>) {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("Private-Lines:") {
+        let start = from + i;
+        let end = match text[start..].find("Private-MAC:") {
+            Some(j) => {
+                let mac = start + j;
+                text[mac..].find('\n').map_or(text.len(), |k| mac + k)
+            }
+            None => text[start..].find("\n\n").map_or(text.len(), |k| start + k),
+        };
+        // Keep the "Private-Lines: N" label itself readable.
+        let body = text[start..end].find('\n').map_or(end, |k| start + k + 1);
+        if body < end {
+            out.push(cand(body, end, "S1.putty"));
+        }
+        from = end.max(start + 1);
+    }
+}
+
+fn jwk(text: &str, out: &mut Vec<Candidate>) {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("kty") {
+        let at = from + i;
+        from = at + 3;
+        let Some((obj_start, obj_end)) = enclosing_object(text, at) else {
+            continue;
+        };
+        for caps in JWK_MEMBER.captures_iter(&text[obj_start..obj_end]) {
+            let v = caps.get(1).expect("value");
+            out.push(cand(obj_start + v.start(), obj_start + v.end(), "S1.jwk"));
+        }
+        from = from.max(obj_end);
+    }
+}
+
+/// The `{…}` object around `pos`, by brace depth (strings are not parsed; keys are rare
+/// enough inside JWK values for this to hold).
+fn enclosing_object(text: &str, pos: usize) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut depth = 0i32;
+    let mut start = None;
+    let lo = pos.saturating_sub(16 * 1024);
+    for i in (lo..pos).rev() {
+        match b[i] {
+            b'}' => depth += 1,
+            b'{' if depth == 0 => {
+                start = Some(i);
+                break;
+            }
+            b'{' => depth -= 1,
+            _ => {}
+        }
+    }
+    let start = start?;
+    let mut depth = 0i32;
+    let hi = (pos + 64 * 1024).min(b.len());
+    for (i, &c) in b.iter().enumerate().take(hi).skip(start) {
+        match c {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((start, i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}

@@ -1,0 +1,226 @@
+//! The built-in secret and PII detector layer (issue 6, `shared/spec/detection.md`).
+//!
+//! What it is for: finding the *values* in a text that must not reach an agent — private
+//! keys, provider tokens, passwords in configuration, credentials in URLs and HTTP
+//! headers, password hashes, and validated PII — precisely enough that ordinary code
+//! stays readable. The pipeline decides what to do with the spans; this module only
+//! finds them.
+//!
+//! What it is not for: replacing text, counting, or reproducing the reference's own
+//! stages (those live in `pipeline.rs`). Like the rest of the engine it does no IO:
+//! the rule packs are compiled into the binary.
+//!
+//! Detector families (ids in [`Finding::detector`] start with the family):
+//! `S1` private key material, `S2` provider tokens (a gitleaks-schema rule pack),
+//! `S3` values of sensitive keys in configuration and code, `S4` credentials in URLs and
+//! connection strings, `S5` HTTP authorization material, `S6` password hashes,
+//! `S7` keyword + entropy fallback, `S8` base64/hex/percent-encoded secrets,
+//! `P1`–`P5` validated PII (email, phone, card/IBAN/SSN, IP, names in structured places).
+
+mod decode;
+mod hashes;
+mod http;
+mod keys;
+mod pii;
+mod rulepack;
+mod structural;
+mod urls;
+mod util;
+
+use super::placeholder::Category;
+use std::sync::{Arc, LazyLock};
+
+/// Version of the detector layer, reported in receipts so a redaction can be traced to
+/// the rules that produced it. Bump it whenever a rule or threshold changes output.
+pub const DETECTOR_VERSION: &str = "redctx-detect/0.1.0+gitleaks-8.30.1";
+
+/// What the detector knows about the text besides its content.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DetectContext<'a> {
+    /// Root-relative POSIX path; its name and extension select file-kind hints
+    /// (`.env`, YAML, JSON, properties, Terraform, source languages, …).
+    pub rel_path: &'a str,
+    /// The text is prose (Markdown, plain text): unquoted values are read as literals
+    /// but English filler words after a key are not taken for secrets.
+    pub prose: bool,
+}
+
+/// One span to redact: the value only, never the key that names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Byte offset of the first byte of the value (a char boundary).
+    pub start: usize,
+    /// Byte offset one past the value (a char boundary).
+    pub end: usize,
+    /// Placeholder category the value should be redacted as.
+    pub category: Category,
+    /// Rule id, e.g. `S3.assignment` or `S2.github-pat`, for receipts and debugging.
+    pub detector: &'static str,
+}
+
+/// A candidate before overlap resolution; higher `priority` is more specific.
+#[derive(Clone, Debug)]
+pub(crate) struct Candidate {
+    pub start: usize,
+    pub end: usize,
+    pub category: Category,
+    pub detector: &'static str,
+    pub priority: u8,
+}
+
+/// Priorities used in overlap resolution (more specific families win).
+pub(crate) mod prio {
+    pub const PRIVATE_KEY: u8 = 100;
+    pub const PROVIDER: u8 = 90;
+    pub const URL_CREDENTIAL: u8 = 85;
+    pub const HTTP_AUTH: u8 = 85;
+    pub const HASH: u8 = 80;
+    pub const STRUCTURAL: u8 = 70;
+    pub const PII: u8 = 60;
+    pub const DECODED: u8 = 55;
+    pub const GENERIC: u8 = 45;
+}
+
+/// Everything compiled once per process and shared by every [`Detector`] clone.
+struct Compiled {
+    rules: rulepack::RulePack,
+    structural: structural::Structural,
+    pii: pii::Pii,
+}
+
+static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
+    Arc::new(Compiled {
+        rules: rulepack::RulePack::builtin(),
+        structural: structural::Structural::new(),
+        pii: pii::Pii::new(),
+    })
+});
+
+/// The detector layer, compiled once. Cloning is a reference-count bump, so each worker
+/// thread may hold its own copy; `detect` takes `&self` and allocates only its output.
+#[derive(Clone)]
+pub struct Detector {
+    compiled: Arc<Compiled>,
+}
+
+impl Default for Detector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Detector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Detector")
+            .field("version", &DETECTOR_VERSION)
+            .finish()
+    }
+}
+
+impl Detector {
+    /// The detector with every built-in rule. The first call compiles the rule packs
+    /// (tens of milliseconds); later calls share that work.
+    pub fn new() -> Detector {
+        Detector {
+            compiled: Arc::clone(&COMPILED),
+        }
+    }
+
+    /// Finds the values to redact in `text`: non-overlapping, sorted by start, on char
+    /// boundaries. Where two rules claim overlapping spans the more specific rule wins,
+    /// then the longer span.
+    pub fn detect(&self, text: &str, ctx: &DetectContext) -> Vec<Finding> {
+        let mut cands = self.candidates(text, ctx, 0);
+        decode::rescan(self, text, ctx, &mut cands);
+        resolve(text, cands)
+    }
+
+    /// Raw candidates of every family except decoding. `depth` > 0 when scanning decoded
+    /// text (families that only make sense on original text are skipped then).
+    pub(crate) fn candidates(&self, text: &str, ctx: &DetectContext, depth: u8) -> Vec<Candidate> {
+        let c = &*self.compiled;
+        let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
+        let mut out = Vec::new();
+        keys::scan(text, &mut out);
+        c.rules.scan(text, ctx.rel_path, &mut out);
+        c.structural.scan(text, kind, &mut out);
+        urls::scan(text, ctx.rel_path, &mut out);
+        http::scan(text, &mut out);
+        hashes::scan(text, &mut out);
+        if depth == 0 {
+            c.pii.scan(text, kind, &mut out);
+        }
+        out
+    }
+}
+
+/// Overlap resolution: most specific first, then longest, then leftmost; the survivors
+/// are returned sorted by start. Spans are snapped outward to char boundaries.
+fn resolve(text: &str, mut cands: Vec<Candidate>) -> Vec<Finding> {
+    for c in cands.iter_mut() {
+        c.start = util::floor_boundary(text, c.start);
+        c.end = util::ceil_boundary(text, c.end.min(text.len()));
+    }
+    cands.retain(|c| c.start < c.end);
+    drop_contained(&mut cands);
+    cands.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then((b.end - b.start).cmp(&(a.end - a.start)))
+            .then(a.start.cmp(&b.start))
+    });
+    // Accepted spans, kept sorted by start, pairwise disjoint.
+    let mut taken: Vec<(usize, usize, usize)> = Vec::new(); // (start, end, index into cands)
+    for (i, c) in cands.iter().enumerate() {
+        let pos = taken.partition_point(|t| t.0 < c.start);
+        let clash_prev = pos > 0 && taken[pos - 1].1 > c.start;
+        let clash_next = pos < taken.len() && taken[pos].0 < c.end;
+        if !clash_prev && !clash_next {
+            taken.insert(pos, (c.start, c.end, i));
+        }
+    }
+    taken
+        .into_iter()
+        .map(|(start, end, i)| Finding {
+            start,
+            end,
+            category: cands[i].category,
+            detector: cands[i].detector,
+        })
+        .collect()
+}
+
+/// A span strictly inside a longer span of the same category adds nothing: the longer
+/// one covers it whatever the priorities (`credentials: 'AKIA…:secret'` keeps the whole
+/// value rather than the key id alone).
+fn drop_contained(cands: &mut Vec<Candidate>) {
+    cands.sort_by(|a, b| {
+        a.category
+            .cmp(&b.category)
+            .then(a.start.cmp(&b.start))
+            .then(b.end.cmp(&a.end))
+    });
+    let mut keep = vec![true; cands.len()];
+    let mut reach: Option<(Category, usize, usize)> = None; // (category, start, end) of the widest open span
+    for (i, c) in cands.iter().enumerate() {
+        if let Some((cat, s, e)) = reach
+            && cat == c.category
+            && c.end <= e
+            && (c.start, c.end) != (s, e)
+        {
+            keep[i] = false;
+            continue;
+        }
+        if reach.is_none_or(|(cat, _, e)| cat != c.category || c.end > e) {
+            reach = Some((c.category, c.start, c.end));
+        }
+    }
+    let mut i = 0;
+    cands.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+}
+
+#[cfg(test)]
+mod tests;

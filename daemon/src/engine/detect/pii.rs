@@ -1,0 +1,871 @@
+//! P1–P5: validated PII. Each shape is checked before it is reported, so ordinary code
+//! keeps its version strings, UUIDs, dates and digit runs:
+//! - P1 emails with a real top-level domain; reserved example domains (`example.com`,
+//!   `*.example`, `*.invalid`, `*.test`, `localhost`) and URL userinfo are exempt;
+//! - P2 phones only in E.164 form (`+…`) or after a context word (phone, tel, mobile, fax…);
+//! - P3 payment cards with an issuer prefix and a Luhn check, IBANs with the country length
+//!   and mod-97, US SSNs with the invalid-area/group/serial rules;
+//! - P4 IP addresses parsed with `std::net`, exempting loopback, unspecified, link-local,
+//!   multicast, broadcast and documentation ranges, and version contexts (`v1.2.3.4`);
+//! - P5 person names only in structured places: `Name <email>`, `Signed-off-by:` and other
+//!   trailers, `@author`, manifest author/maintainer fields, copyright lines.
+
+use super::util::FileKind;
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+use regex::Regex;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Generic top-level domains accepted for emails (every two-letter ccTLD is accepted
+/// too, except those that are common file extensions).
+const GTLDS: &[&str] = &[
+    "com",
+    "net",
+    "org",
+    "edu",
+    "gov",
+    "mil",
+    "int",
+    "info",
+    "biz",
+    "name",
+    "pro",
+    "io",
+    "ai",
+    "app",
+    "dev",
+    "cloud",
+    "tech",
+    "online",
+    "site",
+    "email",
+    "systems",
+    "xyz",
+    "store",
+    "shop",
+    "blog",
+    "page",
+    "live",
+    "company",
+    "solutions",
+    "services",
+    "network",
+    "software",
+    "digital",
+    "agency",
+    "consulting",
+    "group",
+    "team",
+    "global",
+    "world",
+    "studio",
+    "design",
+    "media",
+    "news",
+    "works",
+    "space",
+    "today",
+    "zone",
+    "one",
+    "mobi",
+    "asia",
+    "eu",
+    "museum",
+    "coop",
+    "aero",
+    "jobs",
+    "travel",
+    "academy",
+    "center",
+    "city",
+    "club",
+    "codes",
+    "engineering",
+    "expert",
+    "finance",
+    "health",
+    "host",
+    "inc",
+    "ltd",
+    "llc",
+    "mail",
+    "me",
+    "money",
+    "partners",
+    "security",
+    "social",
+    "support",
+    "systems",
+    "tools",
+    "ventures",
+    "website",
+    "icu",
+    "top",
+    "wiki",
+    "work",
+    "rocks",
+    "ninja",
+    "guru",
+    "capital",
+    "energy",
+    "bank",
+    "insurance",
+    "law",
+    "legal",
+    "university",
+    "school",
+    "science",
+    "technology",
+];
+/// Two-letter endings that are file extensions far more often than countries.
+const NOT_CCTLD: &[&str] = &[
+    "js", "ts", "rb", "go", "cs", "hh", "el", "jl", "kt", "md", "sh", "py", "cc", "mm", "ml", "rs",
+];
+
+/// Words that make a "name" an organisation or a heading instead of a person.
+const NOT_NAME_WORDS: &[&str] = &[
+    "inc",
+    "inc.",
+    "llc",
+    "ltd",
+    "ltd.",
+    "corp",
+    "corp.",
+    "corporation",
+    "foundation",
+    "authors",
+    "contributors",
+    "project",
+    "team",
+    "company",
+    "gmbh",
+    "software",
+    "technologies",
+    "group",
+    "labs",
+    "university",
+    "the",
+    "and",
+    "all",
+    "rights",
+    "reserved",
+    "developers",
+    "community",
+    "maintainers",
+    "systems",
+    "limited",
+    "co",
+    "co.",
+    "ag",
+    "sa",
+    "bv",
+    "oy",
+    "ab",
+    "org",
+    "http",
+    "https",
+    "see",
+    "license",
+    "copyright",
+    "by",
+    "todo",
+    "fixme",
+    "unknown",
+    "anonymous",
+    "various",
+    "others",
+    "et",
+    "al",
+    "google",
+    "microsoft",
+    "amazon",
+    "apple",
+    "facebook",
+    "meta",
+    "github",
+    "gitlab",
+    "mozilla",
+    "apache",
+    "linux",
+    "oracle",
+    "ibm",
+    "intel",
+    "netflix",
+    "twilio",
+    "docker",
+];
+
+/// IBAN lengths by country (ISO 13616 registry, common subset).
+const IBAN_LEN: &[(&str, usize)] = &[
+    ("AD", 24),
+    ("AE", 23),
+    ("AL", 28),
+    ("AT", 20),
+    ("AZ", 28),
+    ("BA", 20),
+    ("BE", 16),
+    ("BG", 22),
+    ("BH", 22),
+    ("BR", 29),
+    ("CH", 21),
+    ("CR", 22),
+    ("CY", 28),
+    ("CZ", 24),
+    ("DE", 22),
+    ("DK", 18),
+    ("DO", 28),
+    ("EE", 20),
+    ("EG", 29),
+    ("ES", 24),
+    ("FI", 18),
+    ("FO", 18),
+    ("FR", 27),
+    ("GB", 22),
+    ("GE", 22),
+    ("GI", 23),
+    ("GL", 18),
+    ("GR", 27),
+    ("GT", 28),
+    ("HR", 21),
+    ("HU", 28),
+    ("IE", 22),
+    ("IL", 23),
+    ("IQ", 23),
+    ("IS", 26),
+    ("IT", 27),
+    ("JO", 30),
+    ("KW", 30),
+    ("KZ", 20),
+    ("LB", 28),
+    ("LC", 32),
+    ("LI", 21),
+    ("LT", 20),
+    ("LU", 20),
+    ("LV", 21),
+    ("MC", 27),
+    ("MD", 24),
+    ("ME", 22),
+    ("MK", 19),
+    ("MR", 27),
+    ("MT", 31),
+    ("MU", 30),
+    ("NL", 18),
+    ("NO", 15),
+    ("PK", 24),
+    ("PL", 28),
+    ("PS", 29),
+    ("PT", 25),
+    ("QA", 29),
+    ("RO", 24),
+    ("RS", 22),
+    ("SA", 24),
+    ("SC", 31),
+    ("SE", 24),
+    ("SI", 19),
+    ("SK", 24),
+    ("SM", 27),
+    ("ST", 25),
+    ("SV", 28),
+    ("TL", 23),
+    ("TN", 24),
+    ("TR", 26),
+    ("UA", 29),
+    ("VA", 22),
+    ("VG", 24),
+    ("XK", 20),
+];
+
+/// The compiled PII scanner.
+pub struct Pii {
+    email: Regex,
+    phone_e164: Regex,
+    phone_local: Regex,
+    phone_context: Regex,
+    card: Regex,
+    iban: Regex,
+    ssn: Regex,
+    ipv4: Regex,
+    ipv6: Regex,
+    name_email: Regex,
+    trailer: Regex,
+    author_tag: Regex,
+    manifest_author: Regex,
+    copyright: Regex,
+}
+
+fn re(src: &str) -> Regex {
+    Regex::new(src).expect("static regex")
+}
+
+const NAME: &str = r"\p{Lu}[\p{L}'’\-]*\.?(?:[ \t]+(?:\p{Lu}[\p{L}'’\-]*\.?|(?:van|von|der|de|da|di|du|la|le|del|bin|al)\b)){0,4}";
+
+impl Pii {
+    pub fn new() -> Pii {
+        Pii {
+            email: re(
+                r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b",
+            ),
+            phone_e164: re(
+                r"(?:^|[^\w+\-/.=])(\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?)(?:[ .\-]?\d{2,5}){1,4})(?:$|[^\w.\-/])",
+            ),
+            phone_local: re(
+                r"(?:^|[^\w\-/.])(\(?\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{3,5}|\d{10,11})(?:$|[^\w\-/.])",
+            ),
+            phone_context: re(r"(?i)\b(?:phone|tel|telephone|mobile|cell|fax|whatsapp|sms|call)\b"),
+            card: re(r"(?:^|[^\w\-.])(\d(?:[ \-]?\d){12,18})(?:$|[^\w\-.])"),
+            iban: re(r"\b([A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)\b"),
+            ssn: re(r"(?:^|[^\w\-.])(\d{3})-(\d{2})-(\d{4})(?:$|[^\w\-.])"),
+            ipv4: re(
+                r"(?:^|[^\w.\-])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?:$|[^\w.\-]|\.(?:$|[^\w]))",
+            ),
+            ipv6: re(r"(?:^|[^\w:.\-])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?:$|[^\w:.\-])"),
+            name_email: re(&format!(
+                r"({NAME})[ \t]*<[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+>"
+            )),
+            trailer: re(
+                r"(?im)^[ \t#*/\-]*(?:signed-off-by|co-authored-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|helped-by):[ \t]*([^<\n]+?)[ \t]*(?:<|$)",
+            ),
+            author_tag: re(&format!(r"@author[ \t]+({NAME})")),
+            manifest_author: re(&format!(
+                r#"(?i)\b(?:author|authors|maintainer|maintainers|contributors|developer|owner)["']?[ \t]*(?:=|:|=>)[ \t]*\[?[ \t]*["']({NAME})"#
+            )),
+            copyright: re(&format!(
+                r"(?i:copyright)[ \t]+(?:\((?i:c)\)|©)?[ \t]*\d{{4}}(?:[ \t]*[-–,][ \t]*\d{{4}})*,?[ \t]+({NAME})"
+            )),
+        }
+    }
+
+    /// Appends PII candidates.
+    pub fn scan(&self, text: &str, _kind: FileKind, out: &mut Vec<Candidate>) {
+        if text.contains('@') {
+            self.emails(text, out);
+            self.names_with_email(text, out);
+        }
+        self.names_structured(text, out);
+        self.phones(text, out);
+        self.cards(text, out);
+        self.ibans(text, out);
+        self.ssns(text, out);
+        if text.contains('.') {
+            self.ipv4s(text, out);
+        }
+        if text.contains("::") || text.contains(':') {
+            self.ipv6s(text, out);
+        }
+    }
+
+    fn emails(&self, text: &str, out: &mut Vec<Candidate>) {
+        for m in self.email.find_iter(text) {
+            let e = m.as_str();
+            let (local, domain) = e.split_once('@').expect("regex has @");
+            let domain = domain.to_ascii_lowercase();
+            if reserved_domain(&domain) || local.eq_ignore_ascii_case("git") {
+                continue;
+            }
+            let tld = domain.rsplit('.').next().unwrap_or("");
+            let tld_ok = if tld.len() == 2 {
+                !NOT_CCTLD.contains(&tld)
+            } else {
+                GTLDS.contains(&tld)
+            };
+            if !tld_ok {
+                continue;
+            }
+            // Part of a URL (userinfo) or a format string: not an address.
+            let tok_start = text[..m.start()]
+                .rfind(|c: char| {
+                    c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | '<' | '[' | ',')
+                })
+                .map_or(0, |i| i + 1);
+            if text[tok_start..m.start()].contains("://") || text[..m.start()].ends_with(['%', ':'])
+            {
+                continue;
+            }
+            out.push(cand(m.start(), m.end(), Category::EMAIL, "P1.email"));
+        }
+    }
+
+    fn names_with_email(&self, text: &str, out: &mut Vec<Candidate>) {
+        for caps in self.name_email.captures_iter(text) {
+            let n = caps.get(1).expect("group");
+            if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 2) {
+                out.push(cand(s, e, Category::PERSON, "P5.name-email"));
+            }
+        }
+    }
+
+    fn names_structured(&self, text: &str, out: &mut Vec<Candidate>) {
+        let lower_has = |n: &str| {
+            text.as_bytes()
+                .windows(n.len())
+                .any(|w| w.eq_ignore_ascii_case(n.as_bytes()))
+        };
+        if lower_has("-by:") {
+            for caps in self.trailer.captures_iter(text) {
+                let n = caps.get(1).expect("group");
+                let v = n.as_str().trim();
+                if !v.is_empty() && v.len() <= 80 && !v.contains('@') {
+                    out.push(cand(
+                        n.start(),
+                        n.start() + v.len(),
+                        Category::PERSON,
+                        "P5.trailer",
+                    ));
+                }
+            }
+        }
+        if text.contains("@author") {
+            for caps in self.author_tag.captures_iter(text) {
+                let n = caps.get(1).expect("group");
+                if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 1) {
+                    out.push(cand(s, e, Category::PERSON, "P5.author-tag"));
+                }
+            }
+        }
+        if lower_has("author")
+            || lower_has("maintainer")
+            || lower_has("contributor")
+            || lower_has("developer")
+        {
+            for caps in self.manifest_author.captures_iter(text) {
+                let n = caps.get(1).expect("group");
+                if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 2) {
+                    out.push(cand(s, e, Category::PERSON, "P5.manifest-author"));
+                }
+            }
+        }
+        if lower_has("copyright") {
+            for caps in self.copyright.captures_iter(text) {
+                let n = caps.get(1).expect("group");
+                if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 2) {
+                    out.push(cand(s, e, Category::PERSON, "P5.copyright"));
+                }
+            }
+        }
+    }
+
+    fn phones(&self, text: &str, out: &mut Vec<Candidate>) {
+        if text.contains('+') {
+            for caps in self.phone_e164.captures_iter(text) {
+                let m = caps.get(1).expect("group");
+                let digits = m.as_str().bytes().filter(u8::is_ascii_digit).count();
+                if (8..=15).contains(&digits) {
+                    out.push(cand(m.start(), m.end(), Category::PHONE, "P2.phone-e164"));
+                }
+            }
+        }
+        for ctx in self.phone_context.find_iter(text) {
+            // The number must follow the context word on the same line, within 40 bytes.
+            let from = ctx.end();
+            let line_end = text[from..].find('\n').map_or(text.len(), |i| from + i);
+            let to = super::util::floor_boundary(text, (from + 40).min(line_end));
+            for caps in self.phone_local.captures_iter(&text[from..to]) {
+                let m = caps.get(1).expect("group");
+                let s = m.as_str();
+                let digits = s.bytes().filter(u8::is_ascii_digit).count();
+                let date_like = s.len() == 10 && s.as_bytes()[4] == b'-' && s.as_bytes()[7] == b'-';
+                if (7..=15).contains(&digits) && !date_like {
+                    out.push(cand(
+                        from + m.start(),
+                        from + m.end(),
+                        Category::PHONE,
+                        "P2.phone-context",
+                    ));
+                }
+            }
+        }
+    }
+
+    fn cards(&self, text: &str, out: &mut Vec<Candidate>) {
+        for caps in self.card.captures_iter(text) {
+            let m = caps.get(1).expect("group");
+            if valid_card(m.as_str()) {
+                out.push(cand(m.start(), m.end(), Category::CARD, "P3.card"));
+            }
+        }
+    }
+
+    fn ibans(&self, text: &str, out: &mut Vec<Candidate>) {
+        for caps in self.iban.captures_iter(text) {
+            let m = caps.get(1).expect("group");
+            if valid_iban(m.as_str()) {
+                out.push(cand(m.start(), m.end(), Category::IBAN, "P3.iban"));
+            }
+        }
+    }
+
+    fn ssns(&self, text: &str, out: &mut Vec<Candidate>) {
+        for caps in self.ssn.captures_iter(text) {
+            let (a, g, s) = (
+                caps.get(1).expect("g"),
+                caps.get(2).expect("g"),
+                caps.get(3).expect("g"),
+            );
+            if valid_ssn(a.as_str(), g.as_str(), s.as_str()) {
+                out.push(cand(a.start(), s.end(), Category::SSN, "P3.ssn"));
+            }
+        }
+    }
+
+    fn ipv4s(&self, text: &str, out: &mut Vec<Candidate>) {
+        for caps in self.ipv4.captures_iter(text) {
+            let m = caps.get(1).expect("group");
+            let Ok(ip) = m.as_str().parse::<Ipv4Addr>() else {
+                continue;
+            };
+            if exempt_v4(ip) || version_context(text, m.start()) {
+                continue;
+            }
+            out.push(cand(m.start(), m.end(), Category::IP, "P4.ipv4"));
+        }
+    }
+
+    fn ipv6s(&self, text: &str, out: &mut Vec<Candidate>) {
+        for caps in self.ipv6.captures_iter(text) {
+            let m = caps.get(1).expect("group");
+            let s = m.as_str();
+            let groups = s.split(':').filter(|g| !g.is_empty()).count();
+            if groups < 2
+                || !s.bytes().any(|b| b.is_ascii_digit())
+                || !(s.contains("::") || s.matches(':').count() == 7)
+            {
+                continue;
+            }
+            let Ok(ip) = s.parse::<Ipv6Addr>() else {
+                continue;
+            };
+            if exempt_v6(ip) {
+                continue;
+            }
+            out.push(cand(m.start(), m.end(), Category::IP, "P4.ipv6"));
+        }
+    }
+}
+
+impl Default for Pii {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn cand(start: usize, end: usize, category: Category, detector: &'static str) -> Candidate {
+    Candidate {
+        start,
+        end,
+        category,
+        detector,
+        priority: prio::PII,
+    }
+}
+
+fn reserved_domain(d: &str) -> bool {
+    const EXACT: &[&str] = &["example.com", "example.org", "example.net", "localhost"];
+    const SUFFIX: &[&str] = &[".example", ".invalid", ".test", ".localhost", ".local"];
+    EXACT
+        .iter()
+        .any(|x| d == *x || d.ends_with(&format!(".{x}")))
+        || SUFFIX.iter().any(|s| d.ends_with(s))
+}
+
+/// Trims a captured name and rejects organisations, headings and single words where
+/// `min_words` asks for more.
+fn plausible_name(text: &str, s: usize, e: usize, min_words: usize) -> Option<(usize, usize)> {
+    let raw = &text[s..e];
+    let v = raw.trim_end_matches(['.', ' ', '\t']);
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if words.len() < min_words || words.len() > 5 || v.len() > 80 {
+        return None;
+    }
+    if words
+        .iter()
+        .any(|w| NOT_NAME_WORDS.contains(&w.to_lowercase().as_str()))
+    {
+        return None;
+    }
+    if words
+        .iter()
+        .all(|w| w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic()))
+        && words.len() > 1
+    {
+        return None; // ALL CAPS HEADINGS
+    }
+    Some((s, s + v.len()))
+}
+
+fn digits_of(s: &str) -> Vec<u8> {
+    s.bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect()
+}
+
+/// Luhn checksum over the digits.
+pub fn luhn(d: &[u8]) -> bool {
+    let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &x)| {
+            let x = u32::from(x);
+            if i % 2 == 1 {
+                let y = x * 2;
+                if y > 9 { y - 9 } else { y }
+            } else {
+                x
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+fn valid_card(s: &str) -> bool {
+    let d = digits_of(s);
+    if !(13..=19).contains(&d.len()) || d.iter().all(|&x| x == d[0]) {
+        return false;
+    }
+    // Separators: none, or one kind in groups of 4 (Amex 4-6-5).
+    let seps: Vec<char> = s.chars().filter(|c| !c.is_ascii_digit()).collect();
+    if !seps.is_empty() {
+        if seps.iter().any(|&c| c != seps[0]) {
+            return false;
+        }
+        let groups: Vec<usize> = s.split(seps[0]).map(str::len).collect();
+        let four = groups[..groups.len() - 1].iter().all(|&g| g == 4);
+        let amex = groups == [4, 6, 5] || groups == [4, 6, 4];
+        if !four && !amex {
+            return false;
+        }
+    }
+    let prefix2 = u32::from(d[0]) * 10 + u32::from(d[1]);
+    let prefix4 = prefix2 * 100 + u32::from(d[2]) * 10 + u32::from(d[3]);
+    let iin = d[0] == 4
+        || (51..=55).contains(&prefix2)
+        || (2221..=2720).contains(&prefix4)
+        || prefix2 == 34
+        || prefix2 == 37
+        || prefix4 == 6011
+        || prefix2 == 65
+        || (644..=649).contains(&(prefix4 / 10))
+        || prefix2 == 35
+        || prefix2 == 36
+        || prefix2 == 38
+        || prefix2 == 30
+        || prefix2 == 62;
+    iin && luhn(&d)
+}
+
+fn valid_iban(s: &str) -> bool {
+    let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(&(_, len)) = IBAN_LEN.iter().find(|(cc, _)| compact.starts_with(cc)) else {
+        return false;
+    };
+    if compact.len() != len {
+        return false;
+    }
+    let rearranged = format!("{}{}", &compact[4..], &compact[..4]);
+    let mut rem: u32 = 0;
+    for c in rearranged.chars() {
+        let v = match c.to_digit(36) {
+            Some(v) => v,
+            None => return false,
+        };
+        if v >= 10 {
+            rem = (rem * 100 + v) % 97;
+        } else {
+            rem = (rem * 10 + v) % 97;
+        }
+    }
+    rem == 1
+}
+
+fn valid_ssn(area: &str, group: &str, serial: &str) -> bool {
+    let a: u32 = area.parse().unwrap_or(0);
+    let all = format!("{area}{group}{serial}");
+    if a == 0 || a == 666 || a >= 900 || group == "00" || serial == "0000" {
+        return false;
+    }
+    if all.bytes().all(|b| b == all.as_bytes()[0])
+        || all == "123456789"
+        || all == "078051120"
+        || all == "219099999"
+    {
+        return false;
+    }
+    true
+}
+
+fn exempt_v4(ip: Ipv4Addr) -> bool {
+    let o = ip.octets();
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_link_local()
+        || ip.is_multicast()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || o[0] == 0
+        || o[0] == 255
+        || o[0] >= 240
+}
+
+fn exempt_v6(ip: Ipv6Addr) -> bool {
+    let seg = ip.segments();
+    ip.is_loopback()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || (seg[0] & 0xffc0) == 0xfe80
+        || (seg[0] == 0x2001 && seg[1] == 0x0db8)
+        || ip.to_ipv4_mapped().is_some_and(exempt_v4)
+}
+
+/// `v1.2.3.4`, `version 1.2.3.4`, `Version=1.0.0.0`: a dotted version, not an address.
+fn version_context(text: &str, start: usize) -> bool {
+    let from = super::util::floor_boundary(text, start.saturating_sub(96));
+    let before = text[from..start].to_ascii_lowercase();
+    let line_part = before.rsplit('\n').next().unwrap_or("");
+    let trimmed = line_part.trim_end_matches(['"', '\'', ' ', '=', ':', '(', '@']);
+    trimmed.ends_with('v')
+        || line_part.contains("version")
+        || line_part.contains("ver ")
+        || line_part.contains("release")
+        || line_part.contains("build")
+        || line_part.contains("oid")
+        || line_part.contains("id-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<(String, &'static str)> {
+        let mut out = Vec::new();
+        Pii::new().scan(text, FileKind::Code, &mut out);
+        super::super::resolve(text, out)
+            .into_iter()
+            .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn emails_skip_reserved_domains_urls_and_file_names() {
+        assert_eq!(
+            found("mail jane.doe@acme-corp.com now"),
+            [("jane.doe@acme-corp.com".to_owned(), "EMAIL")]
+        );
+        for t in [
+            "a@example.com",
+            "x@foo.example",
+            "y@bar.test",
+            "z@host.invalid",
+            "git@github.com:o/r",
+            "logo@2x.png",
+            "https://user:pw@host.com/x",
+            "u@localhost",
+        ] {
+            assert!(found(t).iter().all(|(_, c)| *c != "EMAIL"), "{t}");
+        }
+    }
+
+    #[test]
+    fn cards_need_luhn_and_an_issuer() {
+        assert_eq!(
+            found("card 4111 1111 1111 1111 ok"),
+            [("4111 1111 1111 1111".to_owned(), "CARD")]
+        );
+        assert!(found("4111 1111 1111 1112").is_empty(), "Luhn fails");
+        assert!(
+            found("id 550e8400-e29b-41d4-a716-446655440000")
+                .iter()
+                .all(|(_, c)| *c != "CARD")
+        );
+        assert!(found("0000000000000000").is_empty());
+    }
+
+    #[test]
+    fn iban_and_ssn_are_validated() {
+        assert_eq!(
+            found("IBAN GB82 WEST 1234 5698 7654 32"),
+            [("GB82 WEST 1234 5698 7654 32".to_owned(), "IBAN")]
+        );
+        assert!(found("GB82 WEST 1234 5698 7654 33").is_empty());
+        assert_eq!(
+            found("ssn 536-22-1234"),
+            [("536-22-1234".to_owned(), "SSN")]
+        );
+        for t in [
+            "000-12-3456",
+            "666-12-3456",
+            "912-12-3456",
+            "123-45-6789",
+            "536-00-1234",
+        ] {
+            assert!(found(t).is_empty(), "{t}");
+        }
+    }
+
+    #[test]
+    fn ips_are_parsed_with_exemptions_and_version_contexts() {
+        assert_eq!(found("host 10.1.2.3 up"), [("10.1.2.3".to_owned(), "IP")]);
+        for t in [
+            "127.0.0.1",
+            "0.0.0.0",
+            "169.254.1.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "192.0.2.10",
+            "198.51.100.7",
+            "203.0.113.9",
+            "v1.2.3.4",
+            "version 1.2.3.4",
+            "1.2.3.4.5",
+            "999.1.1.1",
+            "::1",
+            "fe80::1",
+            "2001:db8::1",
+        ] {
+            assert!(found(t).iter().all(|(_, c)| *c != "IP"), "{t}");
+        }
+        assert_eq!(
+            found("peer 2a00:1450:4001:81b::200e ok"),
+            [("2a00:1450:4001:81b::200e".to_owned(), "IP")]
+        );
+        assert!(found("Foo::Bar dec::add a::b").is_empty());
+    }
+
+    #[test]
+    fn phones_need_e164_or_context() {
+        assert_eq!(
+            found("call +1 415 555 2671 now"),
+            [("+1 415 555 2671".to_owned(), "PHONE")]
+        );
+        assert_eq!(
+            found("Phone: (415) 555-2671"),
+            [("(415) 555-2671".to_owned(), "PHONE")]
+        );
+        assert!(found("released 2010-04-01, build 4155552671").is_empty());
+    }
+
+    #[test]
+    fn names_only_in_structured_places() {
+        assert!(
+            found("Signed-off-by: Jane Q. Doe <jane@acme.io>")
+                .contains(&("Jane Q. Doe".to_owned(), "PERSON"))
+        );
+        assert!(
+            found(" * @author Max Mustermann").contains(&("Max Mustermann".to_owned(), "PERSON"))
+        );
+        assert!(
+            found(r#""author": "Ada Lovelace <ada@math.org>","#)
+                .contains(&("Ada Lovelace".to_owned(), "PERSON"))
+        );
+        assert!(
+            found("Copyright (c) 2019 Zachary Rice")
+                .contains(&("Zachary Rice".to_owned(), "PERSON"))
+        );
+        assert!(
+            found("Copyright (c) 2019 Google Inc.")
+                .iter()
+                .all(|(_, c)| *c != "PERSON")
+        );
+        assert!(found("let Name = Value; // The Quick Brown Fox").is_empty());
+    }
+}

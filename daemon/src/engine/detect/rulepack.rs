@@ -1,0 +1,658 @@
+//! S2 (and the S7 `generic-*` rules): a rule-pack engine that reads gitleaks' TOML
+//! schema and applies it the way gitleaks does.
+//!
+//! Per text: one ASCII-case-insensitive Aho-Corasick pass over every rule's keywords
+//! selects the rules to run (rules without keywords always run); each selected rule's
+//! regex (compiled for bytes, ASCII classes, size-limited) yields a secret — `secretGroup`,
+//! else the first non-empty group, else the whole match — which must beat the rule's
+//! entropy threshold and escape the global and per-rule allowlists (`regexes` against
+//! `regexTarget`, `stopwords`, `paths`, `condition = OR|AND`). A `gitleaks:allow` marker
+//! on the line suppresses a finding. The packs ship in `daemon/rules/`.
+
+use super::util::shannon_entropy;
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::bytes::{Regex, RegexBuilder};
+use serde::Deserialize;
+use std::sync::OnceLock;
+
+/// gitleaks' default configuration (MIT, notice in `rules/gitleaks.LICENSE`).
+const GITLEAKS_TOML: &str = include_str!("../../../rules/gitleaks.toml");
+/// redctx's own rules in the same schema, for shapes gitleaks lacks.
+const REDCTX_TOML: &str = include_str!("../../../rules/redctx.toml");
+
+/// Rules of the vendored pack that another family covers better: `generic-api-key` is
+/// replaced by S3 (strong keys, no entropy floor) and its S7 weak tier, which judge the
+/// key by its head word instead of any keyword nearby (`OAuthClientId`, `PrivateKey =
+/// ed25519.PrivateKey` and `HashPassword("password", salt)` are not secrets);
+/// `kubernetes-secret-yaml` captures key and value together where S3/S8 take the value.
+const REPLACED_RULES: &[&str] = &["generic-api-key", "kubernetes-secret-yaml"];
+
+/// Compiled regexes are capped at this many bytes each (gitleaks-sized patterns fit).
+const REGEX_SIZE_LIMIT: usize = 8 << 20;
+
+#[derive(Deserialize, Default)]
+struct PackToml {
+    #[serde(default)]
+    allowlist: Option<AllowlistToml>,
+    #[serde(default)]
+    allowlists: Vec<AllowlistToml>,
+    #[serde(default)]
+    rules: Vec<RuleToml>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RuleToml {
+    id: String,
+    regex: Option<String>,
+    secret_group: Option<usize>,
+    entropy: Option<f64>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    path: Option<String>,
+    allowlist: Option<AllowlistToml>,
+    #[serde(default)]
+    allowlists: Vec<AllowlistToml>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct AllowlistToml {
+    condition: Option<String>,
+    regex_target: Option<String>,
+    #[serde(default)]
+    regexes: Vec<String>,
+    #[serde(default)]
+    stopwords: Vec<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    commits: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Secret,
+    Match,
+    Line,
+}
+
+struct Allowlist {
+    and: bool,
+    target: Target,
+    regexes: Vec<Regex>,
+    stopwords: Option<AhoCorasick>,
+    paths: Vec<Regex>,
+    has_commits: bool,
+}
+
+impl Allowlist {
+    fn compile(a: &AllowlistToml, errors: &mut Vec<String>) -> Allowlist {
+        let target = match a.regex_target.as_deref() {
+            Some("match") => Target::Match,
+            Some("line") => Target::Line,
+            _ => Target::Secret,
+        };
+        let regexes = a
+            .regexes
+            .iter()
+            .filter_map(|r| compile(r, errors))
+            .collect();
+        let paths = a.paths.iter().filter_map(|r| compile(r, errors)).collect();
+        let stopwords = if a.stopwords.is_empty() {
+            None
+        } else {
+            let words: Vec<String> = a.stopwords.iter().map(|w| w.to_lowercase()).collect();
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .build(&words)
+                .ok()
+        };
+        Allowlist {
+            and: a
+                .condition
+                .as_deref()
+                .is_some_and(|c| c.eq_ignore_ascii_case("and")),
+            target,
+            regexes,
+            stopwords,
+            paths,
+            has_commits: !a.commits.is_empty(),
+        }
+    }
+
+    /// gitleaks semantics: OR — any listed check allows; AND — every listed check must.
+    fn allows(&self, path: &str, secret: &[u8], matched: &[u8], line: &[u8]) -> bool {
+        let target = match self.target {
+            Target::Secret => secret,
+            Target::Match => matched,
+            Target::Line => line,
+        };
+        let path_ok = || self.paths.iter().any(|p| p.is_match(path.as_bytes()));
+        let regex_ok = || self.regexes.iter().any(|r| r.is_match(target));
+        let stop_ok = || {
+            self.stopwords
+                .as_ref()
+                .is_some_and(|ac| ac.is_match(secret))
+        };
+        if self.and {
+            let mut any = false;
+            if self.has_commits {
+                return false; // no commit context here: an AND on commits never holds
+            }
+            if !self.paths.is_empty() {
+                any = true;
+                if !path_ok() {
+                    return false;
+                }
+            }
+            if !self.regexes.is_empty() {
+                any = true;
+                if !regex_ok() {
+                    return false;
+                }
+            }
+            if self.stopwords.is_some() {
+                any = true;
+                if !stop_ok() {
+                    return false;
+                }
+            }
+            any
+        } else {
+            (!self.paths.is_empty() && path_ok()) || regex_ok() || stop_ok()
+        }
+    }
+}
+
+struct Rule {
+    detector: &'static str,
+    priority: u8,
+    /// Pattern source (braces escaped); compiled on first use so a process pays only
+    /// for the rules its texts activate.
+    source: String,
+    regex: OnceLock<Option<Regex>>,
+    secret_group: usize,
+    entropy: Option<f64>,
+    generic: bool,
+    path: Option<Regex>,
+    allowlists: Vec<Allowlist>,
+}
+
+/// A compiled set of gitleaks-schema rules.
+pub struct RulePack {
+    rules: Vec<Rule>,
+    /// Keyword automaton; pattern i belongs to rules `kw_rules[i]`.
+    keywords: Option<AhoCorasick>,
+    kw_rules: Vec<Vec<usize>>,
+    always: Vec<usize>,
+    global: Vec<Allowlist>,
+    global_paths: Vec<Regex>,
+    /// Rules or patterns that failed to load (empty for the built-in packs; a unit
+    /// test holds it so).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub errors: Vec<String>,
+}
+
+/// Go RE2 reads a `{` that does not start a repetition as a literal; Rust's parser
+/// rejects it. Escape such braces (and their stray `}`) outside character classes.
+pub fn escape_stray_braces(pat: &str) -> String {
+    let b = pat.as_bytes();
+    let mut out = String::with_capacity(pat.len() + 8);
+    let mut i = 0;
+    let mut in_class = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' && i + 1 < b.len() {
+            let ch_end = next_char_end(pat, i + 1);
+            out.push_str(&pat[i..ch_end]);
+            i = ch_end;
+            continue;
+        }
+        if in_class {
+            if c == b']' {
+                in_class = false;
+            }
+        } else if c == b'[' {
+            in_class = true;
+            // A leading `]` or `^]` is a literal member.
+            let mut j = i + 1;
+            if j < b.len() && b[j] == b'^' {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b']' {
+                out.push_str(&pat[i..=j]);
+                i = j + 1;
+                continue;
+            }
+        } else if c == b'{' {
+            let mut j = i + 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            let digits = j > i + 1;
+            if digits && j < b.len() && b[j] == b',' {
+                j += 1;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    j += 1;
+                }
+            }
+            if digits && j < b.len() && b[j] == b'}' {
+                out.push_str(&pat[i..=j]);
+                i = j + 1;
+                continue;
+            }
+            out.push_str("\\{");
+            i += 1;
+            continue;
+        } else if c == b'}' {
+            out.push_str("\\}");
+            i += 1;
+            continue;
+        }
+        let ch_end = next_char_end(pat, i);
+        out.push_str(&pat[i..ch_end]);
+        i = ch_end;
+    }
+    out
+}
+
+fn next_char_end(s: &str, i: usize) -> usize {
+    let mut j = i + 1;
+    while j < s.len() && !s.is_char_boundary(j) {
+        j += 1;
+    }
+    j
+}
+
+fn compile(pat: &str, errors: &mut Vec<String>) -> Option<Regex> {
+    let src = format!("(?-u){}", escape_stray_braces(pat));
+    match RegexBuilder::new(&src)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+    {
+        Ok(r) => Some(r),
+        Err(e) => {
+            errors.push(format!("{pat}: {e}"));
+            None
+        }
+    }
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+impl Rule {
+    fn compiled(&self) -> Option<&Regex> {
+        self.regex
+            .get_or_init(|| compile(&self.source, &mut Vec::new()))
+            .as_ref()
+    }
+}
+
+impl RulePack {
+    /// The built-in packs: gitleaks' default rules plus redctx's own additions.
+    pub fn builtin() -> RulePack {
+        RulePack::from_tomls(&[GITLEAKS_TOML, REDCTX_TOML])
+    }
+
+    /// Compiles one or more gitleaks-schema TOML documents into one pack. Rules that do
+    /// not load are skipped and listed in [`RulePack::errors`].
+    pub fn from_tomls(docs: &[&str]) -> RulePack {
+        let mut errors = Vec::new();
+        let mut rules = Vec::new();
+        let mut global = Vec::new();
+        let mut global_paths = Vec::new();
+        let mut kw_index: Vec<(String, usize)> = Vec::new();
+        let mut always = Vec::new();
+        for doc in docs {
+            let pack: PackToml = match toml::from_str(doc) {
+                Ok(p) => p,
+                Err(e) => {
+                    errors.push(format!("rule pack does not parse: {e}"));
+                    continue;
+                }
+            };
+            for a in pack.allowlist.iter().chain(pack.allowlists.iter()) {
+                // Path allowlists exist to keep scanners out of dependency trees; a
+                // redactor still has to hide secrets there, so only lockfile-like and
+                // binary paths are honoured.
+                for p in &a.paths {
+                    if p.contains("vendor")
+                        || p.contains("node_modules")
+                        || p.contains("bower")
+                        || p.contains("lib(?:64)?")
+                    {
+                        continue;
+                    }
+                    if let Some(r) = compile(p, &mut errors) {
+                        global_paths.push(r);
+                    }
+                }
+                let mut no_paths = AllowlistToml {
+                    paths: Vec::new(),
+                    ..AllowlistToml::default()
+                };
+                no_paths.condition.clone_from(&a.condition);
+                no_paths.regex_target.clone_from(&a.regex_target);
+                no_paths.regexes.clone_from(&a.regexes);
+                no_paths.stopwords.clone_from(&a.stopwords);
+                global.push(Allowlist::compile(&no_paths, &mut errors));
+            }
+            for r in pack.rules {
+                if REPLACED_RULES.contains(&r.id.as_str()) {
+                    continue;
+                }
+                let Some(re_src) = r.regex.as_deref() else {
+                    continue;
+                }; // path-only rules flag files, not spans
+                // Automata are built on first use; a unit test builds every built-in one.
+                let path = match r.path.as_deref() {
+                    Some(p) => match compile(p, &mut errors) {
+                        Some(p) => Some(p),
+                        None => continue,
+                    },
+                    None => None,
+                };
+                let generic = r.id.starts_with("generic");
+                let allowlists = r
+                    .allowlist
+                    .iter()
+                    .chain(r.allowlists.iter())
+                    .map(|a| Allowlist::compile(a, &mut errors))
+                    .collect();
+                let idx = rules.len();
+                if r.keywords.is_empty() {
+                    always.push(idx);
+                }
+                for k in &r.keywords {
+                    kw_index.push((k.to_lowercase(), idx));
+                }
+                rules.push(Rule {
+                    detector: leak(format!("{}.{}", if generic { "S7" } else { "S2" }, r.id)),
+                    priority: if generic {
+                        prio::GENERIC
+                    } else {
+                        prio::PROVIDER
+                    },
+                    source: re_src.to_owned(),
+                    regex: OnceLock::new(),
+                    secret_group: r.secret_group.unwrap_or(0),
+                    entropy: r.entropy,
+                    generic,
+                    path,
+                    allowlists,
+                });
+            }
+        }
+        let mut patterns: Vec<String> = Vec::new();
+        let mut kw_rules: Vec<Vec<usize>> = Vec::new();
+        for (k, idx) in kw_index {
+            match patterns.iter().position(|p| *p == k) {
+                Some(p) => kw_rules[p].push(idx),
+                None => {
+                    patterns.push(k);
+                    kw_rules.push(vec![idx]);
+                }
+            }
+        }
+        let keywords = if patterns.is_empty() {
+            None
+        } else {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(&patterns)
+                .map_err(|e| errors.push(format!("keyword automaton: {e}")))
+                .ok()
+        };
+        RulePack {
+            rules,
+            keywords,
+            kw_rules,
+            always,
+            global,
+            global_paths,
+            errors,
+        }
+    }
+
+    /// Number of loaded rules.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Builds every rule's automaton now; returns the patterns that fail to build.
+    #[cfg(test)]
+    pub fn compile_all(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter(|r| r.compiled().is_none())
+            .map(|r| r.detector.to_owned())
+            .collect()
+    }
+
+    /// Appends the pack's findings in `text` to `out`.
+    pub fn scan(&self, text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
+        if self
+            .global_paths
+            .iter()
+            .any(|p| p.is_match(rel_path.as_bytes()))
+        {
+            return;
+        }
+        let mut active = vec![false; self.rules.len()];
+        for &i in &self.always {
+            active[i] = true;
+        }
+        if let Some(ac) = &self.keywords {
+            let mut seen = vec![false; self.kw_rules.len()];
+            for m in ac.find_overlapping_iter(text.as_bytes()) {
+                let p = m.pattern().as_usize();
+                if !seen[p] {
+                    seen[p] = true;
+                    for &r in &self.kw_rules[p] {
+                        active[r] = true;
+                    }
+                }
+            }
+        }
+        let bytes = text.as_bytes();
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !active[i] {
+                continue;
+            }
+            if let Some(p) = &rule.path
+                && !p.is_match(rel_path.as_bytes())
+            {
+                continue;
+            }
+            let Some(regex) = rule.compiled() else {
+                continue;
+            };
+            for caps in regex.captures_iter(bytes) {
+                let whole = caps.get(0).expect("group 0 always matches");
+                let secret = if rule.secret_group > 0 {
+                    caps.get(rule.secret_group)
+                } else {
+                    (1..caps.len())
+                        .filter_map(|g| caps.get(g))
+                        .find(|m| !m.is_empty())
+                };
+                let (mut s, mut e) =
+                    secret.map_or((whole.start(), whole.end()), |m| (m.start(), m.end()));
+                while s < e && matches!(bytes[s], b'\n' | b'\r') {
+                    s += 1;
+                }
+                while e > s && matches!(bytes[e - 1], b'\n' | b'\r') {
+                    e -= 1;
+                }
+                // Some rules capture the quotes around a value; the value is what we redact.
+                if e - s >= 2 && matches!(bytes[s], b'"' | b'\'' | b'`') && bytes[e - 1] == bytes[s]
+                {
+                    s += 1;
+                    e -= 1;
+                }
+                if s >= e {
+                    continue;
+                }
+                let secret_bytes = &bytes[s..e];
+                let Ok(secret_str) = std::str::from_utf8(secret_bytes) else {
+                    continue;
+                };
+                if let Some(threshold) = rule.entropy {
+                    if shannon_entropy(secret_str) <= threshold {
+                        continue;
+                    }
+                    if rule.generic && !secret_bytes.iter().any(u8::is_ascii_digit) {
+                        continue;
+                    }
+                }
+                let line_start = bytes[..whole.start()]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |x| x + 1);
+                let line_end = bytes[whole.end()..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(bytes.len(), |x| whole.end() + x);
+                let line = &bytes[line_start..line_end];
+                if line.windows(14).any(|w| w == b"gitleaks:allow") {
+                    continue;
+                }
+                let matched = &bytes[whole.start()..whole.end()];
+                if self
+                    .global
+                    .iter()
+                    .any(|a| a.allows(rel_path, secret_bytes, matched, line))
+                {
+                    continue;
+                }
+                if rule
+                    .allowlists
+                    .iter()
+                    .any(|a| a.allows(rel_path, secret_bytes, matched, line))
+                {
+                    continue;
+                }
+                out.push(Candidate {
+                    start: s,
+                    end: e,
+                    category: Category::SECRET,
+                    detector: rule.detector,
+                    priority: rule.priority,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(pack: &RulePack, text: &str) -> Vec<(String, &'static str)> {
+        let mut out = Vec::new();
+        pack.scan(text, "src/app.py", &mut out);
+        out.into_iter()
+            .map(|c| (text[c.start..c.end].to_owned(), c.detector))
+            .collect()
+    }
+
+    #[test]
+    fn builtin_packs_load_without_errors() {
+        let pack = RulePack::builtin();
+        assert!(pack.errors.is_empty(), "{:#?}", pack.errors);
+        assert!(pack.len() > 220, "{}", pack.len());
+        assert!(pack.compile_all().is_empty(), "{:?}", pack.compile_all());
+    }
+
+    #[test]
+    fn stray_braces_are_escaped_outside_classes() {
+        assert_eq!(
+            escape_stray_braces(r"^\${(?:[A-Z_]+)}$"),
+            r"^\$\{(?:[A-Z_]+)\}$"
+        );
+        assert_eq!(escape_stray_braces(r"a{2,3}[{}]"), r"a{2,3}[{}]");
+        assert_eq!(escape_stray_braces(r"^\{\d{0,2}}$"), r"^\{\d{0,2}\}$");
+    }
+
+    #[test]
+    fn secret_group_entropy_and_allowlist_follow_gitleaks() {
+        let doc = r#"
+[allowlist]
+regexes = ['''^true$''']
+[[rules]]
+id = "demo"
+regex = '''demo_key\s*=\s*"([a-z0-9]{8,})"'''
+entropy = 2.5
+keywords = ["demo_key"]
+[[rules.allowlists]]
+stopwords = ["example"]
+"#;
+        let pack = RulePack::from_tomls(&[doc]);
+        assert!(pack.errors.is_empty());
+        assert_eq!(
+            hits(&pack, r#"demo_key = "q8w7e6r5t4""#),
+            vec![("q8w7e6r5t4".to_owned(), "S2.demo")]
+        );
+        assert!(
+            hits(&pack, r#"demo_key = "aaaaaaaaaa""#).is_empty(),
+            "entropy floor"
+        );
+        assert!(
+            hits(&pack, r#"demo_key = "example12345""#).is_empty(),
+            "stopword"
+        );
+        assert!(
+            hits(&pack, r#"demo_key = "q8w7e6r5t4" // gitleaks:allow"#).is_empty(),
+            "inline marker"
+        );
+        assert!(
+            hits(&pack, r#"other = "q8w7e6r5t4""#).is_empty(),
+            "keyword prefilter"
+        );
+    }
+
+    // True/false-positive examples from the vendored rules' own documentation shapes.
+    #[test]
+    fn provider_token_shapes() {
+        let pack = RulePack::builtin();
+        let tp = [
+            (
+                "token = 'ghp_".to_owned() + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx'",
+                "S2.github-pat",
+            ),
+            (
+                "glpat-".to_owned() + "Jmw6hJh7z_pQ2b5S9rLn",
+                "S2.gitlab-pat",
+            ),
+            (
+                "AKIA".to_owned() + "Z2R5QW6ODJ3ZHBSY",
+                "S2.aws-access-token",
+            ),
+            (
+                "xoxb-".to_owned() + "263594206564-2343594206564-FGqddMF8t08v8N7Oq4i57vs1",
+                "S2.slack-bot-token",
+            ),
+        ];
+        for (text, det) in tp {
+            let got = hits(&pack, &text);
+            assert!(got.iter().any(|(_, d)| *d == det), "{text}: {got:?}");
+        }
+        // The AWS documentation key is allowlisted by its own rule.
+        assert!(
+            hits(&pack, "AKIAIOSFODNN7EXAMPLE")
+                .iter()
+                .all(|(_, d)| *d != "S2.aws-access-token")
+        );
+        // Low-entropy filler does not pass the entropy floor.
+        assert!(hits(&pack, &("SK".to_owned() + &"a".repeat(32))).is_empty());
+    }
+}

@@ -1,0 +1,1084 @@
+//! S3: values of sensitive keys, wherever a key meets a value — `.env`, YAML, JSON,
+//! TOML, INI, properties, XML elements, HCL, shell `export`, CLI flags, dict/map
+//! literals, keyword arguments and assignments in common languages — plus the weak
+//! keyword tier of S7 (`key`, `auth`, `signature`, `nonce`, … with an entropy gate).
+//!
+//! How: an Aho-Corasick pass finds sensitive word stems; each hit is widened to its key
+//! token, the token is split into words (`camelCase`, `snake_case`, `kebab-case`,
+//! dotted paths) and judged by its *head* word (the last word that is not a modifier
+//! such as `old`, `confirm`, `v2`): `DB_PASSWORD`, `clientSecret`, `aws_secret_access_key`
+//! are sensitive, `password_file`, `token_type`, `api_key_id` are not. Then the
+//! separator (`=`, `:`, `:=`, `=>`, `==`, `>` of an XML element, a space after a CLI
+//! flag) and the value (quoted in any of `"`, `'`, `` ` ``, `\"`, `&quot;`, … or bare)
+//! are read. Strong keys have no entropy floor: only references and placeholders are
+//! dropped. In source code a bare value is an expression, so it is kept only when it
+//! reads as a literal token.
+
+use super::util::{self, FileKind};
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::Regex;
+
+/// Word stems that may start a sensitive key (matched ASCII-case-insensitively).
+const STEMS: &[&str] = &[
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "cred",
+    "salt",
+    "dsn",
+    "seed",
+    "sig",
+    "nonce",
+    "verifier",
+    "connection",
+    "connstr",
+    "conn_str",
+    "cookie",
+    "session",
+    "private",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "пароль",
+    "密码",
+    "口令",
+    "parola",
+    "wachtwoord",
+    "haslo",
+    "hasło",
+    "clave",
+    "otp",
+    "mfa",
+    "cipher",
+];
+
+/// Head words that make a key sensitive with no entropy floor.
+const STRONG_HEADS: &[&str] = &[
+    "password",
+    "passwd",
+    "passwort",
+    "pwd",
+    "pass",
+    "passphrase",
+    "passcode",
+    "passw",
+    "passe",
+    "secret",
+    "secrets",
+    "token",
+    "tokens",
+    "passwords",
+    "credential",
+    "credentials",
+    "creds",
+    "cred",
+    "apikey",
+    "dsn",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "пароль",
+    "密码",
+    "口令",
+    "parola",
+    "wachtwoord",
+    "haslo",
+    "hasło",
+    "clave",
+    "connectionstring",
+    "connstr",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "apitoken",
+    "authtoken",
+    "accesstoken",
+];
+
+/// A head word ending in one of these is sensitive too (`rootpassword`, `apitoken`).
+const STRONG_SUFFIXES: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "apikey",
+    "passphrase",
+    "privatekey",
+    "secretkey",
+];
+
+/// `key` is strong after one of these words (`api_key`, `consumerKey`, `AWS_SECRET_ACCESS_KEY`).
+const KEY_QUALIFIERS: &[&str] = &[
+    "api",
+    "access",
+    "secret",
+    "private",
+    "signing",
+    "sign",
+    "encryption",
+    "encrypt",
+    "crypt",
+    "crypto",
+    "master",
+    "auth",
+    "client",
+    "consumer",
+    "session",
+    "shared",
+    "hmac",
+    "license",
+    "licence",
+    "account",
+    "storage",
+    "aes",
+    "des",
+    "cipher",
+    "jwt",
+    "webhook",
+    "sas",
+    "subscription",
+    "primary",
+    "secondary",
+    "admin",
+    "root",
+    "ssh",
+    "pgp",
+    "gpg",
+    "deploy",
+    "app",
+    "application",
+    "service",
+    "integration",
+    "write",
+    "bearer",
+    "cookie",
+    "csrf",
+    "otp",
+    "totp",
+    "mfa",
+    "seed",
+    "wrapping",
+    "server",
+    "user",
+    "personal",
+    "partner",
+    "merchant",
+    "license",
+    "dev",
+    "prod",
+    "live",
+    "test",
+    "sandbox",
+    "ingest",
+    "ingestion",
+    "upload",
+    "publish",
+    "registry",
+    "npm",
+    "pypi",
+];
+
+/// Head words that are sensitive only when the value also looks random (S7 tier).
+const WEAK_HEADS: &[&str] = &[
+    "key",
+    "auth",
+    "signature",
+    "sig",
+    "nonce",
+    "verifier",
+    "otp",
+    "totp",
+    "mfa",
+    "seed",
+    "cookie",
+    "session",
+    "cipher",
+    "nkey",
+    "salt",
+];
+
+/// `token` after one of these is a parser, paging or cancellation token, not a credential.
+const NOT_TOKEN_QUALIFIERS: &[&str] = &[
+    "page",
+    "next",
+    "prev",
+    "previous",
+    "continuation",
+    "cursor",
+    "cancellation",
+    "cancel",
+    "sync",
+    "lexer",
+    "parser",
+    "syntax",
+    "end",
+    "start",
+    "delimiter",
+    "separator",
+    "last",
+    "first",
+    "current",
+    "peek",
+];
+
+/// `key` after one of these names something public or structural (`public_key`,
+/// `foreign_key`, `cache_key`), never a secret.
+const NOT_KEY_QUALIFIERS: &[&str] = &[
+    "public",
+    "pub",
+    "foreign",
+    "sort",
+    "partition",
+    "range",
+    "idempotency",
+    "cache",
+    "lookup",
+    "map",
+    "dict",
+    "hash",
+    "row",
+    "column",
+    "composite",
+    "unique",
+    "index",
+    "object",
+    "translation",
+    "i18n",
+    "config",
+    "setting",
+    "settings",
+    "field",
+    "form",
+    "attribute",
+    "header",
+    "query",
+    "param",
+    "product",
+    "group",
+    "bucket",
+    "sequence",
+    "schema",
+    "natural",
+    "hot",
+    "primary_",
+    "dedup",
+    "routing",
+    "shard",
+    "message",
+    "event",
+    "state",
+    "storage_",
+];
+
+/// Words whose presence in a value marks it as a stand-in rather than a real token
+/// (applied to token/secret/key values, not to passwords, which are often words).
+const STAND_IN_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "key",
+    "example",
+    "sample",
+    "dummy",
+    "fake",
+    "mock",
+    "placeholder",
+    "invalid",
+    "something",
+    "material",
+    "string",
+    "value",
+    "test",
+];
+
+/// Words after the head that do not change what the value is.
+const MODIFIERS: &[&str] = &[
+    "v",
+    "old",
+    "new",
+    "confirm",
+    "confirmation",
+    "plain",
+    "plaintext",
+    "clear",
+    "cleartext",
+    "raw",
+    "value",
+    "val",
+    "str",
+    "string",
+    "text",
+    "enc",
+    "encrypted",
+    "encoded",
+    "b64",
+    "base64",
+    "hex",
+    "bytes",
+    "bin",
+    "test",
+    "dev",
+    "prod",
+    "local",
+    "default",
+    "expected",
+    "actual",
+    "current",
+    "again",
+    "repeat",
+    "verify",
+    "verification",
+    "override",
+    "env",
+    "var",
+    "mock",
+    "fake",
+    "dummy",
+    "sample",
+    "example",
+    "literal",
+    "const",
+];
+
+/// Quoted-literal wrappers whose first string argument is the value.
+const WRAPPERS: &[&str] = &[
+    "[]byte(",
+    "aws.String(",
+    "String(",
+    "SecretStr(",
+    "SecretString(",
+    "Secret(",
+    "secret(",
+    "bytes(",
+    "b(",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Tier {
+    Strong,
+    Weak,
+}
+
+/// What the key names: a password-like value (often a plain word) or another secret.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct KeyClass {
+    tier: Tier,
+    password: bool,
+}
+
+/// The compiled S3 scanner.
+pub struct Structural {
+    stems: AhoCorasick,
+    identified_by: Regex,
+    key_value_pair: Regex,
+}
+
+impl Structural {
+    pub fn new() -> Structural {
+        Structural {
+            stems: AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(STEMS)
+                .expect("static stems"),
+            identified_by: Regex::new(r#"(?i)\bidentified\s+by\s+(?:password\s+)?['"]([^'"\n]{1,200})['"]"#)
+                .expect("static regex"),
+            key_value_pair: Regex::new(
+                r#"["']?\bkey["']?\s*[:=]\s*["']([^"'\n]{1,64})["']\s*,\s*["']?value["']?\s*[:=]\s*["']([^"'\n]{1,512})["']"#,
+            )
+            .expect("static regex"),
+        }
+    }
+
+    /// Appends S3/S7 candidates for `text`.
+    pub fn scan(&self, text: &str, kind: FileKind, out: &mut Vec<Candidate>) {
+        let mut last_key_end = 0;
+        for m in self.stems.find_iter(text) {
+            if m.start() < last_key_end {
+                continue;
+            }
+            let (ks, ke) = key_token(text, m.start(), m.end());
+            last_key_end = ke;
+            self.key_at(text, ks, ke, kind, out);
+        }
+        for caps in self.identified_by.captures_iter(text) {
+            let v = caps.get(1).expect("group");
+            if !util::is_placeholder(v.as_str()) {
+                out.push(cand(
+                    v.start(),
+                    v.end(),
+                    "S3.sql-identified-by",
+                    Tier::Strong,
+                ));
+            }
+        }
+        if text.contains("value") {
+            for caps in self.key_value_pair.captures_iter(text) {
+                let name = caps.get(1).expect("group").as_str();
+                let v = caps.get(2).expect("group");
+                if let Some(class) = classify(name)
+                    && accept(v.as_str(), true, kind, class, name)
+                {
+                    out.push(cand(v.start(), v.end(), "S3.key-value-pair", class.tier));
+                }
+            }
+        }
+    }
+
+    fn key_at(&self, text: &str, ks: usize, ke: usize, kind: FileKind, out: &mut Vec<Candidate>) {
+        let key = &text[ks..ke];
+        let flag = key.starts_with('-');
+        let name = key.trim_start_matches('-').trim_end_matches(['.', '-']);
+        if name.is_empty() {
+            return;
+        }
+        let Some(class) = classify(name) else { return };
+        let b = text.as_bytes();
+        let mut pos = ks + key.trim_end_matches(['.', '-']).len();
+        // A quoted key must be closed by the same quote.
+        let key_quote = util::quote_before(text, ks);
+        let mut open_quote = false;
+        if let Some(q) = key_quote {
+            if text[pos..].starts_with(q) {
+                pos += q.len();
+            } else if q == "'" || q == "\"" {
+                // `"Password=x;Server=y"`: an assignment inside a string literal.
+                open_quote = true;
+            } else {
+                return;
+            }
+        }
+        let xml = ks > 0 && b[ks - 1] == b'<';
+        if pos < b.len() && b[pos] == b']' {
+            pos += 1;
+        }
+        let sep_start = pos;
+        while pos < b.len() && matches!(b[pos], b' ' | b'\t') {
+            pos += 1;
+        }
+        let rest = &text[pos..];
+        let (sep_len, detector) = if xml && rest.starts_with('>') {
+            (1, "S3.xml")
+        } else if rest.starts_with(":=")
+            || rest.starts_with("=>")
+            || rest.starts_with("==")
+            || rest.starts_with("!=")
+            || rest.starts_with("?=")
+        {
+            (2, "S3.assignment")
+        } else if rest.starts_with("||=") {
+            (3, "S3.assignment")
+        } else if let Some(after) = rest.strip_prefix('=') {
+            if after.starts_with(['~', '=']) {
+                return;
+            }
+            (1, "S3.assignment")
+        } else if open_quote {
+            return;
+        } else if let Some(after) = rest.strip_prefix(':') {
+            if after.starts_with(':') || after.starts_with("//") {
+                return;
+            }
+            (1, "S3.assignment")
+        } else if flag && pos > sep_start && !rest.starts_with(['\n', '\r']) && !rest.is_empty() {
+            (0, "S3.cli-flag")
+        } else if rest.starts_with('(') && starts_with_setter(name) {
+            (1, "S3.setter")
+        } else {
+            return;
+        };
+        pos += sep_len;
+        if detector != "S3.xml" {
+            while pos < b.len() && matches!(b[pos], b' ' | b'\t') {
+                pos += 1;
+            }
+        }
+        // A bare value inside a string literal of source code (a config snippet in a
+        // test, `"user: x\npass: y"`) is a literal, not an expression.
+        let kind = if kind == FileKind::Code
+            && self.in_string_literal(text, ks - key_quote.map_or(0, str::len))
+        {
+            FileKind::Config
+        } else {
+            kind
+        };
+        let det = if class.tier == Tier::Weak {
+            "S7.keyword-entropy"
+        } else {
+            detector
+        };
+        if pos < b.len() && b[pos] == b'[' && class.tier == Tier::Strong {
+            // An inline list of values: `tokens: ["a", "b"]`.
+            let mut p = pos + 1;
+            loop {
+                while p < b.len() && matches!(b[p], b' ' | b'\t') {
+                    p += 1;
+                }
+                let Some(q) = util::quote_at(text, p) else {
+                    break;
+                };
+                let Some(close) = util::find_closing(text, p + q.len(), q) else {
+                    break;
+                };
+                if accept(&text[p + q.len()..close], true, kind, class, name) {
+                    out.push(cand(p + q.len(), close, det, class.tier));
+                }
+                p = close + q.len();
+                while p < b.len() && matches!(b[p], b' ' | b'\t') {
+                    p += 1;
+                }
+                if p < b.len() && b[p] == b',' {
+                    p += 1;
+                } else {
+                    break;
+                }
+            }
+            return;
+        }
+        let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else {
+            return;
+        };
+        if detector == "S3.setter" && !quoted {
+            return;
+        }
+        let value = &text[vs..ve];
+        if !accept(value, quoted, kind, class, name) {
+            return;
+        }
+        out.push(cand(vs, ve, det, class.tier));
+    }
+}
+
+impl Structural {
+    /// Whether `pos` lies inside a string literal: a `"…"`/`'…'` string opened earlier
+    /// on the same line, or a backtick string (Go raw string, JS template) opened
+    /// earlier in the text.
+    fn in_string_literal(&self, text: &str, pos: usize) -> bool {
+        let b = text.as_bytes();
+        let line_start = b[..pos]
+            .iter()
+            .rposition(|&c| c == b'\n')
+            .map_or(0, |i| i + 1);
+        let mut state: Option<u8> = None;
+        let mut i = line_start;
+        while i < pos {
+            let c = b[i];
+            match state {
+                Some(q) => {
+                    if c == b'\\' {
+                        i += 1;
+                    } else if c == q {
+                        state = None;
+                    }
+                }
+                None => {
+                    if c == b'"' || c == b'\'' {
+                        state = Some(c);
+                    }
+                }
+            }
+            i += 1;
+        }
+        if state.is_some() {
+            return true;
+        }
+        b[..pos].iter().filter(|&&c| c == b'`').count() % 2 == 1
+    }
+}
+
+impl Default for Structural {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn cand(start: usize, end: usize, detector: &'static str, tier: Tier) -> Candidate {
+    Candidate {
+        start,
+        end,
+        category: Category::SECRET,
+        detector,
+        priority: if tier == Tier::Strong {
+            prio::STRUCTURAL
+        } else {
+            prio::GENERIC
+        },
+    }
+}
+
+/// Widens a stem hit to the whole key token (ASCII word chars, `-`, `.`, letters of
+/// other scripts), including a leading `$`/`@` sigil.
+fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
+    let mut ks = s;
+    while ks > 0 {
+        let Some(c) = text[..ks].chars().next_back() else {
+            break;
+        };
+        let ok = if c.is_ascii() {
+            util::is_key_byte(c as u8)
+        } else {
+            c.is_alphabetic()
+        };
+        if !ok {
+            break;
+        }
+        ks -= c.len_utf8();
+    }
+    let mut ke = e;
+    while ke < text.len() {
+        let Some(c) = text[ke..].chars().next() else {
+            break;
+        };
+        let ok = if c.is_ascii() {
+            util::is_key_byte(c as u8)
+        } else {
+            c.is_alphabetic()
+        };
+        if !ok {
+            break;
+        }
+        ke += c.len_utf8();
+    }
+    (ks, ke)
+}
+
+fn starts_with_setter(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    let words = split_words(last);
+    words.len() >= 2 && matches!(words[0].as_str(), "set" | "with" | "use")
+}
+
+/// Splits a key into lower-case words at `_ - . $ @ :` and case/digit changes.
+pub(crate) fn split_words(key: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = key.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if !cur.is_empty() {
+            let p = chars[i - 1];
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_alphabetic() && c.is_ascii_digit())
+                || (p.is_ascii_digit() && c.is_alphabetic())
+                || (p.is_uppercase()
+                    && c.is_uppercase()
+                    && chars.get(i + 1).is_some_and(|n| n.is_lowercase()));
+            if boundary {
+                words.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// Judges a key name by its head word.
+fn classify(name: &str) -> Option<KeyClass> {
+    let tier = classify_tier(name)?;
+    let words = split_words(name);
+    let password = words.iter().any(|w| {
+        PASSWORD_WORDS.contains(&w.as_str()) || w.ends_with("password") || w.ends_with("passwd")
+    });
+    Some(KeyClass { tier, password })
+}
+
+/// Head words of password-like keys.
+const PASSWORD_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passwort",
+    "pwd",
+    "pass",
+    "passphrase",
+    "passcode",
+    "passw",
+    "passe",
+    "contraseña",
+    "contrasena",
+    "senha",
+    "пароль",
+    "密码",
+    "口令",
+    "parola",
+    "wachtwoord",
+    "haslo",
+    "hasło",
+    "clave",
+];
+
+fn classify_tier(name: &str) -> Option<Tier> {
+    let words = split_words(name);
+    let mut i = words.len();
+    while i > 0 {
+        let w = words[i - 1].as_str();
+        let numeric = w.chars().all(|c| c.is_ascii_digit());
+        if numeric || MODIFIERS.contains(&w) {
+            i -= 1;
+            continue;
+        }
+        break;
+    }
+    if i == 0 {
+        return None;
+    }
+    let head = words[i - 1].as_str();
+    let prev = if i >= 2 { words[i - 2].as_str() } else { "" };
+    if (head == "token" || head == "tokens") && NOT_TOKEN_QUALIFIERS.contains(&prev) {
+        return None;
+    }
+    if STRONG_HEADS.contains(&head)
+        || STRONG_SUFFIXES
+            .iter()
+            .any(|s| head.len() > s.len() && head.ends_with(s))
+    {
+        return Some(Tier::Strong);
+    }
+    if head == "key" || head == "keys" {
+        if NOT_KEY_QUALIFIERS.contains(&prev) {
+            return None;
+        }
+        return if KEY_QUALIFIERS.contains(&prev)
+            || prev.ends_with("secret")
+            || prev.ends_with("private")
+        {
+            Some(Tier::Strong)
+        } else {
+            Some(Tier::Weak)
+        };
+    }
+    if head == "code" {
+        return matches!(
+            prev,
+            "auth"
+                | "authorization"
+                | "verification"
+                | "otp"
+                | "mfa"
+                | "oauth"
+                | "recovery"
+                | "backup"
+        )
+        .then_some(Tier::Weak);
+    }
+    if matches!(head, "connection" | "conn")
+        && words
+            .get(i)
+            .is_some_and(|w| matches!(w.as_str(), "string" | "str"))
+    {
+        return Some(Tier::Strong);
+    }
+    if WEAK_HEADS.contains(&head) || head.ends_with("nkey") {
+        return Some(Tier::Weak);
+    }
+    None
+}
+
+/// Reads the value starting at `pos`: `(start, end, quoted)`.
+fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bool)> {
+    let b = text.as_bytes();
+    if pos >= b.len() || matches!(b[pos], b'\n' | b'\r') {
+        return None;
+    }
+    if xml {
+        let end = text[pos..]
+            .find(['<', '\n'])
+            .map_or(text.len(), |i| pos + i);
+        let v = text[pos..end].trim();
+        let vs = pos + text[pos..end].find(v).unwrap_or(0);
+        return (!v.is_empty()).then_some((vs, vs + v.len(), true));
+    }
+    for w in WRAPPERS {
+        if text[pos..].starts_with(w) {
+            pos += w.len();
+            break;
+        }
+    }
+    // String prefixes: b'' r"" u'' f"" rb'' @"" $"".
+    let mut p = pos;
+    while p < b.len()
+        && p - pos < 2
+        && matches!(
+            b[p],
+            b'b' | b'r' | b'u' | b'f' | b'B' | b'R' | b'U' | b'F' | b'@' | b'$'
+        )
+    {
+        p += 1;
+    }
+    if p > pos && util::quote_at(text, p).is_some_and(|q| q.len() == 1) {
+        pos = p;
+    }
+    if let Some(q) = util::quote_at(text, pos) {
+        let vs = pos + q.len();
+        if let Some(close) = util::find_closing(text, vs, q) {
+            return Some((vs, close, true));
+        }
+        // A string continued on the next lines: keep its first line when that line
+        // is one base64 run (key material written over several lines).
+        let line_end = text[vs..].find('\n').map_or(text.len(), |i| vs + i);
+        let rest = text[vs..line_end].trim_end();
+        let b64 = rest.len() >= 32
+            && rest
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='));
+        return b64.then_some((vs, vs + rest.len(), true));
+    }
+    let mut end = pos;
+    while end < b.len() {
+        let c = b[end];
+        if c.is_ascii_whitespace()
+            || matches!(
+                c,
+                b',' | b';' | b'"' | b'\'' | b'`' | b')' | b']' | b'}' | b'<' | b'&' | b'\\'
+            )
+        {
+            break;
+        }
+        end += 1;
+    }
+    let end = util::ceil_boundary(text, end);
+    (end > pos).then_some((pos, end, false))
+}
+
+fn normalized(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Decides whether a value read after a sensitive key is a literal worth redacting.
+fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str) -> bool {
+    let v = value;
+    let tier = class.tier;
+    if v.chars().count() < 4 || v.len() > 4096 {
+        return false;
+    }
+    if util::is_placeholder(v) || looks_like_path(v) || is_dotted_name(v) || is_constant_name(v) {
+        return false;
+    }
+    let lower = v.to_ascii_lowercase();
+    if is_stand_in(v, class.password) {
+        return false;
+    }
+    let numeric = v
+        .bytes()
+        .filter(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
+    if v.contains('.') && numeric * 10 >= v.len() * 8 {
+        return false; // versions, OIDs
+    }
+    if !v.bytes().any(|b| b.is_ascii_alphanumeric()) && !quoted {
+        return false; // prose in another script ("留空即可"), punctuation
+    }
+    if v.len() >= 4 && "abcdefghijklmnopqrstuvwxyz".starts_with(&lower) {
+        return false; // alphabet run
+    }
+    if (lower.starts_with("http://") || lower.starts_with("https://")) && !v.contains('@') {
+        return false;
+    }
+    if v.contains(char::is_whitespace) && !v.starts_with('{') && !v.starts_with('[') {
+        return false;
+    }
+    if !quoted {
+        if v.starts_with([':', '&', '*', '!', '|', '>', '[', '{', '(', '='])
+            || v.contains(['(', '{', '['])
+        {
+            return false;
+        }
+        match kind {
+            FileKind::Code => {
+                if normalized(v) == normalized(key) {
+                    return false;
+                }
+                let identifier = v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                    && v.bytes().next().is_some_and(|c| !c.is_ascii_digit())
+                    && v.bytes().any(|c| c.is_ascii_lowercase());
+                if identifier
+                    || v.contains('(')
+                    || v.contains('.')
+                    || v.contains('[')
+                    || v.contains("->")
+                {
+                    return false;
+                }
+                if !util::looks_random(v, 12, 3.0) {
+                    return false;
+                }
+            }
+            FileKind::Prose => {
+                if util::PROSE_FILLER.contains(&lower.as_str()) {
+                    return false;
+                }
+            }
+            FileKind::Config => {}
+        }
+    } else if normalized(v) == normalized(key) && split_words(key).len() > 1 {
+        return false;
+    }
+    if !class.password
+        && matches!(
+            lower.as_str(),
+            "secret" | "token" | "apikey" | "api_key" | "credentials" | "auth"
+        )
+    {
+        return false;
+    }
+    if tier == Tier::Weak
+        && (!util::looks_random(v, 8, 2.5)
+            || v.starts_with(['-', '_', '.', '/'])
+            || v.ends_with(['-', '_', '.', '/']))
+    {
+        return false; // weak keys need a token-like value, not a fragment being concatenated
+    }
+    true
+}
+
+/// A value that names what it stands for (`test_token`, `someToken`, `my_cookie_key`,
+/// `key-material`, `randomSecretString`): a word of [`STAND_IN_WORDS`] (or, for
+/// passwords, of a shorter list) as a whole word, in a value with few digits.
+fn is_stand_in(v: &str, password: bool) -> bool {
+    if v.bytes().filter(u8::is_ascii_digit).count() >= 4 {
+        return false;
+    }
+    let words = split_words(v);
+    if password {
+        return words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "example" | "sample" | "dummy" | "placeholder" | "random" | "specific"
+            )
+        });
+    }
+    words.iter().enumerate().any(|(i, w)| {
+        STAND_IN_WORDS.contains(&w.as_str())
+            || (i == 0 && matches!(w.as_str(), "test" | "some" | "my" | "your" | "the" | "a"))
+    })
+}
+
+/// `./x`, `../x`, `~/x`, `/a/b/c`, `a/b/c` made of lower-case path words: a file or
+/// resource path, not a value.
+fn looks_like_path(v: &str) -> bool {
+    if v.starts_with("./") || v.starts_with("../") || v.starts_with("~/") {
+        return true;
+    }
+    let segs: Vec<&str> = v.trim_start_matches('/').split('/').collect();
+    segs.len() >= 3
+        && !v.contains(['+', '='])
+        && segs
+            .iter()
+            .all(|s| !s.is_empty() && s.bytes().all(|b| !b.is_ascii_uppercase() || s.len() > 12))
+        && segs
+            .iter()
+            .any(|s| s.len() >= 3 && s.bytes().all(|b| b.is_ascii_lowercase()))
+        || (v.starts_with('/')
+            && segs.len() >= 2
+            && segs.iter().any(|s| s.contains('.') && s.len() > 3))
+}
+
+/// `session.redis.password`, `duo_api.secret_key`, `example.com`: a dotted name.
+fn is_dotted_name(v: &str) -> bool {
+    v.contains('.')
+        && !v.starts_with('.')
+        && !v.ends_with('.')
+        && v.split('.').all(|p| {
+            !p.is_empty()
+                && p.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
+        })
+}
+
+/// `LET_ME_IN`, `GCM_AZREPOS_SP_SECRET`: a constant's name standing in for a value.
+fn is_constant_name(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('_').collect();
+    parts.len() >= 2
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        })
+        && parts
+            .iter()
+            .filter(|p| p.bytes().all(|b| b.is_ascii_uppercase()))
+            .count()
+            >= 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_on_case_digits_and_separators() {
+        assert_eq!(
+            split_words("AWS_SECRET_ACCESS_KEY"),
+            ["aws", "secret", "access", "key"]
+        );
+        assert_eq!(
+            split_words("OAuth2ClientSecret"),
+            ["o", "auth", "2", "client", "secret"]
+        );
+        assert_eq!(split_words("HMACSecret"), ["hmac", "secret"]);
+        assert_eq!(
+            split_words("ses_smtp_password_v4"),
+            ["ses", "smtp", "password", "v", "4"]
+        );
+        assert_eq!(
+            split_words("app.config.db-pass"),
+            ["app", "config", "db", "pass"]
+        );
+    }
+
+    #[test]
+    fn keys_are_judged_by_their_head_word() {
+        for k in [
+            "password",
+            "DB_PASSWORD",
+            "clientSecret",
+            "aws_secret_access_key",
+            "api_key",
+            "x-api-key",
+            "Apitoken",
+            "ses_smtp_password_v4",
+            "password_confirmation",
+            "consumerKey",
+            "PGPASSWORD",
+            "пароль",
+            "mot_de_passe",
+            "connection_string",
+            "testPasswordOld",
+            "secret",
+        ] {
+            assert_eq!(classify(k).map(|c| c.tier), Some(Tier::Strong), "{k}");
+        }
+        for k in [
+            "password_file",
+            "token_type",
+            "api_key_id",
+            "tokenEndpoint",
+            "passwordField",
+            "secret_name",
+            "keyboard",
+            "public_key",
+            "foreign_key",
+        ] {
+            assert_eq!(classify(k), None, "{k}");
+        }
+        for k in ["key", "oauth_signature", "oauth_nonce", "authCode", "nkey"] {
+            assert_eq!(classify(k).map(|c| c.tier), Some(Tier::Weak), "{k}");
+        }
+    }
+}

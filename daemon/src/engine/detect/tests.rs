@@ -1,0 +1,424 @@
+//! Behaviour of the whole detector layer: what gets redacted, what stays readable.
+
+use super::*;
+
+fn spans(path: &str, text: &str) -> Vec<(String, &'static str)> {
+    let d = Detector::new();
+    d.detect(
+        text,
+        &DetectContext {
+            rel_path: path,
+            prose: false,
+        },
+    )
+    .into_iter()
+    .map(|f| (text[f.start..f.end].to_owned(), f.detector))
+    .collect()
+}
+
+fn values(path: &str, text: &str) -> Vec<String> {
+    spans(path, text).into_iter().map(|(v, _)| v).collect()
+}
+
+#[test]
+fn findings_are_sorted_disjoint_and_on_char_boundaries() {
+    let text = "пароль = \"сек рет\"\nDB_PASSWORD=hunter2!x\nemail jane@acme-corp.com\n";
+    let d = Detector::new();
+    let f = d.detect(
+        text,
+        &DetectContext {
+            rel_path: ".env",
+            prose: false,
+        },
+    );
+    assert!(!f.is_empty());
+    for w in f.windows(2) {
+        assert!(w[0].end <= w[1].start);
+    }
+    for x in &f {
+        assert!(text.is_char_boundary(x.start) && text.is_char_boundary(x.end));
+    }
+}
+
+// ---- S1 private keys -------------------------------------------------------------
+
+fn pem(label: &str) -> String {
+    let body = "MIIEowIBAAKCAQEAq1w8mJ3kQ7bX9fZ2Lr5Tn0sVy4Wc6Hd8Ge1Pa3Ku7Mi9Ob2Nj\n".repeat(5);
+    format!("-----BEGIN {label}-----\n{body}-----END {label}-----\n")
+}
+
+#[test]
+fn s1_pem_blocks_are_redacted_whole() {
+    for label in [
+        "RSA PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+    ] {
+        let text = format!("key:\n{}done", pem(label));
+        let got = spans("k.txt", &text);
+        assert_eq!(got.len(), 1, "{label}: {got:?}");
+        assert!(
+            got[0].0.starts_with("-----BEGIN") && got[0].0.ends_with("KEY-----"),
+            "{label}"
+        );
+    }
+    // Inside a string literal with escaped newlines.
+    let escaped = pem("RSA PRIVATE KEY").replace('\n', "\\n");
+    let text = format!("const k = \"{escaped}\";");
+    assert_eq!(spans("a.go", &text)[0].1, "S1.pem");
+}
+
+#[test]
+fn s1_public_material_and_stubs_stay_readable() {
+    let cert = pem("RSA PRIVATE KEY").replace("RSA PRIVATE KEY", "CERTIFICATE");
+    assert!(spans("c.pem", &cert).is_empty());
+    let stub =
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpQIBAAKCAQEAuyf...\n-----END RSA PRIVATE KEY-----";
+    assert!(spans("doc.md", stub).is_empty());
+}
+
+#[test]
+fn s1_jwk_private_members_putty_age_and_base64_pem() {
+    let jwk = r#"{"kty":"RSA","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4","e":"AQAB","d":"X4cTteJY_gn4FYPsXB8rdXix5vwsg1FLN5E3EaG6RJoVH-HLLKD9M7dx5oo7GURknchnrRweUkC7hT5fJLM0WbFAKNLWY2vv7B6NqXSzUvxT0_YSfqijwp3RTzlBaCxWp4doFk5N2o8Gy_nHNKroADIkJ46pRUohsXywbReAdYaMwFs9tv8d_cPVY3i07a3t8MN6TNwm0dSawm9v47UiCl3Sk5ZiG7xojPLu4sbg1U2jx4IBTNBznbJSzFHK66jT8bgkuqsk0GjskDJk19Z4qwjwbsnn4j2WBii3RL-Us2lGVkY8fkFzme1z0HbIkfz0Y6mqnOYtqc0X4jfcKoAC8Q","p":"83i-7IvMGXoMXCskv73TKr8637FiO7Z27zv8oj6pbWUQyLPQBQxtPVnwD20R-60eTDmD2ujnMt5PoqMrm8RfmNhVWDtjjMmCMjOpSXicFHj7XOuVIYQyqVWlWEh6dN36GVZYk93N8Bc9vY41xy8B9RzzOGVQzXvNEvn7O0nVbfs"}"#;
+    let got = spans("jwk.json", jwk);
+    let dets: Vec<_> = got.iter().map(|(_, d)| *d).collect();
+    assert!(
+        dets.iter().filter(|d| **d == "S1.jwk").count() == 2,
+        "{got:?}"
+    );
+    assert!(
+        !got.iter().any(|(v, _)| v.starts_with("0vx7")),
+        "public modulus stays"
+    );
+    let putty = "PuTTY-User-Key-File-3: ssh-ed25519\nPublic-Lines: 2\nAAAAC3NzaC1lZDI1NTE5\nAAAAIH\nPrivate-Lines: 1\nAAAAIGZvb2Jhcg\nPrivate-MAC: 9f1e\n";
+    assert!(
+        spans("id.ppk", putty)
+            .iter()
+            .any(|(v, d)| *d == "S1.putty" && v.contains("AAAAIGZvb2Jhcg"))
+    );
+    let age = "AGE-SECRET-KEY-1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ";
+    assert!(
+        spans("k.txt", age)
+            .iter()
+            .any(|(_, d)| *d == "S1.age" || d.starts_with("S2.age"))
+    );
+    let b64 = "key: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVBcTF3OG1KM2tRN2JYOWZaMkxyNVRuMHNWeTRXYzZIZDhHZTFQYTNLdTdNaTlPYjJOagotLS0tLUVORCBSU0EgUFJJVkFURSBLRVktLS0tLQo=";
+    assert!(
+        spans("values.yaml", b64)
+            .iter()
+            .any(|(_, d)| *d == "S1.pem-base64"),
+        "{:?}",
+        spans("values.yaml", b64)
+    );
+}
+
+// ---- S2 provider tokens (redctx additions) ---------------------------------------
+
+#[test]
+fn s2_nkey_seed_jwt_and_twilio() {
+    let seed = format!(
+        "seed := \"SUA{}\"",
+        "D766JUR3TOZZSBMPP5WTQXMTTTERV333OBH34MHGFASPUUKOLZHPH2Q"
+    );
+    assert_eq!(spans("a.go", &seed)[0].1, "S2.nats-nkey-seed");
+    let jwt = "t = eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    let got = spans("a.py", jwt);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].0.starts_with("eyJhbGci") && got[0].0.ends_with("w5c"),
+        "{got:?}"
+    );
+    let sid = "account_sid = 'AC842e83d14fcffa9f23634b6c9f9765d3'";
+    assert!(
+        spans("a.rb", sid)
+            .iter()
+            .any(|(v, _)| v == "AC842e83d14fcffa9f23634b6c9f9765d3")
+    );
+    assert!(
+        spans("a.rb", "sid: ACaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").is_empty(),
+        "placeholder SID"
+    );
+}
+
+// ---- S3 structural ---------------------------------------------------------------
+
+#[test]
+fn s3_values_of_sensitive_keys_across_formats() {
+    let cases: &[(&str, &str, &str)] = &[
+        (".env", "DB_PASSWORD=hunter2!x\n", "hunter2!x"),
+        ("config.yml", "redis:\n  password: s3cr3tpw\n", "s3cr3tpw"),
+        (
+            "app.json",
+            r#"{"client_secret": "abcd1234efgh"}"#,
+            "abcd1234efgh",
+        ),
+        (
+            "settings.py",
+            "SECRET_KEY = 'django-insecure-9x8y7z'\n",
+            "django-insecure-9x8y7z",
+        ),
+        ("main.tf", "password = \"tf-pass-123\"\n", "tf-pass-123"),
+        (
+            "app.properties",
+            "spring.datasource.password=pr0pPass\n",
+            "pr0pPass",
+        ),
+        ("web.xml", "<password>xmlPass99</password>", "xmlPass99"),
+        (
+            "run.sh",
+            "export API_TOKEN='tok_8f7e6d5c'\n",
+            "tok_8f7e6d5c",
+        ),
+        ("deploy.sh", "mysql --password=cliPass77 db\n", "cliPass77"),
+        (
+            "Main.java",
+            "String dbPassword = \"javaPw2024\";",
+            "javaPw2024",
+        ),
+        (
+            "main.go",
+            "cfg := Config{Password: \"goPass123\"}",
+            "goPass123",
+        ),
+        ("app.rb", "login(user: 'u', password: 'rubyPw1')", "rubyPw1"),
+        ("index.php", "$config['db_pass'] = 'phpPass1';", "phpPass1"),
+        (
+            "a.cs",
+            "var conn = \"Server=db;Password=adoPw123;\";",
+            "adoPw123",
+        ),
+        (
+            "init.sql",
+            "CREATE USER 'u'@'%' IDENTIFIED BY 'sqlPw123';",
+            "sqlPw123",
+        ),
+        (
+            "a.yml",
+            "tokens: [\"tkA1b2c3d4\", \"tkE5f6g7h8\"]",
+            "tkA1b2c3d4",
+        ),
+        ("de.ini", "passwort = geheim123\n", "geheim123"),
+    ];
+    for (path, text, want) in cases {
+        let got = values(path, text);
+        assert!(got.iter().any(|v| v == want), "{path}: {text:?} -> {got:?}");
+        assert!(
+            got.iter()
+                .all(|v| !v.to_ascii_lowercase().contains("password") || v == want),
+            "key kept: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn s3_references_and_placeholders_are_not_values() {
+    let cases: &[(&str, &str)] = &[
+        (".env", "DB_PASSWORD=${DB_PASSWORD}\n"),
+        ("a.yml", "password: {{ .Values.db.password }}\n"),
+        ("a.yml", "password: <your-password>\n"),
+        (".env", "TOKEN=$GITHUB_TOKEN\n"),
+        ("a.py", "password = os.getenv('DB_PASSWORD')\n"),
+        ("a.js", "const token = process.env.API_TOKEN;\n"),
+        ("a.py", "token = self.get_token()\n"),
+        ("a.py", "password = password\n"),
+        ("a.rb", "def create(password: nil, token: :unset)\n"),
+        ("a.json", "{\"password\": null, \"secret\": \"\"}"),
+        ("a.yml", "password: changeme\n"),
+        ("a.yml", "secret: '********'\n"),
+        ("a.py", "password = '%(password)s'\n"),
+        ("a.go", "Password string `json:\"password\"`\n"),
+        ("a.ts", "password: string;\n"),
+        (
+            "a.yml",
+            "token_type: Bearer\npassword_file: /run/secrets/db\n",
+        ),
+        ("a.py", "api_key_id = 'abc123def456'\n"),
+        (
+            "a.cs",
+            "public const string ServicePrincipalSecret = \"GCM_AZREPOS_SP_SECRET\";",
+        ),
+        ("a.go", "\"RedisPassword\": \"session.redis.password\","),
+        ("a.json", "\"page_token\": \"PBCPcccccccc1234\""),
+    ];
+    for (path, text) in cases {
+        let got = spans(path, text);
+        assert!(got.is_empty(), "{path}: {text:?} -> {got:?}");
+    }
+}
+
+#[test]
+fn s7_weak_keys_need_random_looking_values() {
+    assert_eq!(
+        values("a.php", "'key' => '6072A3A47E8FF48793DB6F29F3767DAD',"),
+        ["6072A3A47E8FF48793DB6F29F3767DAD"]
+    );
+    assert_eq!(
+        values("a.js", "oauth_signature: 'IT81zWqPPtd+pvCER0Ruecvl677=',"),
+        ["IT81zWqPPtd+pvCER0Ruecvl677="]
+    );
+    for text in [
+        "Key = \"Laura\",",
+        "\"key\": \"Content-Type\",",
+        "key: 'foo2',",
+        "$key = 'ecdsa-sha2-' . $alias;",
+    ] {
+        assert!(spans("a.cs", text).is_empty(), "{text}");
+    }
+}
+
+// ---- S4 URLs, S5 HTTP auth, S6 hashes, S8 encodings -------------------------------
+
+#[test]
+fn s4_url_credentials_and_connection_files() {
+    assert_eq!(
+        values(
+            "a.py",
+            "DB = 'postgres://app:Pg-Pass-77@db.internal:5432/app'"
+        ),
+        ["Pg-Pass-77"]
+    );
+    assert_eq!(
+        values(
+            "a.go",
+            "nats.Connect(\"nats://user:natspw1@10.0.0.5:4222\")"
+        ),
+        ["natspw1", "10.0.0.5"]
+    );
+    assert!(values("a.py", "u = 'https://user:%s@host.com'").is_empty());
+    assert!(
+        values("doc.md", "https://john:letmein1@proxy.example.com").is_empty(),
+        "documentation host"
+    );
+    assert_eq!(
+        values(
+            ".netrc",
+            "machine api.corp.io login bob password nEtRcPw1\n"
+        ),
+        ["nEtRcPw1"]
+    );
+    assert_eq!(
+        values(".pgpass", "db.corp.io:5432:app:bob:pgPassW0rd\n"),
+        ["pgPassW0rd"]
+    );
+    let hook = "https://discord.com/api/webhooks/123456789012345678/AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-abcdEFGH";
+    assert!(
+        spans("a.txt", hook)
+            .iter()
+            .any(|(_, d)| *d == "S4.discord-webhook")
+    );
+}
+
+#[test]
+fn s5_http_authorization_material() {
+    assert_eq!(
+        values("a.js", "headers: 'Authorization: Bearer wfotxqailfeus5a8'"),
+        ["wfotxqailfeus5a8"]
+    );
+    assert_eq!(
+        values("a.js", "'Proxy-Authorization': 'Basic dXNlcjpwYXNz',"),
+        ["dXNlcjpwYXNz"]
+    );
+    let curl = values("a.sh", "curl -u admin:curlPw99 https://api.corp.io");
+    assert!(curl.len() == 1 && curl[0].ends_with("curlPw99"), "{curl:?}");
+    assert_eq!(
+        values(
+            "c.yml",
+            "- tesla-auth.sid=b%3AUeorWOXJovVXappOh2ERTYTNzi_x2HMX;"
+        ),
+        ["b%3AUeorWOXJovVXappOh2ERTYTNzi_x2HMX"]
+    );
+    for text in [
+        "Use Bearer tokens for auth.",
+        "WWW-Authenticate: Basic realm=\"x\"",
+        "'Bearer ' + token",
+        "Authorization: Bearer vp7jx...",
+    ] {
+        assert!(spans("a.md", text).is_empty(), "{text}");
+    }
+}
+
+#[test]
+fn s6_password_hashes() {
+    let bcrypt = "$2a$10$LoRPzN3GtF2pNX5QgCBBHeUr6/zVN./RVGOu5U8SpHyg2sfzvfXji";
+    assert_eq!(
+        spans("users.txt", &format!("alice:{bcrypt}\n"))[0],
+        (bcrypt.to_owned(), "S6.password-hash")
+    );
+    let argon = "$argon2id$v=19$m=65536,t=3,p=2$BpLnfgDsc2WD8F2q$o/vzA4myCqZZ36bUGsDY//8mKUYNZZaR0t4MFFSs+iM";
+    assert_eq!(values("a.txt", argon), [argon]);
+    let shadow = "root:$6$rounds=5000$saltsalt$Hq3yv9bJ0qJ6E3rYf1kz7o8zq2Zk1fX0u4p5d6s7a8q9w0e1r2t3y4u5i6o7p8a9s0d1f2g3h4j5k6l7z8x9c0:19000:0:99999:7:::";
+    assert!(
+        spans("shadow", shadow)
+            .iter()
+            .any(|(v, _)| v.starts_with("$6$"))
+    );
+}
+
+#[test]
+fn s8_encoded_secrets_are_found_through_decoding() {
+    // base64 of "password=Sup3rS3cret!" inside an unrelated value.
+    let text = "blob: cGFzc3dvcmQ9U3VwM3JTM2NyZXQh\n";
+    assert!(
+        spans("a.yml", text).iter().any(|(_, d)| *d == "S8.base64"),
+        "{:?}",
+        spans("a.yml", text)
+    );
+    let k8s = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  username: YWRtaW4=\n  blob: c29tZXRoaW5n\n";
+    assert!(
+        spans("secret.yaml", k8s)
+            .iter()
+            .any(|(v, d)| *d == "S8.k8s-secret-data" && v == "c29tZXRoaW5n")
+    );
+}
+
+// ---- PII and readability ---------------------------------------------------------
+
+#[test]
+fn pii_categories_are_reported() {
+    let d = Detector::new();
+    let text =
+        "Signed-off-by: Jane Doe <jane.doe@acme-corp.com>\ncard 4111-1111-1111-1111 ip 10.1.2.3\n";
+    let cats: Vec<&str> = d
+        .detect(
+            text,
+            &DetectContext {
+                rel_path: "NOTES",
+                prose: true,
+            },
+        )
+        .iter()
+        .map(|f| f.category.as_str())
+        .collect();
+    for c in ["PERSON", "EMAIL", "CARD", "IP"] {
+        assert!(cats.contains(&c), "{c} in {cats:?}");
+    }
+}
+
+#[test]
+fn readable_things_stay_readable() {
+    let cases: &[(&str, &str)] = &[
+        ("a.txt", "commit 3f786850e387550fdab836ed7e6dc881de23001b\n"),
+        ("a.go", "id := \"550e8400-e29b-41d4-a716-446655440000\"\n"),
+        (
+            "package-lock.json",
+            "\"integrity\": \"sha512-Z1ZkbXlKUnNnSWx1dGhlbGF6eWRvZ3d0aGVxdWlja2Jyb3duZm94anVtcHNvdmVydGhl==\",\n",
+        ),
+        (
+            "Cargo.lock",
+            "checksum = \"4fa78e18c64fce05e902adecd7a5eed15a5e0a3439f7b0e169f0252214865e3d\"\n",
+        ),
+        ("a.py", "__version__ = '1.2.3.4'\nVERSION = \"v10.0.0.1\"\n"),
+        ("a.c", "#define ADDR \"127.0.0.1\"\nbind(\"0.0.0.0\")\n"),
+        (
+            "a.md",
+            "see https://docs.rs/regex/latest/regex/ and example@example.com\n",
+        ),
+        ("a.rb", "API_VERSION = '2010-04-01'\n"),
+    ];
+    for (path, text) in cases {
+        let got = spans(path, text);
+        assert!(got.is_empty(), "{path}: {text:?} -> {got:?}");
+    }
+}

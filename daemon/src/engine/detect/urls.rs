@@ -1,0 +1,113 @@
+//! S4: credentials in URLs and connection files — the password of `scheme://user:pass@host`
+//! (any scheme: postgres, mysql, mongodb+srv, redis, amqp, nats, ftp, http(s), git,
+//! `jdbc:…`), Discord webhook tokens, `.netrc` `password` entries and `.pgpass` lines.
+//! Secret query parameters (`?token=`, `&sig=`, `X-Amz-Signature=`) and ODBC/ADO
+//! `Password=…;` pairs are key/value shapes and are found by S3.
+
+use super::util;
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+use regex::Regex;
+use std::sync::LazyLock;
+
+static USERINFO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://([^\s:@/?#'`<>\x22\\]*):([^\s@/?#'`<>\x22\\]+)@([A-Za-z0-9\[%{$_][A-Za-z0-9.\-]*)",
+    )
+    .expect("static regex")
+});
+
+/// RFC 2606/6761 documentation hosts: credentials shown with them are examples.
+fn reserved_host(host: &str) -> bool {
+    let h = host.to_ascii_lowercase();
+    ["example.com", "example.org", "example.net"]
+        .iter()
+        .any(|d| h == *d || h.ends_with(&format!(".{d}")))
+        || [".example", ".invalid", ".test"]
+            .iter()
+            .any(|s| h.ends_with(s))
+}
+static DISCORD_WEBHOOK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)discord(?:app)?\.com/api/webhooks/\d{5,30}/([A-Za-z0-9_\-]{20,100})")
+        .expect("static regex")
+});
+static NETRC: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)\bmachine\s+\S+.*?\bpassword\s+(\S+)").expect("static regex")
+});
+
+/// Appends S4 candidates.
+pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
+    if text.contains("://") {
+        for caps in USERINFO.captures_iter(text) {
+            let pass = caps.get(2).expect("group");
+            let host = caps.get(3).expect("group").as_str();
+            if accept_password(pass.as_str()) && !reserved_host(host) {
+                out.push(cand(pass.start(), pass.end(), "S4.url-userinfo"));
+            }
+        }
+        if text.contains("/api/webhooks/") {
+            for caps in DISCORD_WEBHOOK.captures_iter(text) {
+                let t = caps.get(1).expect("group");
+                out.push(cand(t.start(), t.end(), "S4.discord-webhook"));
+            }
+        }
+    }
+    if text.contains("machine") && text.contains("password") {
+        for caps in NETRC.captures_iter(text) {
+            let p = caps.get(1).expect("group");
+            if !util::is_placeholder(p.as_str()) {
+                out.push(cand(p.start(), p.end(), "S4.netrc"));
+            }
+        }
+    }
+    let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+    if name == ".pgpass" || name == "pgpass.conf" {
+        pgpass(text, out);
+    }
+}
+
+fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
+    Candidate {
+        start,
+        end,
+        category: Category::SECRET,
+        detector,
+        priority: prio::URL_CREDENTIAL,
+    }
+}
+
+fn accept_password(p: &str) -> bool {
+    p.chars().count() >= 4
+        && !util::is_placeholder(p)
+        && !p.starts_with('%')
+        && !p.starts_with('{')
+        && !p.starts_with('$')
+}
+
+/// `hostname:port:database:username:password`, `#` comments.
+fn pgpass(text: &str, out: &mut Vec<Candidate>) {
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if !body.starts_with('#') {
+            // Fields are separated by unescaped colons.
+            let b = body.as_bytes();
+            let mut fields = 0;
+            let mut i = 0;
+            while i < b.len() {
+                if b[i] == b'\\' {
+                    i += 2;
+                    continue;
+                }
+                if b[i] == b':' {
+                    fields += 1;
+                    if fields == 4 && i + 1 < b.len() && !util::is_placeholder(&body[i + 1..]) {
+                        out.push(cand(pos + i + 1, pos + body.len(), "S4.pgpass"));
+                    }
+                }
+                i += 1;
+            }
+        }
+        pos += line.len();
+    }
+}
