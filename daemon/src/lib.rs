@@ -16,3 +16,4 @@ pub mod server;
 pub mod tools;
 pub mod vault;
 pub mod view;
+pub mod watch;
