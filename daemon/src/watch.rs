@@ -462,9 +462,8 @@ impl Worker {
         rx: Receiver<Msg>,
         ready: mpsc::SyncSender<Result<(), WatchError>>,
     ) {
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| self.setup(tx)));
-        let ok = match started {
-            Ok(Ok(())) => true,
+        match std::panic::catch_unwind(AssertUnwindSafe(|| self.setup(tx))) {
+            Ok(Ok(())) => {}
             Ok(Err(err)) => {
                 let _ = ready.send(Err(err));
                 return;
@@ -474,19 +473,15 @@ impl Worker {
                     "file watcher failed while starting; falling back to periodic rescans"
                 );
                 self.abandon_backend();
-                true
             }
-        };
-        if ok {
-            let _ = ready.send(Ok(()));
         }
+        let _ = ready.send(Ok(()));
         if self.opts.reconcile_on_start {
             self.guarded(|w| w.full_rescan());
         }
         self.event_loop(&rx);
-        if let Some(backend) = self.backend.take() {
-            drop(backend);
-        }
+        // Dropping the backend stops its thread and removes every watch.
+        self.backend = None;
     }
 
     /// Creates the backend and watches every indexed directory and the policy

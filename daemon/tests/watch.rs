@@ -467,3 +467,117 @@ fn dropping_the_watcher_from_its_own_callback_does_not_hang() {
         done.load(Ordering::SeqCst) >= 1 && slot.lock().unwrap().is_none()
     });
 }
+
+/// Every admitted file on disk, by a plain walk (what the index must hold).
+fn disk_files(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for dent in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = dent.path();
+            if dent.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                out.push(
+                    path.strip_prefix(root)
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn indexed_files(served: &ServedRoot) -> Vec<String> {
+    let mut out: Vec<String> = served.index().files().into_iter().map(|(r, _)| r).collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_checkout_sized_burst_ends_with_the_index_equal_to_the_disk() {
+    let files: Vec<(String, String)> = (0..300)
+        .map(|i| (format!("old/m{}/f{i}.txt", i % 30), format!("old {i}\n")))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let (_dir, root, served) = fixture(&refs);
+    let watcher = watch(&served);
+    // Like a branch switch: a tree disappears, another appears, files are rewritten.
+    std::fs::remove_dir_all(root.join("old/m3")).unwrap();
+    for i in 0..2000 {
+        write(
+            &root,
+            &format!("new/d{}/e{}/g{i}.txt", i % 40, i % 7),
+            "new\n",
+        );
+    }
+    for i in (0..300).step_by(3) {
+        let rel = format!("old/m{}/f{i}.txt", i % 30);
+        if root.join(&rel).exists() {
+            write(&root, &rel, "rewritten\n");
+        }
+    }
+    std::fs::rename(root.join("old/m4"), root.join("new/moved")).unwrap();
+    let expected = disk_files(&root);
+    eventually("the index equals the disk", || {
+        indexed_files(&served) == expected
+    });
+    eventually("every indexed directory is watched", || {
+        let mut want: Vec<PathBuf> = served
+            .index()
+            .dirs()
+            .iter()
+            .map(|rel| {
+                if rel == "." {
+                    root.clone()
+                } else {
+                    root.join(rel)
+                }
+            })
+            .collect();
+        want.sort();
+        watcher.watched_dirs() == want
+    });
+    assert!(!watcher.stats().degraded);
+}
+
+#[test]
+fn un_ignoring_a_tree_in_gitignore_indexes_and_watches_it() {
+    let (_dir, root, served) = fixture(&[
+        (".gitignore", "build/\n"),
+        ("build/out/a.txt", "a\n"),
+        ("src/b.txt", "b\n"),
+    ]);
+    let watcher = watch(&served);
+    assert!(!served.index().contains("build"));
+    write(&root, ".gitignore", "# nothing ignored\n");
+    eventually("the un-ignored tree is indexed and watched", || {
+        served.index().contains("build/out/a.txt")
+            && watcher.watched_dirs().contains(&root.join("build/out"))
+    });
+    write(&root, "build/out/c.txt", "c\n");
+    eventually("files created there are indexed", || {
+        served.index().contains("build/out/c.txt")
+    });
+    write(&root, ".gitignore", "build/\n");
+    eventually("ignored again: out of the index and unwatched", || {
+        !served.index().contains("build")
+            && !watcher
+                .watched_dirs()
+                .iter()
+                .any(|p| p.starts_with(root.join("build")))
+    });
+}
+
+#[test]
+fn the_watcher_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Watcher>();
+}
