@@ -17,3 +17,4 @@ pub mod service;
 pub mod tools;
 pub mod vault;
 pub mod view;
+pub mod watch;
