@@ -18,7 +18,8 @@ fn main() {
             _ => path = a,
         }
     }
-    let (policy, _) = match load_policy(&root, None, Some(mode), &EnvOverrides::from_process_env()) {
+    let (policy, _) = match load_policy(&root, None, Some(mode), &EnvOverrides::from_process_env())
+    {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");
@@ -29,11 +30,24 @@ fn main() {
     let bytes = std::fs::read(root.join(&path)).expect("read");
     let text = redctx_daemon::fs::decode_text(&bytes);
     let out = engine
-        .redact(&text, RedactOptions { preserve_line_count: true, prose: is_prose_path(&path), path: &path })
+        .redact(
+            &text,
+            RedactOptions {
+                preserve_line_count: true,
+                prose: is_prose_path(&path),
+                path: &path,
+            },
+        )
         .expect("redact");
     let rpath = engine.redact_path(&path).expect("path");
     let n = redctx_daemon::engine::text::splitlines(&out.text, false).len();
-    print!("--- {} {} lines 1-{} ---\n{}", engine.path_id(&path), rpath.text, n, out.text);
+    print!(
+        "--- {} {} lines 1-{} ---\n{}",
+        engine.path_id(&path),
+        rpath.text,
+        n,
+        out.text
+    );
     if !out.text.ends_with('\n') && !out.text.is_empty() {
         println!();
     }
