@@ -519,6 +519,12 @@ fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
         }
         "redctx_refresh_index" => tools::refresh_index(|| {
             root.rescan_dir(".");
+            // The reference rebuilds its path index under the traversal budget: the root
+            // plus every indexed entry must fit.
+            let entries = root.index().len() as u64 + 1;
+            if entries > root.limits().max_traversal_entries {
+                return Err(ViewError::EntryLimit);
+            }
             Ok(())
         }),
         _ => return None,
