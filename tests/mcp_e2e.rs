@@ -1144,3 +1144,18 @@ async fn a_daemon_killed_mid_session_gives_a_clear_error_and_a_new_shim_works() 
     }
     assert_eq!(env.daemon_pid(), Some(new));
 }
+
+/// `redctx daemon stop` must not report success before the old daemon has released the
+/// state directory: a `restart` (or a shim started right after a stop) must never fail
+/// with "Another redctx daemon is already using this state directory.".
+#[test]
+fn daemon_restart_and_a_shim_right_after_stop_always_start() {
+    let env = Env::new();
+    let (code, _, err) = env.run(&["daemon", "start"]);
+    assert_eq!(code, 0, "{err}");
+    for i in 0..10 {
+        let (code, out, err) = env.run(&["daemon", "restart"]);
+        assert_eq!(code, 0, "restart {i}: {out}{err}");
+        assert!(env.daemon_pid().is_some(), "restart {i}: no daemon");
+    }
+}

@@ -207,6 +207,10 @@ impl Env {
     /// An MCP session (rmcp client) with a new `redctx mcp` shim on `root`.
     pub async fn client(&self, root: &Path, extra: &[&str]) -> Mcp {
         let envs = self.envs();
+        static SHIMS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SHIMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stderr_path = self.dir.path().join(format!("shim-{n}.stderr"));
+        let stderr_file = std::fs::File::create(&stderr_path).unwrap();
         let cmd = tokio::process::Command::new(&bins().redctx).configure(|c| {
             c.arg("mcp").arg("--root").arg(root).args(extra);
             for (k, v) in &envs {
@@ -215,13 +219,18 @@ impl Env {
                     None => c.env_remove(k),
                 };
             }
-            c.stderr(Stdio::null());
         });
-        let service =
-            ().serve(TokioChildProcess::new(cmd).expect("spawn redctx mcp"))
-                .await
-                .expect("MCP session starts");
-        Mcp { service }
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::from(stderr_file))
+            .spawn()
+            .expect("spawn redctx mcp");
+        match ().serve(transport).await {
+            Ok(service) => Mcp { service },
+            Err(e) => panic!(
+                "MCP session did not start: {e:?}; shim stderr: {:?}",
+                std::fs::read_to_string(&stderr_path).unwrap_or_default()
+            ),
+        }
     }
 }
 
