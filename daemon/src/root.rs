@@ -510,7 +510,9 @@ impl RootView for ServedRoot {
             return false;
         }
         let name = file.name();
-        if fs::text::is_document_name(name) || fs::text::is_legacy_office_name(name) {
+        // Legacy .doc/.ppt files are sniffed like any other file (stat counts their
+        // lines); renderers refuse to print them with their own message.
+        if fs::text::is_document_name(name) {
             return false;
         }
         if fs::has_text_extension(name) {

@@ -608,7 +608,8 @@ impl Backend for Service {
             for item in tools::walk(view, start, None, false, &mut budget) {
                 let (entry, _) =
                     item.map_err(|_| resource_error("Resource listing limit exceeded."))?;
-                if entry.kind != EntryKind::File || !view.is_text(&entry) {
+                let legacy = crate::fs::text::is_legacy_office_name(entry.name());
+                if entry.kind != EntryKind::File || legacy || !view.is_text(&entry) {
                     continue;
                 }
                 if seen < offset {
@@ -657,7 +658,8 @@ impl Backend for Service {
                 ViewError::UnknownId(_) | ViewError::Missing | ViewError::Excluded => not_found(),
                 other => resource_error(&other.to_string()),
             })?;
-            if entry.kind != EntryKind::File || !view.is_text(&entry) {
+            let legacy = crate::fs::text::is_legacy_office_name(entry.name());
+            if entry.kind != EntryKind::File || legacy || !view.is_text(&entry) {
                 return Err(not_found());
             }
             if entry.size > view.limits().max_resource_bytes {
