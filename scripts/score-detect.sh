@@ -9,7 +9,7 @@
 # EVAL_DIR pointing at it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
-eval_dir="${EVAL_DIR:-/work/shared/eval}"
+eval_dir="${EVAL_DIR:-$(cd "$(dirname "$0")/.." && pwd)/../shared/eval}"
 json="${1:-/tmp/detect.json}"
 target="${CARGO_TARGET_DIR:-$here/target}"
 cargo build --quiet --release -p redctx-daemon --example detect_cat --manifest-path "$here/Cargo.toml"

@@ -153,9 +153,17 @@ fn finish(
 
 /// Where `gen_monorepo.py` lives: `REDCTX_GEN_MONOREPO`, else the shared tools dir.
 pub fn gen_monorepo_script() -> Result<PathBuf, String> {
+    // CI lays `shared/` beside the checkout; developers have it at /work/shared.
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/gen_monorepo.py");
     let candidate = std::env::var_os("REDCTX_GEN_MONOREPO")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/shared/tools/gen_monorepo.py"));
+        .unwrap_or_else(|| {
+            if beside.is_file() {
+                beside
+            } else {
+                PathBuf::from("/work/shared/tools/gen_monorepo.py")
+            }
+        });
     if candidate.is_file() {
         Ok(candidate)
     } else {
