@@ -210,6 +210,7 @@ fn measure(policy: &Policy, mode: Mode, texts: &[Text], rounds: usize) -> (f64, 
                     RedactOptions {
                         preserve_line_count: false,
                         prose: t.prose,
+                        path: "",
                     },
                 )
                 .expect("redact");

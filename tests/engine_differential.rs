@@ -147,6 +147,7 @@ fn differential_with(
                     RedactOptions {
                         preserve_line_count: preserve,
                         prose: false,
+                        path: "",
                     },
                 );
                 let label = if preserve { "preserve" } else { "flat" };

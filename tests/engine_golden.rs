@@ -116,6 +116,7 @@ fn read(engine: &Engine) -> (String, String) {
             RedactOptions {
                 preserve_line_count: true,
                 prose: true,
+                path: "",
             },
         )
         .expect("redact golden file");

@@ -40,6 +40,7 @@ fn main() {
                     RedactOptions {
                         preserve_line_count: r["preserve"].as_bool().unwrap(),
                         prose: true,
+                        path: "",
                     },
                 )
                 .unwrap()

@@ -13,6 +13,8 @@ pub mod index;
 pub mod policy_loader;
 pub mod root;
 pub mod server;
+pub mod service;
 pub mod tools;
 pub mod vault;
 pub mod view;
+pub mod watch;

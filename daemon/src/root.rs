@@ -323,7 +323,14 @@ impl ServedRoot {
     }
 
     fn content_key(&self, hash: &[u8; 32], rel: &str) -> ContentKey {
-        cache::content_key(hash, &self.fingerprint, is_prose_path(rel))
+        // The detectors read the path (file kind, lockfile exemptions), so with them on
+        // the same bytes at another path are a different entry.
+        let context = if self.engine.policy().detectors {
+            rel
+        } else {
+            ""
+        };
+        cache::content_key(hash, &self.fingerprint, is_prose_path(rel), context)
     }
 
     /// The redacted content of a file as it is on disk now (see the module doc).
@@ -381,10 +388,7 @@ impl ServedRoot {
         let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
         let (content, is_new) = match known {
             Some(content) => (content, false),
-            None => (
-                Arc::new(self.redact_record(&bytes, is_prose_path(rel))?),
-                true,
-            ),
+            None => (Arc::new(self.redact_record(&bytes, rel)?), true),
         };
         drop(bytes);
         if let Some(cache) = &self.cache {
@@ -399,39 +403,39 @@ impl ServedRoot {
         Ok(Loaded { content, lines })
     }
 
-    fn redact_record(&self, bytes: &[u8], prose: bool) -> Result<ContentRecord, ViewError> {
+    fn redact_record(&self, bytes: &[u8], rel: &str) -> Result<ContentRecord, ViewError> {
         let text = fs::decode_text(bytes);
+        let options = RedactOptions {
+            preserve_line_count: true,
+            prose: is_prose_path(rel),
+            path: rel,
+        };
         let preserved = self
             .engine
-            .redact(
-                &text,
-                RedactOptions {
-                    preserve_line_count: true,
-                    prose,
-                },
-            )
+            .redact(&text, options)
             .map_err(|_| ViewError::Internal)?;
-        let plain = self
-            .engine
-            .redact(
-                &text,
-                RedactOptions {
-                    preserve_line_count: false,
-                    prose,
-                },
-            )
-            .map_err(|_| ViewError::Internal)?;
-        self.counters.redactions.fetch_add(1, Ordering::Relaxed);
-        let plain = if plain.text == preserved.text {
-            PlainVariant::SameText {
-                counts: cache::record::store_counts(&plain.counts),
-            }
-        } else {
+        // The plain variant can only differ when a placeholder kept line breaks.
+        let plain = if preserved.kept_line_breaks {
+            let plain = self
+                .engine
+                .redact(
+                    &text,
+                    RedactOptions {
+                        preserve_line_count: false,
+                        ..options
+                    },
+                )
+                .map_err(|_| ViewError::Internal)?;
             PlainVariant::Different(StoredText {
                 text: plain.text,
                 counts: cache::record::store_counts(&plain.counts),
             })
+        } else {
+            PlainVariant::SameText {
+                counts: cache::record::store_counts(&preserved.counts),
+            }
         };
+        self.counters.redactions.fetch_add(1, Ordering::Relaxed);
         Ok(ContentRecord {
             preserved: StoredText {
                 text: preserved.text,

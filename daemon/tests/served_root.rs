@@ -59,6 +59,7 @@ fn expected(view: &ServedRoot, raw: &str, rel: &str, preserve: bool) -> String {
             RedactOptions {
                 preserve_line_count: preserve,
                 prose,
+                path: "",
             },
         )
         .unwrap()

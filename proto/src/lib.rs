@@ -276,6 +276,10 @@ pub struct RootInfo {
     pub watch_limit: Option<u64>,
     /// Full rescans done because watch events were lost or the limit was hit.
     pub rescans: Option<u64>,
+    /// The serve options that differ from the defaults, e.g. `mode balanced,
+    /// include-private`: one path served under two option sets is two roots. Empty (or
+    /// `None`) = the defaults.
+    pub options: Option<String>,
 }
 
 /// A failed request: what kind (so the client picks a JSON-RPC code) and a fixed message.

@@ -136,6 +136,23 @@ async fn register(conn: &Conn, spec: &RootSpec) -> Result<(), ExitCode> {
     }
 }
 
+/// The root's path, and its serve options when they are not the defaults.
+fn title(r: &RootInfo) -> String {
+    match r.options.as_deref() {
+        Some(o) if !o.is_empty() => format!("{} ({o})", r.path.display()),
+        _ => r.path.display().to_string(),
+    }
+}
+
+/// `1 file`, `2 files`.
+fn files(n: u64) -> String {
+    if n == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{n} files")
+    }
+}
+
 fn or_unknown(v: Option<u64>) -> String {
     v.map_or_else(|| "unknown".to_string(), |n| n.to_string())
 }
@@ -157,7 +174,7 @@ pub fn describe(r: &RootInfo) -> String {
     };
     format!(
         "{}\n  state: {}\n  files: {} seen, {} indexed, {} pending ({} in the index)\n  bytes: {} indexed, cache {}\n  policy: {}\n  watcher: {}\n",
-        r.path.display(),
+        title(r),
         r.state,
         or_unknown(r.files_seen),
         or_unknown(r.files_indexed),
@@ -201,19 +218,33 @@ pub enum Progress {
     Blocked(String),
 }
 
-/// Read a root's progress from its [`RootInfo`].
-pub fn progress(r: &RootInfo) -> Progress {
-    match r.state.as_str() {
-        "ready" => Progress::Ready { files: r.files },
-        "blocked" => Progress::Blocked(
-            r.policy
+/// Read a root's progress from its [`RootInfo`]s: one path served under several option
+/// sets is ready when all of them are, and blocked when any is.
+pub fn progress(entries: &[RootInfo]) -> Progress {
+    if let Some(b) = entries.iter().find(|r| r.state == "blocked") {
+        return Progress::Blocked(
+            b.policy
                 .clone()
                 .unwrap_or_else(|| "blocked (reason unknown)".into()),
-        ),
-        _ => Progress::Indexing {
-            done: r.files_indexed.unwrap_or(r.files),
-            total: r.files_seen.filter(|n| *n > 0),
-        },
+        );
+    }
+    if entries.iter().all(|r| r.state == "ready") {
+        return Progress::Ready {
+            files: entries.iter().map(|r| r.files).max().unwrap_or(0),
+        };
+    }
+    let busy = entries.iter().filter(|r| r.state != "ready");
+    let (mut done, mut total) = (0, Some(0u64));
+    for r in busy {
+        done += r.files_indexed.unwrap_or(r.files);
+        total = match (total, r.files_seen) {
+            (Some(t), Some(s)) => Some(t + s),
+            _ => None,
+        };
+    }
+    Progress::Indexing {
+        done,
+        total: total.filter(|t| *t > 0),
     }
 }
 
@@ -228,14 +259,14 @@ pub fn plain_line(p: &Progress) -> String {
             *done as f64 * 100.0 / *total as f64
         ),
         Progress::Indexing { done, total: None } => format!("indexing: {done} files so far"),
-        Progress::Ready { files } => format!("ready: {files} files"),
+        Progress::Ready { files: n } => format!("ready: {}", files(*n)),
         Progress::Blocked(why) => format!("policy {why}"),
     }
 }
 
-async fn root_info(conn: &Conn, root: &Path) -> Result<Option<RootInfo>, ExitCode> {
+async fn root_info(conn: &Conn, root: &Path) -> Result<Vec<RootInfo>, ExitCode> {
     match conn.request(Request::Roots).await {
-        Ok(Response::Roots(roots)) => Ok(roots.into_iter().find(|r| r.path == root)),
+        Ok(Response::Roots(roots)) => Ok(roots.into_iter().filter(|r| r.path == root).collect()),
         Ok(Response::Error(e)) => Err(super::fail(e.message)),
         Ok(_) => Err(super::fail(
             "unexpected answer from the daemon; see its log",
@@ -253,9 +284,9 @@ async fn wait(conn: &Conn, root: &Path) -> ExitCode {
         Duration::from_secs(1)
     };
     loop {
-        let info = match root_info(conn, root).await {
-            Ok(Some(i)) => i,
-            Ok(None) => {
+        let entries = match root_info(conn, root).await {
+            Ok(e) if !e.is_empty() => e,
+            Ok(_) => {
                 if let Some(b) = bar.take() {
                     b.abandon();
                 }
@@ -265,7 +296,7 @@ async fn wait(conn: &Conn, root: &Path) -> ExitCode {
             }
             Err(code) => return code,
         };
-        let p = progress(&info);
+        let p = progress(&entries);
         match &p {
             Progress::Ready { .. } => {
                 if let Some(b) = bar.take() {
@@ -297,9 +328,15 @@ async fn wait(conn: &Conn, root: &Path) -> ExitCode {
 fn new_bar() -> indicatif::ProgressBar {
     let b = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stdout());
     let style = indicatif::ProgressStyle::with_template(
-        "{spinner} indexing [{bar:40}] {human_pos}/{human_len} files, {per_sec}, ETA {eta}",
+        "{spinner} indexing [{bar:30}] {human_pos}/{human_len} files, {rate}, ETA {eta}",
     )
     .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+    .with_key(
+        "rate",
+        |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.0} files/s", s.per_sec());
+        },
+    )
     .progress_chars("=> ");
     b.set_style(style);
     b.enable_steady_tick(Duration::from_millis(120));
@@ -333,7 +370,13 @@ pub fn roots(action: Option<&RootsAction>) -> ExitCode {
                         println!("no roots served");
                     }
                     for r in roots {
-                        println!("{}\t{}\t{} files", r.path.display(), r.state, r.files);
+                        let mut line =
+                            format!("{}\t{}\t{}", r.path.display(), r.state, files(r.files));
+                        if let Some(o) = r.options.as_deref().filter(|o| !o.is_empty()) {
+                            line.push('\t');
+                            line.push_str(o);
+                        }
+                        println!("{line}");
                     }
                     ExitCode::SUCCESS
                 }
@@ -384,16 +427,30 @@ mod tests {
         r.files_seen = Some(50_000);
         r.files_indexed = Some(1_200);
         assert_eq!(
-            plain_line(&progress(&r)),
+            plain_line(&progress(std::slice::from_ref(&r))),
+            "indexing: 1200/50000 files (2.4%)"
+        );
+        // A second option set of the same path that is ready does not count.
+        assert_eq!(
+            plain_line(&progress(&[r.clone(), info("ready")])),
             "indexing: 1200/50000 files (2.4%)"
         );
         r.files_seen = None;
-        assert_eq!(plain_line(&progress(&r)), "indexing: 1200 files so far");
-        assert_eq!(plain_line(&progress(&info("ready"))), "ready: 10 files");
+        assert_eq!(
+            plain_line(&progress(std::slice::from_ref(&r))),
+            "indexing: 1200 files so far"
+        );
+        assert_eq!(
+            plain_line(&progress(&[info("ready"), info("ready")])),
+            "ready: 10 files"
+        );
+        let mut one = info("ready");
+        one.files = 1;
+        assert_eq!(plain_line(&progress(&[one])), "ready: 1 file");
         let mut b = info("blocked");
         b.policy = Some("blocked (config cannot be parsed)".into());
         assert_eq!(
-            progress(&b),
+            progress(&[info("ready"), b]),
             Progress::Blocked("blocked (config cannot be parsed)".into())
         );
     }
@@ -415,9 +472,10 @@ mod tests {
         r.watches_used = Some(40);
         r.watch_limit = Some(8192);
         r.rescans = Some(0);
+        r.options = Some("mode balanced".into());
         assert_eq!(
             describe(&r),
-            "/srv/repo\n  state: indexing\n  files: 3 seen, 2 indexed, 1 pending (10 in the index)\n  bytes: 2.0 KiB indexed, cache 5.0 MiB\n  policy: ok\n  watcher: 40/8192 watches, 0 rescans\n"
+            "/srv/repo (mode balanced)\n  state: indexing\n  files: 3 seen, 2 indexed, 1 pending (10 in the index)\n  bytes: 2.0 KiB indexed, cache 5.0 MiB\n  policy: ok\n  watcher: 40/8192 watches, 0 rescans\n"
         );
     }
 

@@ -3,7 +3,10 @@
 //! `redctx daemon start`, and stopped with `redctx daemon stop`.
 
 use clap::Parser;
+use redctx_daemon::cache::{Cache, CacheError};
+use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::server::{self, Backend, BindError};
+use redctx_daemon::service::Service;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -58,8 +61,6 @@ fn run(args: Args) -> Result<(), String> {
         Some(s) => s,
         None => redctx_proto::paths::socket_path().map_err(|e| e.to_string())?,
     };
-    let backend = make_backend(&args)?;
-
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("redctxd")
@@ -72,19 +73,33 @@ fn run(args: Args) -> Result<(), String> {
                 BindError::AlreadyRunning { .. } => e.to_string(),
                 other => other.to_string(),
             })?;
+        // Bound first: the socket lock decides which daemon runs before the cache (whose
+        // redb lock is a second single-instance guard) is opened.
+        let backend = make_backend(&args, &state_dir)?;
         server::serve(bound, backend, server::shutdown_signal())
             .await
             .map_err(|e| format!("server failed: {e}"))
     })
 }
 
-fn make_backend(args: &Args) -> Result<Arc<dyn Backend>, String> {
+fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Arc<dyn Backend>, String> {
     let fake_env = std::env::var_os("REDCTX_FAKE_BACKEND").is_some_and(|v| v == "1");
     if args.fake_backend || fake_env {
         tracing::warn!("serving the FAKE backend (test only)");
         return Ok(Arc::new(server::fake::FakeBackend::new()));
     }
-    Err("this build has no redaction backend wired in yet; only --fake-backend (tests) is available".into())
+    let cache = match Cache::open(state_dir) {
+        Ok(cache) => Some(Arc::new(cache)),
+        Err(CacheError::AlreadyOpen) => return Err(CacheError::AlreadyOpen.to_string()),
+        Err(e) => {
+            tracing::warn!("persistent cache unavailable, serving from memory: {e}");
+            None
+        }
+    };
+    Ok(Arc::new(Service::new(
+        cache,
+        EnvOverrides::from_process_env(),
+    )))
 }
 
 fn init_logging(

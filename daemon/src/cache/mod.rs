@@ -73,26 +73,28 @@ pub enum CacheError {
 }
 
 /// Key of the content table.
-pub type ContentKey = [u8; 65];
+pub type ContentKey = [u8; 96];
 
-/// Builds a content key.
-pub fn content_key(hash: &[u8; 32], fingerprint: &[u8; 32], prose: bool) -> ContentKey {
-    let mut key = [0u8; 65];
+/// Builds a content key: content hash, policy fingerprint, and a digest of the per-file
+/// context the engine reads besides the bytes (prose flag, the path when detectors use it).
+pub fn content_key(hash: &[u8; 32], fingerprint: &[u8; 32], prose: bool, path: &str) -> ContentKey {
+    let mut key = [0u8; 96];
     key[..32].copy_from_slice(hash);
     key[32..64].copy_from_slice(fingerprint);
-    key[64] = u8::from(prose);
+    let mut context = blake3::Hasher::new();
+    context.update(&[u8::from(prose)]);
+    context.update(path.as_bytes());
+    key[64..].copy_from_slice(context.finalize().as_bytes());
     key
 }
 
-/// Fingerprint of everything that determines redacted output: the policy and the
-/// engine epoch.
-// TODO(lead): replace with `Policy::fingerprint()` once it exists on main; Debug output
-// is stable within one build but not a contract.
+/// Fingerprint of everything that determines redacted output: the policy (with the
+/// engine version), the detector rules, and this build's cache layout epoch.
 pub fn policy_fingerprint(policy: &Policy) -> [u8; 32] {
     let mut hasher = blake3::Hasher::new_derive_key("redctx 2025 policy fingerprint v1");
     hasher.update(&ENGINE_EPOCH.to_le_bytes());
-    hasher.update(env!("CARGO_PKG_VERSION").as_bytes());
-    hasher.update(format!("{policy:?}").as_bytes());
+    hasher.update(&policy.fingerprint());
+    hasher.update(crate::engine::detect::DETECTOR_VERSION.as_bytes());
     *hasher.finalize().as_bytes()
 }
 

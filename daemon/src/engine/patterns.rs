@@ -2,7 +2,7 @@
 //! so that every match equals Python's. Compiled once per process.
 
 use super::placeholder::Category;
-use super::pyre::{Alternation, Guard, PY_SPACE, PY_WORD, PyPattern};
+use super::pyre::{Alternation, Finder, Guard, PY_SPACE, PY_WORD, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
 use std::sync::LazyLock;
 
@@ -159,6 +159,93 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
         single("domain", Category::DOMAIN, domain()),
         single("handle", Category::HANDLE, handle()),
     ]
+});
+
+/// Code mode with the detector layer: the reference stages that stay (private keys,
+/// salt assignments, provider token shapes); the precise detectors do the rest.
+pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
+    vec![
+        single("pem", Category::SECRET, pem()),
+        single("salt", Category::SECRET, salt_assignment()),
+        single("provider_tokens", Category::SECRET, provider_tokens()),
+    ]
+});
+
+/// Host suffixes that name private networks; URLs and hostnames under them are
+/// redacted in code mode (public documentation links stay readable).
+pub const PRIVATE_HOST_SUFFIXES: &[&str] = &[
+    ".internal",
+    ".local",
+    ".localdomain",
+    ".corp",
+    ".lan",
+    ".intranet",
+    ".private",
+    ".home.arpa",
+];
+
+fn host_of(matched: &str) -> &str {
+    let rest = matched
+        .strip_prefix("https://")
+        .or_else(|| matched.strip_prefix("http://"))
+        .or_else(|| matched.strip_prefix("HTTPS://"))
+        .or_else(|| matched.strip_prefix("HTTP://"))
+        .unwrap_or(matched);
+    let end = rest.find(['/', '?', '#', ':']).unwrap_or(rest.len());
+    let host = &rest[..end];
+    let host = host.rsplit('@').next().unwrap_or(host);
+    host.trim_end_matches('.')
+}
+
+/// Whether a URL or hostname points into a private network (by suffix or RFC 1918 IPv4).
+pub fn is_private_host(matched: &str) -> bool {
+    let host = crate::engine::placeholder::casefold(host_of(matched));
+    if PRIVATE_HOST_SUFFIXES.iter().any(|s| host.ends_with(s)) {
+        return true;
+    }
+    match host.parse::<std::net::Ipv4Addr>() {
+        Ok(ip) => ip.is_private(),
+        Err(_) => false,
+    }
+}
+
+/// URLs, then bare hostnames, whose host is private (see [`is_private_host`]).
+pub struct PrivateHosts {
+    url: PyPattern,
+    domain: PyPattern,
+}
+
+impl PrivateHosts {
+    fn next_private(p: &PyPattern, hay: &str, mut start: usize) -> Option<(usize, usize)> {
+        loop {
+            let (s, e) = p.find_at(hay, start)?;
+            if is_private_host(&hay[s..e]) {
+                return Some((s, e));
+            }
+            start = e.max(s + 1);
+        }
+    }
+}
+
+impl Finder for PrivateHosts {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        let url = Self::next_private(&self.url, hay, start);
+        let domain = Self::next_private(&self.domain, hay, start);
+        match (url, domain) {
+            (Some(u), Some(d)) => Some(if d.0 < u.0 { d } else { u }),
+            (u, d) => u.or(d),
+        }
+    }
+
+    fn uses_word_boundary(&self) -> bool {
+        true
+    }
+}
+
+/// The code-mode private host stage.
+pub static PRIVATE_HOSTS: LazyLock<PrivateHosts> = LazyLock::new(|| PrivateHosts {
+    url: url(),
+    domain: domain(),
 });
 
 fn ipv6() -> PyPattern {

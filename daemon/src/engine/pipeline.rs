@@ -1,10 +1,11 @@
 //! The redaction pipeline (spec 5.4): stage order, markers, placeholders, path redaction.
 
+use super::detect::{DetectContext, Detector, Finding};
 use super::markers::{Markers, line_breaks};
 use super::names::{ProperNames, by_heading};
 use super::patterns::{
-    ACRONYM, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, IDENTITY_NAME, ORG_SUFFIX, PATH_TOKENS,
-    SPEAKER_LABEL, TITLECASE,
+    ACRONYM, CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, IDENTITY_NAME, ORG_SUFFIX,
+    PATH_TOKENS, PRIVATE_HOSTS, SPEAKER_LABEL, Stage, TITLECASE,
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
@@ -41,11 +42,14 @@ impl Counts {
 
 /// Options of one content redaction.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RedactOptions {
+pub struct RedactOptions<'a> {
     /// Keep every line break a redacted value spanned, so line numbers do not shift.
     pub preserve_line_count: bool,
     /// The text is prose (Markdown, plain text, …). Only `Mode::Code` looks at this.
     pub prose: bool,
+    /// Root-relative path of the file, a hint for the built-in detectors (`.env`, YAML,
+    /// lockfiles, …). Empty when unknown.
+    pub path: &'a str,
 }
 
 /// Redacted text plus what was replaced.
@@ -53,6 +57,9 @@ pub struct RedactOptions {
 pub struct Redacted {
     pub text: String,
     pub counts: Counts,
+    /// Some placeholder carries the line breaks of its value (`preserve_line_count`):
+    /// only then can the plain variant of the same text differ.
+    pub kept_line_breaks: bool,
 }
 
 /// Failures of the engine itself; messages are fixed and never carry input.
@@ -77,6 +84,8 @@ pub struct Engine {
     heading_lookup: HashSet<String>,
     /// Normalized declared alias → (group entity hex, form suffix).
     alias_links: HashMap<String, (String, String)>,
+    /// The built-in secret/PII detector layer, when the policy enables it.
+    detector: Option<Detector>,
 }
 
 /// State of one redaction call: markers and counts.
@@ -85,6 +94,7 @@ struct Call<'e> {
     markers: Markers,
     counts: Counts,
     preserve: bool,
+    kept_line_breaks: bool,
 }
 
 impl Call<'_> {
@@ -94,7 +104,9 @@ impl Call<'_> {
         let placeholder = self.engine.placeholder(category, value, &mut self.counts);
         let mut marker = self.markers.stash(placeholder);
         if self.preserve {
-            marker.push_str(&line_breaks(value));
+            let breaks = line_breaks(value);
+            self.kept_line_breaks |= !breaks.is_empty();
+            marker.push_str(&breaks);
         }
         marker
     }
@@ -251,6 +263,7 @@ impl Engine {
                 terms.push((category, p));
             }
         }
+        let policy_detectors = policy.detectors.then(Detector::new);
         Ok(Engine {
             policy,
             terms,
@@ -258,6 +271,7 @@ impl Engine {
             allow_lookup,
             heading_lookup,
             alias_links,
+            detector: policy_detectors,
         })
     }
 
@@ -279,31 +293,61 @@ impl Engine {
     }
 
     /// Redacts file content.
-    pub fn redact(&self, text: &str, opts: RedactOptions) -> Result<Redacted, EngineError> {
+    pub fn redact(&self, text: &str, opts: RedactOptions<'_>) -> Result<Redacted, EngineError> {
         let heuristics = match self.policy.mode {
             Mode::Strict | Mode::Balanced => true,
             Mode::Code => opts.prose,
         };
-        self.run(text, opts.preserve_line_count, heuristics)
+        let context = DetectContext {
+            rel_path: opts.path,
+            prose: opts.prose,
+        };
+        self.run(text, opts.preserve_line_count, heuristics, Some(&context))
     }
 
     /// The stage pipeline of spec 5.4 over one whole text.
-    fn run(&self, text: &str, preserve: bool, heuristics: bool) -> Result<Redacted, EngineError> {
+    fn run(
+        &self,
+        text: &str,
+        preserve: bool,
+        heuristics: bool,
+        detect: Option<&DetectContext<'_>>,
+    ) -> Result<Redacted, EngineError> {
         if text.is_empty() {
             return Ok(Redacted::default());
         }
+        let findings = match (&self.detector, detect) {
+            (Some(detector), Some(context)) => detector.detect(text, context),
+            _ => Vec::new(),
+        };
+        // Code mode with detectors: the precise detectors replace the reference's
+        // imprecise stages (generic assignments, cards without Luhn, IPv4 without
+        // parsing, phones on dates, every URL and domain).
+        let precise = self.policy.mode == Mode::Code && self.detector.is_some();
         let shadowed = needs_shadow(text);
         let mut call = Call {
             engine: self,
             markers: Markers::new(text)?,
             counts: Counts::default(),
             preserve,
+            kept_line_breaks: false,
         };
         let (placeholders, _) = &*PATH_TOKENS;
-        let mut t = apply(text.to_owned(), placeholders, shadowed, |m| call.protect(m));
-        for stage in EARLY_STAGES.iter() {
+        let mut t = if precise {
+            redact_positions(text, &findings, &mut call)
+        } else {
+            text.to_owned()
+        };
+        t = apply(t, placeholders, shadowed, |m| call.protect(m));
+        let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
+        for stage in stages {
             t = apply(t, &stage.finder, shadowed, |m| {
                 call.redact(stage.category, m)
+            });
+        }
+        if precise {
+            t = apply(t, &*PRIVATE_HOSTS, shadowed, |m| {
+                call.redact(Category::URL, m)
             });
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
@@ -358,9 +402,21 @@ impl Engine {
                 });
             }
         }
+        if !precise && !findings.is_empty() {
+            // Strict and balanced keep the reference's baseline and only add: every
+            // occurrence of a value the detectors nominated that the baseline left.
+            if let Some((pattern, categories)) = self.nominated(text, &findings) {
+                t = apply(t, &pattern, shadowed, |m| {
+                    let key = placeholder::casefold(&collapse_space(m));
+                    let category = categories.get(&key).copied();
+                    call.redact(category.unwrap_or(Category::SENSITIVE), m)
+                });
+            }
+        }
         Ok(Redacted {
             text: call.markers.restore(&t),
             counts: call.counts,
+            kept_line_breaks: call.kept_line_breaks,
         })
     }
 
@@ -388,11 +444,59 @@ impl Engine {
         format!("{}{placeholder}{}", &value[..start], &value[end..])
     }
 
+    /// One case-insensitive alternation of every value the detectors nominated (spec
+    /// 5.12 semantics: longest first, whitespace-flexible, ASCII letter/digit guards),
+    /// with each value's category. Allow-listed and reserved values are left out.
+    fn nominated(
+        &self,
+        text: &str,
+        findings: &[Finding],
+    ) -> Option<(PyPattern, HashMap<String, Category>)> {
+        let mut categories: HashMap<String, Category> = HashMap::new();
+        let mut values: Vec<String> = Vec::new();
+        for f in findings {
+            let value = collapse_space(&text[f.start..f.end]);
+            let key = placeholder::casefold(&value);
+            if value.is_empty()
+                || self.allow_lookup.contains(&key)
+                || RESERVED_PLACEHOLDER_WORDS.contains(&key.as_str())
+                || categories.contains_key(&key)
+            {
+                continue;
+            }
+            categories.insert(key, f.category);
+            values.push(value);
+        }
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        let body = values
+            .iter()
+            .map(|v| {
+                format!(
+                    "(?:{})",
+                    v.split(' ')
+                        .map(regex::escape)
+                        .collect::<Vec<_>>()
+                        .join(r"[\s\x1C-\x1F]+")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("|");
+        let pattern = PyPattern::with_end_groups(
+            &format!(r"(?i)({body})(?-i:[^A-Za-z0-9]|\z)"),
+            Guard::NotAsciiAlnum,
+            &[1],
+        );
+        Some((pattern, categories))
+    }
+
     /// Redacts a root-relative POSIX path (or a single name): the baseline pipeline, then
     /// (strict and balanced) every remaining 3+ character ASCII token that is not allowed.
     pub fn redact_path(&self, rel: &str) -> Result<Redacted, EngineError> {
         let code = self.policy.mode == Mode::Code;
-        let mut redacted = self.run(rel, false, !code)?;
+        let mut redacted = self.run(rel, false, !code, None)?;
         if code {
             return Ok(redacted);
         }
@@ -486,6 +590,36 @@ fn identity_lines(text: &str, shadowed: bool, call: &mut Call<'_>) -> String {
     out
 }
 
+/// Replaces detector findings at their positions in the original text, except where
+/// they overlap a placeholder-shaped token already in the text (kept verbatim).
+fn redact_positions(text: &str, findings: &[Finding], call: &mut Call<'_>) -> String {
+    let existing: Vec<(usize, usize)> = placeholder::PLACEHOLDER_RE
+        .find_iter(text)
+        .map(|m| (m.start(), m.end()))
+        .collect();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for f in findings {
+        if f.start < last || existing.iter().any(|&(s, e)| s < f.end && f.start < e) {
+            continue;
+        }
+        out.push_str(&text[last..f.start]);
+        out.push_str(&call.redact(f.category, &text[f.start..f.end]));
+        last = f.end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Whitespace runs collapsed to one space, trimmed (the key of a nominated value).
+fn collapse_space(value: &str) -> String {
+    value
+        .split(is_py_space)
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Byte spans of Python `\S+` runs.
 fn py_words(value: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut spans = Vec::new();
@@ -571,6 +705,7 @@ mod tests {
                 RedactOptions {
                     preserve_line_count: true,
                     prose: true,
+                    path: "",
                 },
             )
             .unwrap();
@@ -589,6 +724,7 @@ mod tests {
         let mut total = content.counts.clone();
         total.merge(&path.counts);
         let total = Redacted {
+            kept_line_breaks: false,
             text: String::new(),
             counts: total,
         };
@@ -620,6 +756,7 @@ mod tests {
                 RedactOptions {
                     preserve_line_count: true,
                     prose: true,
+                    path: "",
                 },
             )
             .unwrap();
@@ -656,6 +793,7 @@ mod tests {
                 RedactOptions {
                     preserve_line_count: true,
                     prose: true,
+                    path: "",
                 },
             )
             .unwrap();
@@ -667,6 +805,7 @@ mod tests {
                 RedactOptions {
                     preserve_line_count: false,
                     prose: true,
+                    path: "",
                 },
             )
             .unwrap();

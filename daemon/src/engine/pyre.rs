@@ -46,6 +46,8 @@ pub enum Guard {
     NotWordOrSlash,
     /// `(?<!\[)`.
     NotOpenBracket,
+    /// `(?<!(?-i:[A-Za-z0-9]))`: ASCII letters and digits only, whatever the case flag.
+    NotAsciiAlnum,
 }
 
 /// Characters Python's IGNORECASE equates with ASCII letters besides the letters themselves.
@@ -67,6 +69,7 @@ impl Guard {
             Guard::NotDomainContext => !(is_py_word(c) || matches!(c, '@' | '/' | '.' | '-')),
             Guard::NotWordOrSlash => !(is_py_word(c) || c == '/'),
             Guard::NotOpenBracket => c != '[',
+            Guard::NotAsciiAlnum => !c.is_ascii_alphanumeric(),
         }
     }
 }

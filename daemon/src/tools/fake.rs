@@ -277,6 +277,7 @@ impl RootView for FakeView {
                 RedactOptions {
                     preserve_line_count,
                     prose: false,
+                    path: "",
                 },
             )
             .map_err(|_| ViewError::Internal)?;

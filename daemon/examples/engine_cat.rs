@@ -1,0 +1,54 @@
+//! Dev tool: redact one file with the engine alone (no daemon, no cache) and print it as
+//! `redctx cat` would. Used to score the detector layer with `shared/eval`.
+//! Usage: engine_cat --root DIR [--mode code|balanced|strict] PATH
+use redctx_daemon::engine::config::EnvOverrides;
+use redctx_daemon::engine::{Engine, Mode, RedactOptions};
+use redctx_daemon::fs::is_prose_path;
+use redctx_daemon::policy_loader::load_policy;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut root, mut mode, mut path) = (PathBuf::from("."), Mode::Code, String::new());
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--root" => root = PathBuf::from(args.next().expect("--root DIR")),
+            "--mode" => mode = Mode::parse(&args.next().expect("--mode M")).expect("mode"),
+            _ => path = a,
+        }
+    }
+    let (policy, _) = match load_policy(&root, None, Some(mode), &EnvOverrides::from_process_env())
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    let engine = Engine::new(Arc::new(policy)).expect("engine");
+    let bytes = std::fs::read(root.join(&path)).expect("read");
+    let text = redctx_daemon::fs::decode_text(&bytes);
+    let out = engine
+        .redact(
+            &text,
+            RedactOptions {
+                preserve_line_count: true,
+                prose: is_prose_path(&path),
+                path: &path,
+            },
+        )
+        .expect("redact");
+    let rpath = engine.redact_path(&path).expect("path");
+    let n = redctx_daemon::engine::text::splitlines(&out.text, false).len();
+    print!(
+        "--- {} {} lines 1-{} ---\n{}",
+        engine.path_id(&path),
+        rpath.text,
+        n,
+        out.text
+    );
+    if !out.text.ends_with('\n') && !out.text.is_empty() {
+        println!();
+    }
+}

@@ -1,0 +1,732 @@
+//! The daemon's backend: which roots are served, under which policy, and how a tool call
+//! becomes rendered text.
+//!
+//! For every request this module (1) finds or registers the root, (2) runs the live
+//! policy check of spec 5.13 (stat the config and term files; reload, or block with the
+//! fixed message), (3) takes the current snapshot ([`ServedRoot`]) and (4) hands the
+//! typed arguments to a renderer in [`crate::tools`]. The socket layer above knows
+//! nothing about redaction; the renderers below know nothing about roots or policies.
+
+use crate::cache::Cache;
+use crate::engine::config::EnvOverrides;
+use crate::engine::config::{BLOCKED_APPLY, ConfigError};
+use crate::engine::{Engine, Mode, Policy};
+use crate::policy_loader::{PolicySource, PolicyStamps, ReloadDecision};
+use crate::root::{RootOptions, ServedRoot};
+use crate::server::{Backend, Cancel};
+use crate::tools::{self, Budget, ToolOutput};
+use crate::view::{EntryKind, Limits, RootView, ViewError};
+use redctx_proto::{
+    ErrorKind, ErrorReply, ResourceEntry, ResourcePage, ResourceText, RootInfo, RootSpec,
+    ToolResult,
+};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Resources per `resources/list` page.
+const RESOURCE_PAGE: usize = 200;
+
+/// What a client asked for, reduced to what makes two registrations the same root.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct RootKey {
+    path: PathBuf,
+    config: Option<PathBuf>,
+    mode: Option<String>,
+    include_private: bool,
+    gitignore: bool,
+    detector_profile: Option<String>,
+    limits: [Option<u64>; 4],
+}
+
+impl RootKey {
+    /// The options that differ from the defaults, for `redctx status` and `redctx roots`
+    /// (shown to the local user only).
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(m) = &self.mode {
+            parts.push(format!("mode {m}"));
+        }
+        if let Some(p) = &self.detector_profile {
+            parts.push(format!("detector profile {p}"));
+        }
+        if let Some(c) = &self.config {
+            parts.push(format!("config {}", c.display()));
+        }
+        if self.include_private {
+            parts.push("include-private".to_owned());
+        }
+        if !self.gitignore {
+            parts.push("no-gitignore".to_owned());
+        }
+        let names = [
+            "max-raw-bytes-per-file",
+            "max-total-raw-bytes",
+            "max-entries",
+            "max-resource-bytes",
+        ];
+        for (name, value) in names.iter().zip(self.limits) {
+            if let Some(v) = value {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        parts.join(", ")
+    }
+
+    fn of(spec: &RootSpec) -> RootKey {
+        let l = &spec.limits;
+        RootKey {
+            path: spec.path.clone(),
+            config: spec.config.clone(),
+            mode: spec.mode.clone(),
+            include_private: spec.include_private,
+            gitignore: spec.gitignore,
+            detector_profile: spec.detector_profile.clone(),
+            limits: [
+                l.max_raw_bytes_per_file,
+                l.max_total_raw_bytes,
+                l.max_traversal_entries,
+                l.max_resource_bytes,
+            ],
+        }
+    }
+}
+
+/// The current state of one registered root.
+enum Snapshot {
+    /// Serving under `policy`, loaded from files with `stamps`.
+    Ready {
+        policy: Arc<Policy>,
+        stamps: PolicyStamps,
+        root: Arc<ServedRoot>,
+    },
+    /// Access blocked until the policy files are repaired; `last` is the last policy
+    /// that was served (reloads compare against it).
+    Blocked {
+        message: &'static str,
+        last: Option<(Arc<Policy>, PolicyStamps)>,
+    },
+}
+
+/// One registered root: where its policy comes from and what is served now.
+struct RootHandle {
+    source: PolicySource,
+    options: RootOptions,
+    snapshot: Mutex<Snapshot>,
+}
+
+/// Outcome of the per-request policy check.
+enum Current {
+    Ready(Arc<ServedRoot>),
+    Blocked {
+        message: &'static str,
+        profile: &'static str,
+    },
+}
+
+/// The real backend: policy, index, cache and renderers for any number of roots.
+pub struct Service {
+    cache: Option<Arc<Cache>>,
+    env: EnvOverrides,
+    roots: Mutex<HashMap<RootKey, Arc<RootHandle>>>,
+}
+
+impl Service {
+    /// A service persisting redacted content in `cache` (none: memory only).
+    pub fn new(cache: Option<Arc<Cache>>, env: EnvOverrides) -> Service {
+        Service {
+            cache,
+            env,
+            roots: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn handle(&self, spec: &RootSpec) -> Result<Arc<RootHandle>, &'static str> {
+        let key = RootKey::of(spec);
+        if let Some(h) = self.roots.lock().expect("roots lock").get(&key) {
+            return Ok(h.clone());
+        }
+        let mode = match spec.mode.as_deref() {
+            None => None,
+            Some(m) => Some(Mode::parse(m).ok_or("mode must be strict, balanced or code.")?),
+        };
+        let mut env = self.env.clone();
+        // The CLI's --detector-profile wins over the config and the environment (spec 11).
+        if let Some(profile) = &spec.detector_profile {
+            env.detector_profile = Some(profile.clone());
+        }
+        let source = PolicySource::new(&spec.path, spec.config.as_deref(), mode, env, &[])
+            .map_err(|e| match e {
+                ConfigError::RootNotDirectory => "Root must be an existing directory.",
+                other => other.blocked_message(),
+            })?;
+        let defaults = Limits::default();
+        let l = &spec.limits;
+        let limits = Limits {
+            max_raw_bytes_per_file: l
+                .max_raw_bytes_per_file
+                .unwrap_or(defaults.max_raw_bytes_per_file),
+            max_total_raw_bytes: l
+                .max_total_raw_bytes
+                .unwrap_or(defaults.max_total_raw_bytes),
+            max_traversal_entries: l
+                .max_traversal_entries
+                .unwrap_or(tools::DEFAULT_TRAVERSAL_ENTRIES),
+            max_resource_bytes: l.max_resource_bytes.unwrap_or(defaults.max_resource_bytes),
+        };
+        let mut options = RootOptions {
+            include_private: spec.include_private,
+            limits,
+            ..RootOptions::default()
+        };
+        options.index.gitignore = spec.gitignore;
+        let snapshot = match source.load() {
+            Ok((policy, stamps)) => match self.open_root(&source, &options, &policy) {
+                Ok(root) => Snapshot::Ready {
+                    policy: Arc::new(policy),
+                    stamps,
+                    root,
+                },
+                Err(message) => Snapshot::Blocked {
+                    message,
+                    last: None,
+                },
+            },
+            Err(e) => Snapshot::Blocked {
+                message: e.blocked_message(),
+                last: None,
+            },
+        };
+        let handle = Arc::new(RootHandle {
+            source,
+            options,
+            snapshot: Mutex::new(snapshot),
+        });
+        let mut roots = self.roots.lock().expect("roots lock");
+        Ok(roots.entry(key).or_insert(handle).clone())
+    }
+
+    fn open_root(
+        &self,
+        source: &PolicySource,
+        options: &RootOptions,
+        policy: &Policy,
+    ) -> Result<Arc<ServedRoot>, &'static str> {
+        let engine = Engine::new(Arc::new(policy.clone())).map_err(|_| BLOCKED_APPLY)?;
+        let root = ServedRoot::open(
+            source.root(),
+            Arc::new(engine),
+            self.cache.clone(),
+            options.clone(),
+        )
+        .map_err(|_| BLOCKED_APPLY)?;
+        let root = Arc::new(root);
+        root.spawn_indexing();
+        Ok(root)
+    }
+
+    /// The live policy check of spec 5.13, then the snapshot to answer from.
+    fn current(&self, handle: &RootHandle) -> Current {
+        let mut snap = handle.snapshot.lock().expect("snapshot lock");
+        let decision = match &*snap {
+            Snapshot::Ready { policy, stamps, .. } => handle.source.reload(policy, stamps),
+            Snapshot::Blocked {
+                last: Some((policy, stamps)),
+                ..
+            } => handle.source.reload(policy, stamps),
+            Snapshot::Blocked { last: None, .. } => match handle.source.load() {
+                Ok((policy, stamps)) => ReloadDecision::Changed(Box::new(policy), stamps),
+                Err(e) => ReloadDecision::Blocked(e),
+            },
+        };
+        match decision {
+            ReloadDecision::Reuse => {}
+            ReloadDecision::Unchanged(new_stamps) => match &mut *snap {
+                Snapshot::Ready { stamps, .. } => *stamps = new_stamps,
+                Snapshot::Blocked {
+                    last: Some((policy, _)),
+                    ..
+                } => {
+                    let policy = policy.clone();
+                    match self.open_root(&handle.source, &handle.options, &policy) {
+                        Ok(root) => {
+                            *snap = Snapshot::Ready {
+                                policy,
+                                stamps: new_stamps,
+                                root,
+                            }
+                        }
+                        Err(message) => {
+                            *snap = Snapshot::Blocked {
+                                message,
+                                last: Some((policy, new_stamps)),
+                            }
+                        }
+                    }
+                }
+                Snapshot::Blocked { .. } => {}
+            },
+            ReloadDecision::Changed(policy, stamps) => {
+                let policy = Arc::new(*policy);
+                *snap = match self.open_root(&handle.source, &handle.options, &policy) {
+                    Ok(root) => Snapshot::Ready {
+                        policy,
+                        stamps,
+                        root,
+                    },
+                    Err(message) => Snapshot::Blocked {
+                        message,
+                        last: Some((policy, stamps)),
+                    },
+                };
+            }
+            ReloadDecision::Blocked(e) => {
+                let last = match std::mem::replace(
+                    &mut *snap,
+                    Snapshot::Blocked {
+                        message: "",
+                        last: None,
+                    },
+                ) {
+                    Snapshot::Ready { policy, stamps, .. } => Some((policy, stamps)),
+                    Snapshot::Blocked { last, .. } => last,
+                };
+                *snap = Snapshot::Blocked {
+                    message: e.blocked_message(),
+                    last,
+                };
+            }
+        }
+        match &*snap {
+            Snapshot::Ready { root, .. } => Current::Ready(root.clone()),
+            Snapshot::Blocked { message, last } => Current::Blocked {
+                message,
+                profile: last
+                    .as_ref()
+                    .map_or("default", |(p, _)| p.detector_profile.as_str()),
+            },
+        }
+    }
+
+    fn answer(profile: &str, out: ToolOutput) -> ToolResult {
+        let receipt = tools::Receipt {
+            detector_profile: profile.to_owned(),
+            counts: out.counts,
+            detectors: None,
+        };
+        ToolResult {
+            text: out.text,
+            is_error: out.is_error,
+            receipt_json: receipt.to_json(),
+        }
+    }
+
+    fn error(profile: &str, message: &str) -> ToolResult {
+        Self::answer(
+            profile,
+            ToolOutput {
+                text: message.to_owned(),
+                is_error: true,
+                counts: Default::default(),
+            },
+        )
+    }
+
+    fn with_root<T>(
+        &self,
+        spec: &RootSpec,
+        f: impl FnOnce(&Arc<ServedRoot>) -> T,
+    ) -> Result<T, (&'static str, &'static str)> {
+        let handle = self.handle(spec).map_err(|m| (m, "default"))?;
+        match self.current(&handle) {
+            Current::Ready(root) => Ok(f(&root)),
+            Current::Blocked { message, profile } => Err((message, profile)),
+        }
+    }
+}
+
+/// Typed access to an already-validated JSON arguments object.
+struct Args(Map<String, Value>);
+
+impl Args {
+    fn parse(json: &str) -> Args {
+        match serde_json::from_str(json) {
+            Ok(Value::Object(m)) => Args(m),
+            _ => Args(Map::new()),
+        }
+    }
+    fn str(&self, key: &str, default: &str) -> String {
+        self.0
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_owned()
+    }
+    fn int(&self, key: &str) -> Option<u64> {
+        self.0.get(key).and_then(Value::as_u64)
+    }
+    fn bool(&self, key: &str, default: bool) -> bool {
+        self.0.get(key).and_then(Value::as_bool).unwrap_or(default)
+    }
+    fn list(&self, key: &str) -> Vec<String> {
+        self.0
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn usize_of(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+/// Symlinks under the root (audit): scanned per indexed directory, never followed.
+fn scan_links(root: &ServedRoot) -> (Vec<String>, u64) {
+    let mut links = Vec::new();
+    let mut broken = 0;
+    for dir in root.index().dirs() {
+        let abs = if dir == "." {
+            root.root().to_path_buf()
+        } else {
+            root.root().join(&dir)
+        };
+        let Ok(entries) = std::fs::read_dir(&abs) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(ft) = entry.file_type() else { continue };
+            if !ft.is_symlink() {
+                continue;
+            }
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                continue;
+            };
+            let rel = if dir == "." {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            if !root.index().admitted(&rel, false) {
+                continue;
+            }
+            if std::fs::metadata(entry.path()).is_err() {
+                broken += 1;
+            }
+            links.push(rel);
+        }
+    }
+    (links, broken)
+}
+
+fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
+    let view: &dyn RootView = root;
+    Some(match tool {
+        "redctx_tree" => tools::tree(
+            view,
+            &tools::TreeArgs {
+                path: args.str("path", "."),
+                max_depth: Some(args.int("max_depth").unwrap_or(3) as u32),
+            },
+        ),
+        "redctx_list" => tools::list(
+            view,
+            &tools::ListArgs {
+                path: args.str("path", "."),
+                recursive: args.bool("recursive", false),
+                max_depth: args.int("max_depth").map(|d| d as u32),
+            },
+        ),
+        "redctx_read" => {
+            let max_chars = usize_of(args.int("max_chars").unwrap_or(120_000));
+            let line_numbers = args.bool("line_numbers", false);
+            let path = args.str("path", "");
+            match (args.int("head"), args.int("tail")) {
+                (Some(lines), _) => tools::head(
+                    view,
+                    &tools::LinesArgs {
+                        path,
+                        lines,
+                        max_chars,
+                        line_numbers,
+                    },
+                ),
+                (None, Some(lines)) => tools::tail(
+                    view,
+                    &tools::LinesArgs {
+                        path,
+                        lines,
+                        max_chars,
+                        line_numbers,
+                    },
+                ),
+                (None, None) => tools::read(
+                    view,
+                    &tools::ReadArgs {
+                        path,
+                        start_line: args.int("start_line"),
+                        end_line: args.int("end_line"),
+                        max_chars,
+                        line_numbers,
+                    },
+                ),
+            }
+        }
+        "redctx_search" => tools::search(
+            view,
+            &tools::SearchArgs {
+                query: args.str("query", ""),
+                paths: args.list("paths"),
+                ignore_case: args.bool("ignore_case", true),
+                regex: args.bool("regex", false),
+                context: usize_of(args.int("context").unwrap_or(0)),
+                glob: args.list("glob"),
+                max_results: usize_of(args.int("max_results").unwrap_or(200)),
+                max_files: args.int("max_files"),
+            },
+        ),
+        "redctx_retrieve" => tools::retrieve(
+            view,
+            &tools::RetrieveArgs {
+                query: args.str("query", ""),
+                paths: args.list("paths"),
+                glob: args.list("glob"),
+                max_results: args
+                    .0
+                    .get("max_results")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(8),
+                max_chars: args
+                    .0
+                    .get("max_chars")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(12_000),
+                max_files: args.int("max_files"),
+                max_passages: None,
+            },
+        ),
+        "redctx_stat" => tools::stat(view, &args.str("path", "")),
+        "redctx_bundle" => tools::bundle(
+            view,
+            &tools::BundleArgs {
+                paths: args.list("paths"),
+                glob: args.list("glob"),
+                max_files: usize_of(args.int("max_files").unwrap_or(80)),
+                max_chars_per_file: usize_of(args.int("max_chars_per_file").unwrap_or(30_000)),
+                max_total_chars: usize_of(args.int("max_total_chars").unwrap_or(300_000)),
+            },
+        ),
+        "redctx_doctor" => tools::doctor(view, &tools::DoctorArgs::default()),
+        "redctx_audit" => {
+            let (links, broken_links) = scan_links(root);
+            let format = if args.str("format", "text") == "json" {
+                tools::AuditFormat::Json
+            } else {
+                tools::AuditFormat::Text
+            };
+            tools::audit(
+                view,
+                &tools::AuditArgs {
+                    format,
+                    links,
+                    broken_links,
+                    ..tools::AuditArgs::default()
+                },
+            )
+        }
+        "redctx_refresh_index" => tools::refresh_index(|| {
+            root.rescan_dir(".");
+            Ok(())
+        }),
+        _ => return None,
+    })
+}
+
+/// MIME type of a resource (spec 4).
+fn mime_type(name: &str) -> &'static str {
+    let lower = crate::engine::placeholder::casefold(name);
+    let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
+    match ext {
+        "md" | "docx" | "pptx" | "pdf" | "xlsx" | "xls" => "text/markdown",
+        "json" | "jsonl" => "application/json",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        _ => "text/plain",
+    }
+}
+
+fn resource_error(message: &str) -> ErrorReply {
+    ErrorReply::new(ErrorKind::Resource, message)
+}
+
+impl Backend for Service {
+    fn call_tool(
+        &self,
+        spec: &RootSpec,
+        tool: &str,
+        arguments_json: &str,
+        _cancel: &Cancel,
+    ) -> ToolResult {
+        let args = Args::parse(arguments_json);
+        match self.with_root(spec, |root| {
+            let profile = root.engine().policy().detector_profile.as_str();
+            run_tool(root, tool, &args).map(|out| Self::answer(profile, out))
+        }) {
+            Ok(Some(result)) => result,
+            Ok(None) => Self::error("default", "Tool execution failed."),
+            Err((message, profile)) => Self::error(profile, message),
+        }
+    }
+
+    fn reject_call(&self, spec: &RootSpec, _tool: &str, message: &str) -> ToolResult {
+        match self.with_root(spec, |root| {
+            root.engine().policy().detector_profile.as_str()
+        }) {
+            Ok(profile) => Self::error(profile, message),
+            Err((blocked, profile)) => Self::error(profile, blocked),
+        }
+    }
+
+    fn list_resources(
+        &self,
+        spec: &RootSpec,
+        cursor: Option<&str>,
+        _cancel: &Cancel,
+    ) -> Result<ResourcePage, ErrorReply> {
+        let offset = match cursor {
+            None => 0,
+            Some(c) if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) => {
+                c.parse::<usize>().map_err(|_| {
+                    ErrorReply::new(ErrorKind::InvalidParams, "cursor must be a string offset.")
+                })?
+            }
+            Some(_) => {
+                return Err(ErrorReply::new(
+                    ErrorKind::InvalidParams,
+                    "cursor must be a string offset.",
+                ));
+            }
+        };
+        self.with_root(spec, |root| {
+            let view: &dyn RootView = &**root;
+            let start = view
+                .resolve(".")
+                .map_err(|e| resource_error(&e.to_string()))?;
+            let mut budget = Budget::from_limits(view.limits());
+            let mut resources = Vec::new();
+            let mut seen = 0usize;
+            let mut more = false;
+            for item in tools::walk(view, start, None, false, &mut budget) {
+                let (entry, _) =
+                    item.map_err(|_| resource_error("Resource listing limit exceeded."))?;
+                if entry.kind != EntryKind::File || !view.is_text(&entry) {
+                    continue;
+                }
+                if seen < offset {
+                    seen += 1;
+                    continue;
+                }
+                if resources.len() == RESOURCE_PAGE {
+                    more = true;
+                    break;
+                }
+                let path = view.path(&entry.rel);
+                resources.push(ResourceEntry {
+                    id: path.id.trim_start_matches('@').to_owned(),
+                    title: path.text.to_string(),
+                    mime_type: mime_type(entry.name()).to_owned(),
+                    size: entry.size,
+                });
+            }
+            Ok(ResourcePage {
+                resources,
+                next_cursor: more.then(|| (offset + RESOURCE_PAGE).to_string()),
+            })
+        })
+        .unwrap_or_else(|(message, _)| Err(resource_error(message)))
+    }
+
+    fn read_resource(
+        &self,
+        spec: &RootSpec,
+        uri: &str,
+        _cancel: &Cancel,
+    ) -> Result<ResourceText, ErrorReply> {
+        let not_found = || resource_error("Resource not found.");
+        let id = uri.strip_prefix("redctx://").ok_or_else(not_found)?;
+        let valid = id.len() == 14
+            && id.starts_with("p_")
+            && id[2..]
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        if !valid {
+            return Err(not_found());
+        }
+        self.with_root(spec, |root| {
+            let view: &dyn RootView = &**root;
+            let entry = view.resolve(&format!("@{id}")).map_err(|e| match e {
+                ViewError::UnknownId(_) | ViewError::Missing | ViewError::Excluded => not_found(),
+                other => resource_error(&other.to_string()),
+            })?;
+            if entry.kind != EntryKind::File || !view.is_text(&entry) {
+                return Err(not_found());
+            }
+            if entry.size > view.limits().max_resource_bytes {
+                return Err(resource_error(
+                    "Resource exceeds the server resource byte limit. Use redctx_read with a narrower range.",
+                ));
+            }
+            let doc = view.content(&entry, false).map_err(|e| resource_error(&e.to_string()))?;
+            Ok(ResourceText { uri: uri.to_owned(), mime_type: mime_type(entry.name()).to_owned(), text: doc.text.to_string() })
+        })
+        .unwrap_or_else(|(message, _)| Err(resource_error(message)))
+    }
+
+    fn roots(&self) -> Vec<RootInfo> {
+        let roots = self.roots.lock().expect("roots lock");
+        roots
+            .iter()
+            .map(|(key, h)| {
+                let snap = h.snapshot.lock().expect("snapshot lock");
+                let options = Some(key.describe());
+                match &*snap {
+                    Snapshot::Ready { root, .. } => {
+                        let p = root.progress();
+                        RootInfo {
+                            path: h.source.root().to_path_buf(),
+                            state: if p.finished { "ready" } else { "indexing" }.to_owned(),
+                            files: p.files_seen,
+                            files_seen: Some(p.files_seen),
+                            files_indexed: Some(p.files_indexed),
+                            files_pending: Some(p.files_pending),
+                            bytes: Some(p.bytes_indexed),
+                            policy: Some("ok".to_owned()),
+                            options,
+                            ..RootInfo::default()
+                        }
+                    }
+                    Snapshot::Blocked { message, .. } => RootInfo {
+                        path: h.source.root().to_path_buf(),
+                        state: "blocked".to_owned(),
+                        policy: Some(format!("blocked ({message})")),
+                        options,
+                        ..RootInfo::default()
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn forget_root(&self, root: &Path) -> bool {
+        let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let mut roots = self.roots.lock().expect("roots lock");
+        let before = roots.len();
+        roots.retain(|k, h| k.path != root && h.source.root() != canonical);
+        before != roots.len()
+    }
+}
