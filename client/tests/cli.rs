@@ -467,6 +467,8 @@ fn write_kb(kb: &Path) {
             "fn main() {\n    let total = 1 + 2;\n    println!(\"{}\", total);\n}\n",
         ),
         ("empty/.keep", ""),
+        // Excluded by default, served with --include-private.
+        ("node_modules/pkg/index.js", "module.exports = 1;\n"),
     ];
     for (rel, text) in files {
         let p = kb.join(rel);
@@ -511,7 +513,7 @@ fn differences(env: &Env, reference: &Path, kb: &Path, cases: &[&[&str]]) -> Vec
         full.extend_from_slice(args);
         let got = env.run(&full);
         let same_out = got.stdout == want.stdout
-            || (args[0] == "doctor" && same_doctor(&got.stdout, &want.stdout));
+            || (args.contains(&"doctor") && same_doctor(&got.stdout, &want.stdout));
         if got.code != want.code || !same_out {
             diffs.push(format!(
                 "redctx {args:?}\n  reference: exit {} stdout {:?} stderr {:?}\n  ours:      exit {} stdout {:?} stderr {:?}",
@@ -583,6 +585,8 @@ fn commands_print_what_the_reference_cli_prints() {
         &["retrieve", "quick brown fox"],
         &["retrieve", "zebra"],
         &["doctor"],
+        &["--detector-profile", "extended", "doctor"],
+        &["--include-private", "ls", "-r"],
         &["audit"],
         &["audit", "--format", "json"],
         &["cat", "docs/absent.txt"],
