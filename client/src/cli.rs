@@ -63,7 +63,7 @@ struct McpArgs {
     /// Redaction config file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Redaction mode (default: from the config, else strict).
+    /// Redaction mode: strict, balanced or code (default: the config's `mode`, else code).
     #[arg(long, value_parser = ["strict", "balanced", "code"])]
     mode: Option<String>,
     /// Also serve files the default policy keeps private.
@@ -78,7 +78,7 @@ struct McpArgs {
     /// Byte budget of one call across files (default 50000000).
     #[arg(long, value_name = "BYTES")]
     max_total_raw_bytes: Option<u64>,
-    /// Entry budget of one directory walk (default 10000).
+    /// Entry budget of one directory walk (default 1000000).
     #[arg(long, value_name = "N")]
     max_traversal_entries: Option<u64>,
     /// Largest file served as an MCP resource (default 1000000).
@@ -302,8 +302,29 @@ async fn stop(ep: &Endpoint) -> ExitCode {
             _ => tokio::time::sleep(Duration::from_millis(20)).await,
         }
     }
+    // The socket is gone; wait for the process too, so a following start finds the
+    // state directory (and its cache lock) free.
+    while process_alive(pid) {
+        if Instant::now() >= deadline + Duration::from_secs(5) {
+            return fail(format!(
+                "the daemon (pid {pid}) closed its socket but is still exiting; wait or run `kill {pid}`"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     println!("stopped redctx daemon (pid {pid})");
     ExitCode::SUCCESS
+}
+
+/// Whether `pid` is a live process (a zombie waiting to be reaped counts as gone).
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+        // No procfs (not Linux): ask the kernel. SAFETY: signal 0 only checks existence.
+        Err(_) => unsafe { libc::kill(pid as libc::pid_t, 0) == 0 },
+    }
 }
 
 async fn status(ep: &Endpoint) -> ExitCode {

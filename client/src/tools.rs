@@ -244,8 +244,8 @@ values never match: to find every mention of a value, search for its placeholder
 output, such as `[PERSON_<hex>]`. Aliases declared for one entity share its hex and add a form suffix \
 (`[PERSON_<hex>.<form>]`, `[EMAIL_<hex>.<form>]`): search `[PERSON_<hex>` without the closing bracket \
 for every person-typed form, or the bare `<hex>` for all forms. Output stops after `max_results` \
-lines with a `[TRUNCATED]` line. The call fails after 30 s, or when a file in scope is above the \
-server's per-file byte limit (5 MB by default); narrow `paths` or `glob` then.",
+lines with a `[TRUNCATED]` line. Files above the server's per-file byte limit (5 MB by default) \
+fail the call; narrow `paths` or `glob` then.",
             schema(
                 json!({
                     "query": {
@@ -296,7 +296,7 @@ a topic when you do not know the exact wording; use `redctx_search` for an exact
 context lines. Words match whole and case-insensitively on redacted text, with no stemming or \
 embeddings. Only passages that fit completely within `max_chars` are returned, with a \
 `[TRUNCATED: ...]` note when more matched. The whole root is ranked unless `paths` or `glob` narrow \
-it; the call fails after 30 s.",
+it.",
             schema(
                 json!({
                     "query": {

@@ -16,6 +16,7 @@ use crate::root::{RootOptions, ServedRoot};
 use crate::server::{Backend, Cancel};
 use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
+use crate::watch::Watcher;
 use redctx_proto::{
     ErrorKind, ErrorReply, ResourceEntry, ResourcePage, ResourceText, RootInfo, RootSpec,
     ToolResult,
@@ -100,6 +101,8 @@ enum Snapshot {
         policy: Arc<Policy>,
         stamps: PolicyStamps,
         root: Arc<ServedRoot>,
+        /// Keeps the index fresh while this snapshot is served (dropped with it).
+        _watcher: Option<Watcher>,
     },
     /// Access blocked until the policy files are repaired; `last` is the last policy
     /// that was served (reloads compare against it).
@@ -182,17 +185,12 @@ impl Service {
         };
         options.index.gitignore = spec.gitignore;
         let snapshot = match source.load() {
-            Ok((policy, stamps)) => match self.open_root(&source, &options, &policy) {
-                Ok(root) => Snapshot::Ready {
-                    policy: Arc::new(policy),
-                    stamps,
-                    root,
-                },
-                Err(message) => Snapshot::Blocked {
+            Ok((policy, stamps)) => self
+                .open_root(&source, &options, Arc::new(policy), stamps)
+                .unwrap_or_else(|message| Snapshot::Blocked {
                     message,
                     last: None,
-                },
-            },
+                }),
             Err(e) => Snapshot::Blocked {
                 message: e.blocked_message(),
                 last: None,
@@ -207,13 +205,16 @@ impl Service {
         Ok(roots.entry(key).or_insert(handle).clone())
     }
 
+    /// Builds a snapshot for `policy`: engine, index (walked now), background content
+    /// indexing and a watcher over the tree and the policy files.
     fn open_root(
         &self,
         source: &PolicySource,
         options: &RootOptions,
-        policy: &Policy,
-    ) -> Result<Arc<ServedRoot>, &'static str> {
-        let engine = Engine::new(Arc::new(policy.clone())).map_err(|_| BLOCKED_APPLY)?;
+        policy: Arc<Policy>,
+        stamps: PolicyStamps,
+    ) -> Result<Snapshot, &'static str> {
+        let engine = Engine::new(policy.clone()).map_err(|_| BLOCKED_APPLY)?;
         let root = ServedRoot::open(
             source.root(),
             Arc::new(engine),
@@ -223,7 +224,22 @@ impl Service {
         .map_err(|_| BLOCKED_APPLY)?;
         let root = Arc::new(root);
         root.spawn_indexing();
-        Ok(root)
+        let policy_paths: Vec<PathBuf> = stamps.paths().map(Path::to_path_buf).collect();
+        // Policy edits are caught by the per-request stamp check; the watcher keeps the
+        // tree (new, deleted, renamed files) fresh.
+        let watcher = match Watcher::start(root.clone(), policy_paths, || {}) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("file watcher unavailable, relying on per-request checks: {e}");
+                None
+            }
+        };
+        Ok(Snapshot::Ready {
+            policy,
+            stamps,
+            root,
+            _watcher: watcher,
+        })
     }
 
     /// The live policy check of spec 5.13, then the snapshot to answer from.
@@ -249,37 +265,33 @@ impl Service {
                     ..
                 } => {
                     let policy = policy.clone();
-                    match self.open_root(&handle.source, &handle.options, &policy) {
-                        Ok(root) => {
-                            *snap = Snapshot::Ready {
-                                policy,
-                                stamps: new_stamps,
-                                root,
-                            }
-                        }
-                        Err(message) => {
-                            *snap = Snapshot::Blocked {
-                                message,
-                                last: Some((policy, new_stamps)),
-                            }
-                        }
-                    }
+                    *snap = self
+                        .open_root(
+                            &handle.source,
+                            &handle.options,
+                            policy.clone(),
+                            new_stamps.clone(),
+                        )
+                        .unwrap_or_else(|message| Snapshot::Blocked {
+                            message,
+                            last: Some((policy, new_stamps)),
+                        });
                 }
                 Snapshot::Blocked { .. } => {}
             },
             ReloadDecision::Changed(policy, stamps) => {
                 let policy = Arc::new(*policy);
-                *snap = match self.open_root(&handle.source, &handle.options, &policy) {
-                    Ok(root) => Snapshot::Ready {
-                        policy,
-                        stamps,
-                        root,
-                    },
-                    Err(message) => Snapshot::Blocked {
+                *snap = self
+                    .open_root(
+                        &handle.source,
+                        &handle.options,
+                        policy.clone(),
+                        stamps.clone(),
+                    )
+                    .unwrap_or_else(|message| Snapshot::Blocked {
                         message,
                         last: Some((policy, stamps)),
-                    },
-                };
+                    });
             }
             ReloadDecision::Blocked(e) => {
                 let last = match std::mem::replace(
@@ -541,6 +553,12 @@ fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
         }
         "redctx_refresh_index" => tools::refresh_index(|| {
             root.rescan_dir(".");
+            // The reference rebuilds its path index under the traversal budget: the root
+            // plus every indexed entry must fit.
+            let entries = root.index().len() as u64 + 1;
+            if entries > root.limits().max_traversal_entries {
+                return Err(ViewError::EntryLimit);
+            }
             Ok(())
         }),
         _ => return None,

@@ -89,6 +89,7 @@ fn redacted(served: &ServedRoot, text: &str) -> String {
             RedactOptions {
                 preserve_line_count: true,
                 prose: false,
+                path: "",
             },
         )
         .unwrap()

@@ -88,7 +88,15 @@ fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Arc<dyn Back
         tracing::warn!("serving the FAKE backend (test only)");
         return Ok(Arc::new(server::fake::FakeBackend::new()));
     }
-    let cache = match Cache::open(state_dir) {
+    // A daemon that just gave up the socket may still be exiting and holding the cache
+    // lock: give it a few seconds before refusing to start.
+    let mut attempt = Cache::open(state_dir);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while matches!(attempt, Err(CacheError::AlreadyOpen)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        attempt = Cache::open(state_dir);
+    }
+    let cache = match attempt {
         Ok(cache) => Some(Arc::new(cache)),
         Err(CacheError::AlreadyOpen) => return Err(CacheError::AlreadyOpen.to_string()),
         Err(e) => {

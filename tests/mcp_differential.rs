@@ -1,0 +1,937 @@
+//! Differential test of the MCP surface: the reference's `redctx-mcp` (0.10.1) and our
+//! `redctx mcp` serve the same Fixture A root with the same config and salt; the same
+//! `tools/call` sequence goes to both over raw newline-delimited JSON-RPC, and
+//! `content[0].text`, `isError` and `structuredContent.receipt` (serialized, so key order
+//! counts) must be identical.
+//!
+//! Intentional differences are normalised or skipped where they occur, each with a
+//! comment naming the COMPAT reason. Every other difference fails the test with a
+//! precise report (case, field, first differing line, both sides).
+//!
+//! Oracle: `REDCTX_ORACLE_PYTHON` names the venv's Python and `redctx-mcp` is its
+//! sibling; else `<repo>/.venv-oracle/bin/redctx-mcp` (`scripts/setup-oracle.sh`).
+//! `REDCTX_SKIP_ORACLE=1` skips (prints SKIPPED).
+//!
+//! Both run with their defaults: our built-in secret/PII detector layer is on and finds
+//! nothing beyond the reference on these fixtures. Should a detector intentionally find
+//! more here one day, add `detectors = false` (our extension key, ignored by the
+//! reference) to the fixture config rather than weakening the comparison.
+
+mod support;
+
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::fixtures::{self, NOTES, fixture_a, write};
+use support::raw::RawSession;
+use support::{Env, path_id};
+
+const SALT: &str = "spec-salt";
+
+/// Where the reference's `redctx-mcp` is, or None when skipped.
+fn oracle_mcp() -> Option<PathBuf> {
+    if std::env::var("REDCTX_SKIP_ORACLE").as_deref() == Ok("1") {
+        return None;
+    }
+    let candidate = match std::env::var_os("REDCTX_ORACLE_PYTHON") {
+        Some(py) => PathBuf::from(py)
+            .parent()
+            .map(|d| d.join("redctx-mcp"))
+            .unwrap_or_default(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-oracle/bin/redctx-mcp"),
+    };
+    if candidate.is_file() {
+        Some(candidate)
+    } else {
+        panic!(
+            "reference redctx-mcp not found at {}: run `scripts/setup-oracle.sh` \
+             (or set REDCTX_ORACLE_PYTHON to the Python of a venv with \
+             redacted-context-mcp==0.10.1, or REDCTX_SKIP_ORACLE=1 to skip locally)",
+            candidate.display()
+        )
+    }
+}
+
+/// One compared answer.
+#[derive(Debug)]
+struct Got {
+    text: String,
+    is_error: bool,
+    receipt: String,
+}
+
+fn got(result: &Value) -> Got {
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text block: {result}"))
+        .to_owned();
+    assert_eq!(
+        result["structuredContent"]["text"].as_str(),
+        Some(text.as_str()),
+        "structuredContent.text == content[0].text"
+    );
+    Got {
+        text,
+        is_error: result["isError"].as_bool().unwrap_or(false),
+        receipt: serde_json::to_string(&result["structuredContent"]["receipt"]).unwrap(),
+    }
+}
+
+/// How an answer of ours is made comparable, when it differs on purpose.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Norm {
+    None,
+    /// COMPAT: doctor prints our extra `builtin_detectors:` line after the reference's
+    /// keys; it is removed before comparing.
+    DoctorExtraLines,
+    /// COMPAT (search receipts, documented on `tools::search`): for a literal query the
+    /// reference redacts, and so counts, every file whose *raw* bytes contain the
+    /// query; we keep no raw text and count only files whose *redacted* text matches.
+    /// The two differ exactly for files whose only raw occurrences were redacted away
+    /// (`Meridian` inside `Project Meridian`; `Line` turned into an ENTITY in strict
+    /// mode). Text and isError still must match; our counts must not exceed the
+    /// reference's in any category.
+    SearchRawHitsRedactedAway,
+    /// COMPAT (traversal wall): the reference resolves `@p_` ids through a path index
+    /// built by a whole-root walk charged against `--max-traversal-entries`, and its
+    /// audit walks the whole root the same way; our ids resolve through the daemon's
+    /// index and audit scans the indexed directories, so neither fails on a lowered
+    /// entry budget. Both sides are called; nothing is compared.
+    TraversalWall,
+}
+
+/// Whether receipt `ours` counts at most what `reference` counts, category by category,
+/// under the same detector profile.
+fn receipt_within(reference: &str, ours: &str) -> bool {
+    let (r, o): (Value, Value) = (
+        serde_json::from_str(reference).unwrap(),
+        serde_json::from_str(ours).unwrap(),
+    );
+    r["detector_profile"] == o["detector_profile"]
+        && o["counts_by_category"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .all(|(k, v)| v.as_u64() <= r["counts_by_category"][k].as_u64())
+}
+
+fn normalise(norm: Norm, mut g: Got) -> Got {
+    match norm {
+        Norm::None | Norm::SearchRawHitsRedactedAway | Norm::TraversalWall => g,
+        Norm::DoctorExtraLines => {
+            g.text = g
+                .text
+                .lines()
+                .filter(|l| !l.starts_with("builtin_detectors: "))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            g
+        }
+    }
+}
+
+/// A precise description of how two texts differ.
+fn text_diff(want: &str, have: &str) -> String {
+    let w: Vec<&str> = want.split_inclusive('\n').collect();
+    let h: Vec<&str> = have.split_inclusive('\n').collect();
+    let i = w.iter().zip(&h).take_while(|(a, b)| a == b).count();
+    let mut out = format!(
+        "    first difference at line {} (reference {} lines, ours {} lines)\n",
+        i + 1,
+        w.len(),
+        h.len()
+    );
+    for k in i.saturating_sub(1)..(i + 3).min(w.len().max(h.len())) {
+        let a = w.get(k).copied().unwrap_or("<none>");
+        let b = h.get(k).copied().unwrap_or("<none>");
+        if a == b {
+            let _ = writeln!(out, "      {:>4}   {a:?}", k + 1);
+        } else {
+            let _ = writeln!(out, "      {:>4} - {a:?}", k + 1);
+            let _ = writeln!(out, "      {:>4} + {b:?}", k + 1);
+        }
+    }
+    out
+}
+
+/// Both servers on one root, and the mismatches found so far.
+struct Pair {
+    label: String,
+    reference: RawSession,
+    ours: RawSession,
+    mismatches: Vec<String>,
+    compared: usize,
+    skipped: usize,
+}
+
+impl Pair {
+    fn start(env: &Env, oracle: &Path, root: &Path, mode: &str) -> Pair {
+        Self::start_with(env, oracle, root, mode, &[])
+    }
+
+    /// Both servers with the same extra flags (limit flags are spelled the same).
+    fn start_with(env: &Env, oracle: &Path, root: &Path, mode: &str, flags: &[&str]) -> Pair {
+        let mut r = Command::new(oracle);
+        r.arg("--root").arg(root).args(["--mode", mode]).args(flags);
+        env.apply(&mut r);
+        r.current_dir(env.dir.path());
+        let mut ours = env.shim_command(root, &["--mode", mode, "--no-gitignore"]);
+        ours.args(flags);
+        Pair {
+            label: if flags.is_empty() {
+                mode.to_owned()
+            } else {
+                format!("{mode} {}", flags.join(" "))
+            },
+            reference: RawSession::start("reference redctx-mcp", r),
+            ours: RawSession::start("redctx mcp", ours),
+            mismatches: Vec::new(),
+            compared: 0,
+            skipped: 0,
+        }
+    }
+
+    fn check(&mut self, tool: &str, args: Value) {
+        self.check_norm(tool, args, Norm::None)
+    }
+
+    fn check_norm(&mut self, tool: &str, args: Value, norm: Norm) {
+        let want = got(&self.reference.call(tool, args.clone()));
+        let have = normalise(norm, got(&self.ours.call(tool, args.clone())));
+        if norm == Norm::TraversalWall {
+            self.skipped += 1;
+            return;
+        }
+        self.compared += 1;
+        let mut report = String::new();
+        if want.is_error != have.is_error {
+            let _ = writeln!(
+                report,
+                "  isError: reference {}, ours {}",
+                want.is_error, have.is_error
+            );
+        }
+        if want.text != have.text {
+            let _ = writeln!(report, "  text differs:");
+            report.push_str(&text_diff(&want.text, &have.text));
+        }
+        let receipt_ok = if norm == Norm::SearchRawHitsRedactedAway {
+            receipt_within(&want.receipt, &have.receipt)
+        } else {
+            want.receipt == have.receipt
+        };
+        if !receipt_ok {
+            let _ = writeln!(
+                report,
+                "  receipt: reference {}\n           ours      {}",
+                want.receipt, have.receipt
+            );
+        }
+        if !report.is_empty() {
+            self.mismatches
+                .push(format!("[{}] {tool} {args}\n{report}", self.label));
+        }
+    }
+
+    fn finish(self, all: &mut Vec<String>) -> usize {
+        if self.skipped > 0 {
+            println!(
+                "[{}] {} calls not compared (COMPAT)",
+                self.label, self.skipped
+            );
+        }
+        all.extend(self.mismatches);
+        self.compared
+    }
+}
+
+/// Fixture A plus the files the cases need: CRLF, many lines, code, PEM, an empty
+/// directory, a second docs file.
+fn build_root(env: &Env) -> PathBuf {
+    let root = env.root_dir("diff", "kb");
+    fixture_a(&root, SALT, "");
+    write(
+        &root,
+        "docs/crlf.txt",
+        "first Taylor line\r\nsecond line\r\nthird policy line\r\n",
+    );
+    let mut long = String::new();
+    for i in 1..=40 {
+        let _ = writeln!(
+            long,
+            "Line {i}: Jordan Vale reviewed the policy for Client Alpha."
+        );
+    }
+    write(&root, "docs/long.md", long);
+    write(
+        &root,
+        "src/app.py",
+        "import os\n\n# Owner: Taylor Reed\nDB_PASSWORD = \"hunter2boogaloo\"\n\ndef main():\n    print(\"policy line\")\n",
+    );
+    write(
+        &root,
+        "docs/pem.md",
+        "-----BEGIN PRIVATE KEY-----\nabc123\n-----END PRIVATE KEY-----\ntarget line\n",
+    );
+    write(
+        &root,
+        "notes/meeting.md",
+        "# Meeting\n\nAttendees: Avery, Kim, Al\nRiverton Partners asked about line two.\nNext Steps\n",
+    );
+    std::fs::create_dir_all(root.join("empty")).unwrap();
+
+    // Text shapes: Unicode, other line breaks, BOM, Latin-1, NUL, no final newline.
+    write(
+        &root,
+        "text/unicode.md",
+        "Straße und STRASSE bei Ágnes Kovács.\nTaylor Reed trifft İstanbul 🎉 heute.\nΣίσυφος ŉ ǰ ﬁle\n",
+    );
+    write(&root, "text/cr-only.txt", "one\rtwo Taylor\rthree\r");
+    write(
+        &root,
+        "text/breaks.txt",
+        "a\x0cb\u{2028}c Jordan\u{85}d\x1ce\n",
+    );
+    write(
+        &root,
+        "text/bom.md",
+        "\u{feff}BOM first line\nJordan Vale second\n",
+    );
+    write(
+        &root,
+        "text/latin1.txt",
+        b"caf\xe9 with Taylor Reed\nna\xefve line\n",
+    );
+    write(&root, "text/nul.txt", b"looks like text\x00but is not\n");
+    write(
+        &root,
+        "text/no-newline.txt",
+        "last line without newline Jordan",
+    );
+    write(&root, "text/empty.txt", "");
+    write(&root, "text/blank-lines.txt", "\n\n\n");
+    write(
+        &root,
+        "text/many.txt",
+        (1..=250)
+            .map(|i| format!("match row {i}\n"))
+            .collect::<String>(),
+    );
+
+    // Ordering: directories first, then files, each by casefolded name.
+    for rel in [
+        "order/B.md",
+        "order/a.md",
+        "order/_x.md",
+        "order/Zeta/z.md",
+        "order/alpha/A.md",
+        "order/10.md",
+        "order/9.md",
+    ] {
+        write(&root, rel, "order file\n");
+    }
+    // Served dotfiles and excluded directories and globs.
+    write(&root, ".github/workflows/ci.yml", "name: ci\n");
+    write(&root, ".gitignore", "ignored.log\n");
+    write(
+        &root,
+        "ignored.log",
+        "ignored by git, served by the reference\n",
+    );
+    write(&root, "node_modules/pkg/index.js", "module.exports = 1;\n");
+    write(&root, ".git/config", "[core]\n");
+    write(&root, "__pycache__/x.pyc", "cache\n");
+    write(&root, "img/logo.png", b"\x89PNG\r\n");
+    write(&root, "img/pack.zip", b"PK\x03\x04");
+    write(&root, "img/notes.txt", "image notes\n");
+    write(&root, "img/report.docx", b"PK\x03\x04docx");
+    write(&root, "img/old.doc", "legacy\n");
+    write(&root, "node_modules/pkg/blob.dat", b"\x00\x01\x02");
+    write(&root, "secrets/server.key", b"\x00binary key");
+    // Symlinks (audit FAIL, skipped by walks).
+    let outside = env.dir.path().join("outside.md");
+    std::fs::write(&outside, "outside secret\n").unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("docs/link.md")).unwrap();
+    std::os::unix::fs::symlink("nowhere.md", root.join("docs/broken.md")).unwrap();
+    root
+}
+
+fn fixture_a_cases(p: &mut Pair) {
+    let docs = path_id(SALT, "docs");
+    let notes = path_id(SALT, NOTES);
+
+    // tree
+    p.check("redctx_tree", json!({}));
+    p.check("redctx_tree", json!({"max_depth": 0}));
+    p.check("redctx_tree", json!({"max_depth": 1}));
+    p.check("redctx_tree", json!({"path": "docs"}));
+    p.check("redctx_tree", json!({"path": docs}));
+    p.check("redctx_tree", json!({"path": NOTES}));
+    p.check("redctx_tree", json!({"path": "empty"}));
+
+    // list
+    p.check("redctx_list", json!({}));
+    p.check("redctx_list", json!({"path": "context"}));
+    p.check("redctx_list", json!({"recursive": true}));
+    p.check("redctx_list", json!({"recursive": true, "max_depth": 1}));
+    p.check(
+        "redctx_list",
+        json!({"path": "docs", "recursive": true, "max_depth": 0}),
+    );
+    p.check("redctx_list", json!({"path": docs, "recursive": true}));
+    p.check("redctx_list", json!({"path": NOTES}));
+    p.check("redctx_list", json!({"path": "empty"}));
+    p.check("redctx_list", json!({"path": "docs", "max_depth": 0}));
+
+    // read
+    p.check("redctx_read", json!({"path": NOTES}));
+    p.check("redctx_read", json!({"path": notes}));
+    p.check("redctx_read", json!({"path": &notes[1..]}));
+    p.check(
+        "redctx_read",
+        json!({"path": NOTES, "start_line": 2, "end_line": 4}),
+    );
+    p.check("redctx_read", json!({"path": NOTES, "line_numbers": true}));
+    p.check(
+        "redctx_read",
+        json!({"path": NOTES, "start_line": 3, "line_numbers": true, "max_chars": 50}),
+    );
+    for max in [1, 10, 40, 41, 60, 130, 500] {
+        p.check("redctx_read", json!({"path": NOTES, "max_chars": max}));
+    }
+    p.check("redctx_read", json!({"path": "docs/crlf.txt"}));
+    p.check(
+        "redctx_read",
+        json!({"path": "docs/crlf.txt", "line_numbers": true}),
+    );
+    p.check(
+        "redctx_read",
+        json!({"path": "docs/long.md", "start_line": 30}),
+    );
+    p.check(
+        "redctx_read",
+        json!({"path": "docs/long.md", "start_line": 5, "end_line": 99, "line_numbers": true}),
+    );
+    p.check(
+        "redctx_read",
+        json!({"path": "docs/pem.md", "start_line": 2, "end_line": 2}),
+    );
+    p.check("redctx_read", json!({"path": "src/app.py"}));
+    p.check("redctx_read", json!({"path": "notes/meeting.md"}));
+    p.check(
+        "redctx_read",
+        json!({"path": "docs/readme.txt", "end_line": 99}),
+    );
+
+    // search
+    p.check("redctx_search", json!({"query": "policy"}));
+    p.check(
+        "redctx_search",
+        json!({"query": "Policy", "ignore_case": false}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "policy", "ignore_case": false}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": r"\bline\s+\w+", "regex": true}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "^Line 1[0-9]:", "regex": true, "ignore_case": false}),
+    );
+    p.check("redctx_search", json!({"query": "met", "context": 2}));
+    let raw_hits = Norm::SearchRawHitsRedactedAway;
+    p.check_norm(
+        "redctx_search",
+        json!({"query": "Line 2", "context": 1, "paths": ["docs/long.md"]}),
+        raw_hits,
+    );
+    p.check("redctx_search", json!({"query": "line", "glob": ["*.txt"]}));
+    p.check_norm(
+        "redctx_search",
+        json!({"query": "line", "glob": ["docs/*"], "paths": ["docs"]}),
+        raw_hits,
+    );
+    p.check_norm(
+        "redctx_search",
+        json!({"query": "line", "paths": [docs, NOTES]}),
+        raw_hits,
+    );
+    p.check("redctx_search", json!({"query": "line", "max_results": 3}));
+    p.check("redctx_search", json!({"query": "nothing matches this"}));
+    p.check("redctx_search", json!({"query": "person"}));
+    p.check("redctx_search", json!({"query": "ERSO"}));
+    p.check_norm("redctx_search", json!({"query": "Meridian"}), raw_hits);
+    p.check("redctx_search", json!({"query": "target"}));
+    p.check(
+        "redctx_search",
+        json!({"query": "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327"}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "b6e03a41f7e5c4a5d77d8f67fcef2327"}),
+    );
+
+    // retrieve (on Fixture A)
+    p.check("redctx_retrieve", json!({"query": "policy controls"}));
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "Jordan reviewed policy", "max_results": 3}),
+    );
+    p.check("redctx_retrieve", json!({"query": "zebra"}));
+
+    // stat
+    for path in [
+        ".",
+        "docs",
+        NOTES,
+        "docs/blob.bin",
+        "docs/crlf.txt",
+        "empty",
+    ] {
+        p.check("redctx_stat", json!({"path": path}));
+    }
+    p.check("redctx_stat", json!({"path": notes}));
+
+    // bundle
+    p.check("redctx_bundle", json!({}));
+    p.check("redctx_bundle", json!({"paths": ["docs"]}));
+    p.check("redctx_bundle", json!({"glob": ["*.md"]}));
+    p.check("redctx_bundle", json!({"max_files": 1}));
+    p.check("redctx_bundle", json!({"max_chars_per_file": 20}));
+    p.check("redctx_bundle", json!({"max_total_chars": 100}));
+    p.check(
+        "redctx_bundle",
+        json!({"paths": [NOTES, "docs/readme.txt"]}),
+    );
+
+    // doctor, audit, refresh_index
+    p.check_norm("redctx_doctor", json!({}), Norm::DoctorExtraLines);
+    p.check("redctx_audit", json!({}));
+    p.check("redctx_audit", json!({"format": "json"}));
+    p.check("redctx_refresh_index", json!({}));
+
+    // Text shapes.
+    for rel in [
+        "text/unicode.md",
+        "text/cr-only.txt",
+        "text/breaks.txt",
+        "text/bom.md",
+        "text/latin1.txt",
+        "text/nul.txt",
+        "text/no-newline.txt",
+        "text/empty.txt",
+        "text/blank-lines.txt",
+    ] {
+        p.check("redctx_read", json!({"path": rel}));
+        p.check(
+            "redctx_read",
+            json!({"path": rel, "line_numbers": true, "start_line": 2}),
+        );
+        p.check("redctx_stat", json!({"path": rel}));
+    }
+    for max in [5, 6, 7, 30, 31] {
+        p.check(
+            "redctx_read",
+            json!({"path": "text/unicode.md", "max_chars": max}),
+        );
+    }
+    p.check("redctx_search", json!({"query": "strasse"}));
+    p.check_norm(
+        "redctx_search",
+        json!({"query": "STRASSE", "ignore_case": false}),
+        raw_hits,
+    );
+    p.check("redctx_search", json!({"query": "straße"}));
+    p.check("redctx_search", json!({"query": "ﬁle"}));
+    p.check("redctx_search", json!({"query": "istanbul"}));
+    p.check("redctx_search", json!({"query": "two"}));
+    p.check(
+        "redctx_search",
+        json!({"query": "c", "paths": ["text/breaks.txt"], "context": 1}),
+    );
+    p.check("redctx_search", json!({"query": "line", "paths": ["text"]}));
+    p.check(
+        "redctx_search",
+        json!({"query": "caf", "paths": ["text/latin1.txt"]}),
+    );
+    p.check("redctx_search", json!({"query": "looks"}));
+    p.check(
+        "redctx_search",
+        json!({"query": "match row", "max_results": 200}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "match row 25", "max_results": 11}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "match row 1", "max_results": 111}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "row 1", "context": 3, "max_results": 40}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": r"row \d*0$", "regex": true, "context": 2}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "row", "paths": ["text/many.txt", "text", "text/many.txt"], "max_results": 5}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "file", "glob": ["order/*"]}),
+    );
+    p.check(
+        "redctx_search",
+        json!({"query": "file", "glob": ["*.md", "order/?.md"]}),
+    );
+    p.check("redctx_bundle", json!({"paths": ["text"]}));
+    p.check(
+        "redctx_bundle",
+        json!({"paths": ["text", "img"], "max_chars_per_file": 12}),
+    );
+    p.check("redctx_retrieve", json!({"query": "Straße heute"}));
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "match row", "max_results": 50, "max_chars": 3000}),
+    );
+
+    // Ordering, dotfiles, exclusions, symlinks.
+    p.check("redctx_tree", json!({"path": "order"}));
+    p.check("redctx_list", json!({"path": "order", "recursive": true}));
+    p.check("redctx_tree", json!({"max_depth": 9}));
+    p.check("redctx_list", json!({"path": "img"}));
+    p.check("redctx_list", json!({"path": ".github", "recursive": true}));
+    p.check("redctx_read", json!({"path": "ignored.log"}));
+    p.check("redctx_read", json!({"path": ".gitignore"}));
+    // Kind checks (not a file, legacy, document, non-text) against exclusion.
+    for rel in [
+        "img/logo.png",
+        "img/report.docx",
+        "img/old.doc",
+        "node_modules/pkg/blob.dat",
+        "secrets/server.key",
+        "personal",
+        "node_modules",
+    ] {
+        p.check("redctx_read", json!({"path": rel}));
+        p.check("redctx_stat", json!({"path": rel}));
+        p.check("redctx_list", json!({"path": rel}));
+    }
+    p.check("redctx_stat", json!({"path": "img/logo.png"}));
+    p.check("redctx_read", json!({"path": "node_modules/pkg/index.js"}));
+    p.check("redctx_list", json!({"path": ".git"}));
+    p.check("redctx_read", json!({"path": "docs/link.md"}));
+    p.check("redctx_stat", json!({"path": "docs/broken.md"}));
+    p.check("redctx_search", json!({"query": "outside"}));
+    p.check("redctx_audit", json!({}));
+    p.check("redctx_refresh_index", json!({}));
+
+    // Errors.
+    for (tool, args) in [
+        ("redctx_read", json!({"path": "personal/secret.md"})),
+        (
+            "redctx_read",
+            json!({"path": ".agent-context-redactor.toml"}),
+        ),
+        ("redctx_list", json!({"path": "personal"})),
+        (
+            "redctx_search",
+            json!({"query": "secret", "paths": ["personal"]}),
+        ),
+        ("redctx_bundle", json!({"paths": ["personal/secret.md"]})),
+        ("redctx_read", json!({"path": "../outside.txt"})),
+        ("redctx_read", json!({"path": "/etc/passwd"})),
+        ("redctx_list", json!({"path": "../"})),
+        ("redctx_read", json!({"path": "@p_000000000000"})),
+        ("redctx_stat", json!({"path": "p_000000000000"})),
+        ("redctx_read", json!({"path": NOTES, "start_line": 50})),
+        (
+            "redctx_read",
+            json!({"path": NOTES, "start_line": 4, "end_line": 2}),
+        ),
+        ("redctx_read", json!({"path": "docs/blob.bin"})),
+        ("redctx_read", json!({"path": "docs"})),
+        ("redctx_read", json!({"path": "docs/missing.md"})),
+        ("redctx_stat", json!({"path": "docs/missing.md"})),
+        ("redctx_search", json!({"query": "(", "regex": true})),
+        (
+            "redctx_search",
+            json!({"query": "x", "paths": ["docs/missing.md"]}),
+        ),
+        ("redctx_read", json!({"path": NOTES, "max_chars": 0})),
+        ("redctx_read", json!({"path": NOTES, "bogus": 1})),
+        ("redctx_search", json!({"query": "x", "context": -1})),
+        ("redctx_search", json!({"query": "x", "paths": [123]})),
+        ("redctx_stat", json!({})),
+        ("redctx_audit", json!({"format": "xml"})),
+        ("redctx_list", json!({"recursive": "yes"})),
+        (
+            "redctx_retrieve",
+            json!({"query": "policy", "max_results": 51}),
+        ),
+        (
+            "redctx_retrieve",
+            json!({"query": "policy", "max_chars": 100}),
+        ),
+        ("redctx_retrieve", json!({"query": "the of and"})),
+        ("redctx_retrieve", json!({"query": "x".repeat(2001)})),
+    ] {
+        p.check(tool, args);
+    }
+}
+
+impl Pair {
+    /// `resources/list` (every page) and `resources/read` of every listed resource,
+    /// whole results compared.
+    fn check_resources(&mut self) {
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let want = self.reference.request("resources/list", params.clone());
+            let have = self.ours.request("resources/list", params.clone());
+            self.compare_whole("resources/list", &params, &want["result"], &have["result"]);
+            for r in want["result"]["resources"].as_array().into_iter().flatten() {
+                let params = json!({"uri": r["uri"]});
+                let want = self.reference.request("resources/read", params.clone());
+                let have = self.ours.request("resources/read", params.clone());
+                self.compare_whole("resources/read", &params, &want, &have);
+            }
+            match want["result"]["nextCursor"].as_str() {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        for uri in [
+            "redctx://p_deadbeefdead",
+            "redctx://nope",
+            "file:///etc/passwd",
+        ] {
+            let params = json!({"uri": uri});
+            let want = self.reference.request("resources/read", params.clone());
+            let have = self.ours.request("resources/read", params.clone());
+            self.compare_whole("resources/read", &params, &want["error"], &have["error"]);
+        }
+    }
+
+    /// `tools/list` without descriptions (ours are our own words by design; COMPAT:
+    /// tool descriptions) and without the tools we do not serve (COMPAT: no GitHub
+    /// source), compared whole otherwise: names, order, titles, schemas, annotations.
+    fn check_tools_list(&mut self) {
+        fn strip(v: &mut Value) {
+            match v {
+                Value::Object(m) => {
+                    m.remove("description");
+                    m.values_mut().for_each(strip);
+                }
+                Value::Array(a) => a.iter_mut().for_each(strip),
+                _ => {}
+            }
+        }
+        let mut want = self.reference.request("tools/list", json!({}))["result"].clone();
+        let mut have = self.ours.request("tools/list", json!({}))["result"].clone();
+        want["tools"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|t| !t["name"].as_str().unwrap().starts_with("redctx_github_"));
+        strip(&mut want);
+        strip(&mut have);
+        self.compare_whole("tools/list", &json!({}), &want, &have);
+    }
+
+    fn compare_whole(&mut self, method: &str, params: &Value, want: &Value, have: &Value) {
+        self.compared += 1;
+        if want != have {
+            let w = serde_json::to_string_pretty(want).unwrap();
+            let h = serde_json::to_string_pretty(have).unwrap();
+            self.mismatches.push(format!(
+                "[{}] {method} {params}\n  result differs:\n{}",
+                self.label,
+                text_diff(&w, &h)
+            ));
+        }
+    }
+}
+
+fn limit_cases(p: &mut Pair, traversal_lowered: bool) {
+    let wall = if traversal_lowered {
+        Norm::TraversalWall
+    } else {
+        Norm::None
+    };
+    p.check_norm("redctx_read", json!({"path": "@p_bad6cf103171"}), wall);
+    p.check_norm("redctx_audit", json!({}), wall);
+    for (tool, args) in [
+        ("redctx_tree", json!({})),
+        ("redctx_tree", json!({"path": "context"})),
+        ("redctx_list", json!({})),
+        ("redctx_list", json!({"path": "context"})),
+        ("redctx_list", json!({"recursive": true})),
+        ("redctx_read", json!({"path": NOTES})),
+        ("redctx_read", json!({"path": "docs/readme.txt"})),
+        ("redctx_stat", json!({"path": NOTES})),
+        ("redctx_stat", json!({"path": "docs/long.md"})),
+        ("redctx_search", json!({"query": "policy"})),
+        (
+            "redctx_search",
+            json!({"query": "policy", "paths": ["context"]}),
+        ),
+        ("redctx_bundle", json!({})),
+        ("redctx_bundle", json!({"paths": ["docs/readme.txt"]})),
+        ("redctx_retrieve", json!({"query": "policy"})),
+        (
+            "redctx_retrieve",
+            json!({"query": "policy", "paths": ["docs/readme.txt"]}),
+        ),
+        ("redctx_refresh_index", json!({})),
+    ] {
+        p.check(tool, args);
+    }
+    let want = p.reference.request("resources/list", json!({}));
+    let have = p.ours.request("resources/list", json!({}));
+    let (w, h) = (
+        want.get("error").cloned().unwrap_or(json!("<result>")),
+        have.get("error").cloned().unwrap_or(json!("<result>")),
+    );
+    p.compare_whole("resources/list (error part)", &json!({}), &w, &h);
+}
+
+fn retrieval_cases(p: &mut Pair) {
+    let docs = path_id("golden-salt", "docs");
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "database backup recovery"}),
+    );
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "database", "paths": [docs], "glob": ["*.md"]}),
+    );
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "database", "max_results": 2, "max_chars": 400}),
+    );
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "database backup recovery", "max_chars": 256}),
+    );
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "unrelated", "max_results": 50}),
+    );
+    p.check("redctx_retrieve", json!({"query": "quokkaproject"}));
+    p.check(
+        "redctx_retrieve",
+        json!({"query": "[SENSITIVE_b31768c24f00422e1ac627a60bf3f660] database"}),
+    );
+    p.check("redctx_tree", json!({}));
+    p.check("redctx_search", json!({"query": "backup", "context": 1}));
+}
+
+#[test]
+fn mcp_tools_match_the_reference_on_fixture_a_and_the_retrieval_corpus() {
+    let Some(oracle) = oracle_mcp() else {
+        println!("SKIPPED MCP differential: REDCTX_SKIP_ORACLE=1");
+        return;
+    };
+    let env = Env::new();
+    let root = build_root(&env);
+    let mut mismatches = Vec::new();
+    let mut compared = 0;
+    for mode in ["strict", "balanced"] {
+        let mut p = Pair::start(&env, &oracle, &root, mode);
+        fixture_a_cases(&mut p);
+        p.check_resources();
+        if mode == "strict" {
+            p.check_tools_list();
+        }
+        compared += p.finish(&mut mismatches);
+    }
+
+    // Explicitly lowered limits are honoured the same way by every tool.
+    for flags in [
+        &["--max-traversal-entries", "5"][..],
+        &["--max-traversal-entries", "12"][..],
+        &[
+            "--max-raw-bytes-per-file",
+            "200",
+            "--max-total-raw-bytes",
+            "2000",
+        ][..],
+    ] {
+        let mut p = Pair::start_with(&env, &oracle, &root, "strict", flags);
+        limit_cases(&mut p, flags[0] == "--max-traversal-entries");
+        compared += p.finish(&mut mismatches);
+    }
+
+    // --include-private: default exclusions off, never-serve rules kept.
+    let mut p = Pair::start_with(&env, &oracle, &root, "strict", &["--include-private"]);
+    for (tool, args) in [
+        ("redctx_tree", json!({"max_depth": 9})),
+        ("redctx_list", json!({"recursive": true})),
+        ("redctx_read", json!({"path": "personal/secret.md"})),
+        ("redctx_read", json!({"path": "node_modules/pkg/index.js"})),
+        ("redctx_read", json!({"path": ".git/config"})),
+        ("redctx_read", json!({"path": "secrets/server.key"})),
+        (
+            "redctx_read",
+            json!({"path": ".agent-context-redactor.toml"}),
+        ),
+        ("redctx_read", json!({"path": "img/logo.png"})),
+        ("redctx_stat", json!({"path": "img/pack.zip"})),
+        ("redctx_search", json!({"query": "secret"})),
+        (
+            "redctx_bundle",
+            json!({"paths": ["personal", "node_modules"]}),
+        ),
+        ("redctx_doctor", json!({})),
+    ] {
+        let norm = if tool == "redctx_doctor" {
+            Norm::DoctorExtraLines
+        } else {
+            Norm::None
+        };
+        p.check_norm(tool, args, norm);
+    }
+    compared += p.finish(&mut mismatches);
+
+    // Retrieval corpus of spec 7.2/17: balanced, salt golden-salt, term quokkaproject.
+    let corpus = env.root_dir("retrieval", "kb");
+    fixtures::retrieval_corpus(&corpus, "");
+    let mut p = Pair::start(&env, &oracle, &corpus, "balanced");
+    // The golden itself, before comparing (both must produce it).
+    let golden = got(&p.ours.call(
+        "redctx_retrieve",
+        json!({"query": "database backup recovery"}),
+    ));
+    let golden_ok = golden.text == fixtures::RETRIEVAL_GOLDEN;
+    retrieval_cases(&mut p);
+    compared += p.finish(&mut mismatches);
+
+    println!("compared {compared} calls, {} mismatches", mismatches.len());
+    let mut report = String::new();
+    if !golden_ok {
+        let _ = writeln!(
+            report,
+            "retrieval golden of spec 17 differs:\n{}",
+            text_diff(fixtures::RETRIEVAL_GOLDEN, &golden.text)
+        );
+    }
+    for m in &mismatches {
+        report.push_str(m);
+        report.push('\n');
+    }
+    assert!(
+        report.is_empty(),
+        "{} of {compared} calls differ from the reference:\n\n{report}",
+        mismatches.len()
+    );
+}
