@@ -1,4 +1,6 @@
-//! Command line of `redctx`: `redctx mcp` and `redctx daemon start|stop|restart|status`.
+//! Command line of `redctx`: `redctx mcp`, `redctx daemon start|stop|restart|status|install|logs`,
+//! the reference's file commands (`ls`, `cat`, `grep`, …; see [`files`]), `redctx status`
+//! and `redctx roots` (see [`status`]).
 //!
 //! Exit codes: 0 success, 1 failure (one line on stderr saying what failed and what to
 //! do), 2 usage error (from clap).
@@ -12,10 +14,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod files;
+mod service;
+mod status;
+
 /// redctx: let AI agents read a private codebase without seeing its secrets.
 #[derive(Parser, Debug)]
 #[command(name = "redctx", version, about, long_about = None)]
 pub struct Cli {
+    #[command(flatten)]
+    globals: files::Globals,
     #[command(subcommand)]
     command: Command,
 }
@@ -31,6 +39,18 @@ enum Command {
     Daemon {
         #[command(subcommand)]
         action: DaemonAction,
+    },
+    #[command(flatten)]
+    File(files::FileCommand),
+    /// Show what the daemon serves: per root, files seen / indexed / pending, bytes, cache
+    /// size, policy and watcher state. With --root it also starts serving that root.
+    #[command(after_help = "Examples:\n  redctx status\n  redctx status --root ~/src/app --wait")]
+    Status(status::StatusArgs),
+    /// List the roots the daemon serves (path, state, files), or forget one.
+    #[command(after_help = "Examples:\n  redctx roots\n  redctx roots forget ~/src/old-project")]
+    Roots {
+        #[command(subcommand)]
+        action: Option<status::RootsAction>,
     },
 }
 
@@ -76,14 +96,50 @@ enum DaemonAction {
     Restart,
     /// Show the daemon's version, pid, uptime and served roots.
     Status,
+    /// Write a systemd user unit that starts the daemon at login, and say how to enable it.
+    #[command(
+        after_help = "Examples:\n  redctx daemon install\n  redctx daemon install --print > redctxd.service"
+    )]
+    Install(service::InstallArgs),
+    /// Print the end of the daemon's log.
+    #[command(after_help = "Examples:\n  redctx daemon logs -n 20\n  redctx daemon logs -f")]
+    Logs(service::LogsArgs),
 }
 
 /// Entry point of the `redctx` binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.globals.is_set() && matches!(cli.command, Command::Mcp(_) | Command::Daemon { .. }) {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "options before `mcp` or `daemon` are not used by them; give `mcp` its options after it, e.g. `redctx mcp --root DIR`",
+            )
+            .exit();
+    }
     match cli.command {
         Command::Mcp(args) => run_mcp(args),
         Command::Daemon { action } => run_daemon(action),
+        Command::File(cmd) => files::run(&cli.globals, &cmd),
+        Command::Status(args) => status::status(&cli.globals, &args),
+        Command::Roots { action } => status::roots(action.as_ref()),
+    }
+}
+
+fn endpoint_and_runtime() -> Result<(Endpoint, tokio::runtime::Runtime), ExitCode> {
+    let ep = Endpoint::from_env().map_err(fail)?;
+    let rt = runtime().map_err(fail)?;
+    Ok((ep, rt))
+}
+
+fn absolute(p: &std::path::Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
     }
 }
 
@@ -115,6 +171,7 @@ fn root_spec(args: &McpArgs) -> Result<RootSpec, String> {
         mode: args.mode.clone(),
         include_private: args.include_private,
         gitignore: !args.no_gitignore,
+        detector_profile: None,
         limits: RootLimits {
             max_raw_bytes_per_file: args.max_raw_bytes_per_file,
             max_total_raw_bytes: args.max_total_raw_bytes,
@@ -181,6 +238,8 @@ fn run_daemon(action: DaemonAction) -> ExitCode {
                 c => c,
             },
             DaemonAction::Status => status(&ep).await,
+            DaemonAction::Install(args) => service::install(&args),
+            DaemonAction::Logs(args) => service::logs(&args, &ep).await,
         }
     })
 }

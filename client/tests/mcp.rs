@@ -583,8 +583,9 @@ fn daemon_start_status_stop() {
     assert_eq!(code, 0);
     assert!(
         out.contains(&format!(
-            "version: {} (protocol 1)",
-            env!("CARGO_PKG_VERSION")
+            "version: {} (protocol {})",
+            env!("CARGO_PKG_VERSION"),
+            redctx_proto::PROTOCOL_VERSION
         )),
         "{out}"
     );

@@ -37,10 +37,44 @@ struct RootKey {
     mode: Option<String>,
     include_private: bool,
     gitignore: bool,
+    detector_profile: Option<String>,
     limits: [Option<u64>; 4],
 }
 
 impl RootKey {
+    /// The options that differ from the defaults, for `redctx status` and `redctx roots`
+    /// (shown to the local user only).
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(m) = &self.mode {
+            parts.push(format!("mode {m}"));
+        }
+        if let Some(p) = &self.detector_profile {
+            parts.push(format!("detector profile {p}"));
+        }
+        if let Some(c) = &self.config {
+            parts.push(format!("config {}", c.display()));
+        }
+        if self.include_private {
+            parts.push("include-private".to_owned());
+        }
+        if !self.gitignore {
+            parts.push("no-gitignore".to_owned());
+        }
+        let names = [
+            "max-raw-bytes-per-file",
+            "max-total-raw-bytes",
+            "max-entries",
+            "max-resource-bytes",
+        ];
+        for (name, value) in names.iter().zip(self.limits) {
+            if let Some(v) = value {
+                parts.push(format!("{name} {v}"));
+            }
+        }
+        parts.join(", ")
+    }
+
     fn of(spec: &RootSpec) -> RootKey {
         let l = &spec.limits;
         RootKey {
@@ -49,6 +83,7 @@ impl RootKey {
             mode: spec.mode.clone(),
             include_private: spec.include_private,
             gitignore: spec.gitignore,
+            detector_profile: spec.detector_profile.clone(),
             limits: [
                 l.max_raw_bytes_per_file,
                 l.max_total_raw_bytes,
@@ -119,17 +154,16 @@ impl Service {
             None => None,
             Some(m) => Some(Mode::parse(m).ok_or("mode must be strict, balanced or code.")?),
         };
-        let source = PolicySource::new(
-            &spec.path,
-            spec.config.as_deref(),
-            mode,
-            self.env.clone(),
-            &[],
-        )
-        .map_err(|e| match e {
-            ConfigError::RootNotDirectory => "Root must be an existing directory.",
-            other => other.blocked_message(),
-        })?;
+        let mut env = self.env.clone();
+        // The CLI's --detector-profile wins over the config and the environment (spec 11).
+        if let Some(profile) = &spec.detector_profile {
+            env.detector_profile = Some(profile.clone());
+        }
+        let source = PolicySource::new(&spec.path, spec.config.as_deref(), mode, env, &[])
+            .map_err(|e| match e {
+                ConfigError::RootNotDirectory => "Root must be an existing directory.",
+                other => other.blocked_message(),
+            })?;
         let defaults = Limits::default();
         let l = &spec.limits;
         let limits = Limits {
@@ -676,23 +710,33 @@ impl Backend for Service {
     fn roots(&self) -> Vec<RootInfo> {
         let roots = self.roots.lock().expect("roots lock");
         roots
-            .values()
-            .map(|h| {
+            .iter()
+            .map(|(key, h)| {
                 let snap = h.snapshot.lock().expect("snapshot lock");
-                let (state, files) = match &*snap {
+                let options = Some(key.describe());
+                match &*snap {
                     Snapshot::Ready { root, .. } => {
                         let p = root.progress();
-                        (
-                            if p.finished { "ready" } else { "indexing" }.to_owned(),
-                            p.files_seen,
-                        )
+                        RootInfo {
+                            path: h.source.root().to_path_buf(),
+                            state: if p.finished { "ready" } else { "indexing" }.to_owned(),
+                            files: p.files_seen,
+                            files_seen: Some(p.files_seen),
+                            files_indexed: Some(p.files_indexed),
+                            files_pending: Some(p.files_pending),
+                            bytes: Some(p.bytes_indexed),
+                            policy: Some("ok".to_owned()),
+                            options,
+                            ..RootInfo::default()
+                        }
                     }
-                    Snapshot::Blocked { .. } => ("blocked".to_owned(), 0),
-                };
-                RootInfo {
-                    path: h.source.root().to_path_buf(),
-                    state,
-                    files,
+                    Snapshot::Blocked { message, .. } => RootInfo {
+                        path: h.source.root().to_path_buf(),
+                        state: "blocked".to_owned(),
+                        policy: Some(format!("blocked ({message})")),
+                        options,
+                        ..RootInfo::default()
+                    },
                 }
             })
             .collect()

@@ -156,7 +156,7 @@ async fn a_client_of_another_version_is_told_so_and_disconnected() {
         matches!(
             reply,
             HelloReply::Mismatch {
-                protocol_version: 1,
+                protocol_version: redctx_proto::PROTOCOL_VERSION,
                 ..
             }
         ),

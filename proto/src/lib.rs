@@ -41,7 +41,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -83,6 +83,8 @@ pub enum HelloReply {
 
 /// A client frame after the handshake.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+// One message lives per frame and moment; boxing the request would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum ClientMessage {
     /// Run `request`; the daemon answers with a [`ServerMessage`] carrying the same `id`.
     /// Ids are chosen by the client and must be unique among its in-flight requests.
@@ -113,6 +115,9 @@ pub struct RootSpec {
     pub include_private: bool,
     /// Honour `.gitignore` files (the default; `--no-gitignore` turns it off).
     pub gitignore: bool,
+    /// `default` or `extended` (the CLI's `--detector-profile`); `None` = the config's,
+    /// else `REDACTED_CONTEXT_DETECTOR_PROFILE`, else `default`.
+    pub detector_profile: Option<String>,
     /// Operator limits; `None` fields take the daemon's defaults.
     pub limits: RootLimits,
 }
@@ -245,10 +250,36 @@ pub struct StatusInfo {
 pub struct RootInfo {
     /// Absolute root path. Shown to the local user only, never to an MCP client.
     pub path: PathBuf,
-    /// Short state word, e.g. `ready`, `indexing`, `blocked`.
+    /// Short state word: `ready` once background indexing has completed a pass (what
+    /// `redctx status --wait` waits for), `blocked` while the policy cannot be loaded, any
+    /// other word (e.g. `indexing`) while work is in progress.
     pub state: String,
     /// Files currently known in the root's index.
     pub files: u64,
+    // The fields below are optional so a daemon can add them one by one; a client prints
+    // `unknown` for `None`.
+    /// Files the current indexing pass will look at.
+    pub files_seen: Option<u64>,
+    /// Files whose redacted content is cached (read now or reused from before).
+    pub files_indexed: Option<u64>,
+    /// Files the current pass has not looked at yet.
+    pub files_pending: Option<u64>,
+    /// Raw bytes of the indexed files.
+    pub bytes: Option<u64>,
+    /// Size on disk of the root's content cache.
+    pub cache_bytes: Option<u64>,
+    /// `ok`, or `blocked (<fixed reason>)` while the policy cannot be loaded.
+    pub policy: Option<String>,
+    /// Filesystem watches this root uses.
+    pub watches_used: Option<u64>,
+    /// The system's watch limit (e.g. `fs.inotify.max_user_watches`).
+    pub watch_limit: Option<u64>,
+    /// Full rescans done because watch events were lost or the limit was hit.
+    pub rescans: Option<u64>,
+    /// The serve options that differ from the defaults, e.g. `mode balanced,
+    /// include-private`: one path served under two option sets is two roots. Empty (or
+    /// `None`) = the defaults.
+    pub options: Option<String>,
 }
 
 /// A failed request: what kind (so the client picks a JSON-RPC code) and a fixed message.
@@ -367,6 +398,7 @@ mod tests {
             mode: Some("strict".into()),
             include_private: false,
             gitignore: true,
+            detector_profile: Some("extended".into()),
             limits: RootLimits {
                 max_traversal_entries: Some(10),
                 ..Default::default()

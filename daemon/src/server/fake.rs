@@ -180,6 +180,7 @@ impl Backend for FakeBackend {
                 path: p.clone(),
                 state: "ready".into(),
                 files: RESOURCE_COUNT as u64,
+                ..Default::default()
             })
             .collect()
     }
