@@ -26,11 +26,15 @@ pub struct Markers {
 impl Markers {
     /// Picks the first marker block that does not occur in `source`.
     pub fn new(source: &str) -> Result<Markers, EngineError> {
-        let mut used: Vec<u32> = source
-            .chars()
-            .map(u32::from)
-            .filter(|c| (PUA_MIN..=PUA_MAX).contains(c))
-            .collect();
+        let mut used: Vec<u32> = if source.is_ascii() {
+            Vec::new()
+        } else {
+            source
+                .chars()
+                .map(u32::from)
+                .filter(|c| (PUA_MIN..=PUA_MAX).contains(c))
+                .collect()
+        };
         used.sort_unstable();
         used.dedup();
         let mut start = PUA_MIN;

@@ -9,7 +9,7 @@ use super::patterns::{
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
-use super::pyre::{Finder, Guard, PyPattern, needs_shadow, shadow, substitute};
+use super::pyre::{Finder, Guard, PyPattern, shadow, substitute};
 use super::text::is_py_space;
 use super::wordlists::{
     COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
@@ -120,10 +120,9 @@ impl Call<'_> {
 fn apply<F: Finder + ?Sized>(
     text: String,
     finder: &F,
-    shadowed: bool,
     replace: impl FnMut(&str) -> String,
 ) -> String {
-    substitute(finder, &text, shadowed, replace).unwrap_or(text)
+    substitute(finder, &text, replace).unwrap_or(text)
 }
 
 /// Python `re.escape(token)` length: which characters it escapes decides the order of
@@ -324,7 +323,6 @@ impl Engine {
         // imprecise stages (generic assignments, cards without Luhn, IPv4 without
         // parsing, phones on dates, every URL and domain).
         let precise = self.policy.mode == Mode::Code && self.detector.is_some();
-        let shadowed = needs_shadow(text);
         let mut call = Call {
             engine: self,
             markers: Markers::new(text)?,
@@ -338,45 +336,37 @@ impl Engine {
         } else {
             text.to_owned()
         };
-        t = apply(t, placeholders, shadowed, |m| call.protect(m));
+        t = apply(t, placeholders, |m| call.protect(m));
         let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
         for stage in stages {
-            t = apply(t, &stage.finder, shadowed, |m| {
-                call.redact(stage.category, m)
-            });
+            t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
         }
         if precise {
-            t = apply(t, &*PRIVATE_HOSTS, shadowed, |m| {
-                call.redact(Category::URL, m)
-            });
+            t = apply(t, &*PRIVATE_HOSTS, |m| call.redact(Category::URL, m));
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
             for stage in EXTENDED_STAGES.iter() {
-                t = apply(t, &stage.finder, shadowed, |m| {
-                    call.redact(stage.category, m)
-                });
+                t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
             }
         }
         for (category, pattern) in &self.terms {
-            t = apply(t, pattern, shadowed, |m| call.redact(*category, m));
+            t = apply(t, pattern, |m| call.redact(*category, m));
         }
         if let Some(allow) = &self.allow {
-            t = apply(t, allow, shadowed, |m| call.protect(m));
+            t = apply(t, allow, |m| call.protect(m));
         }
         if heuristics {
-            t = apply(t, &*ORG_SUFFIX, shadowed, |m| call.redact(Category::ORG, m));
+            t = apply(t, &*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
             t = by_heading(&t, |piece, heading| {
-                substitute(&ProperNames, piece, shadowed, |m| {
+                substitute(&ProperNames, piece, |m| {
                     self.proper_name(m, heading, &mut call)
                 })
                 .unwrap_or_else(|| piece.to_owned())
             });
-            t = identity_lines(&t, shadowed, &mut call);
-            t = apply(t, &*SPEAKER_LABEL, shadowed, |m| {
-                call.redact(Category::PERSON, m)
-            });
+            t = identity_lines(&t, &mut call);
+            t = apply(t, &*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
             if self.policy.mode == Mode::Strict {
-                t = apply(t, &*ACRONYM, shadowed, |m| {
+                t = apply(t, &*ACRONYM, |m| {
                     if self.allow_lookup.contains(&placeholder::casefold(m)) {
                         m.to_owned()
                     } else {
@@ -384,7 +374,7 @@ impl Engine {
                     }
                 });
                 t = by_heading(&t, |piece, heading| {
-                    substitute(&*TITLECASE, piece, shadowed, |m| {
+                    substitute(&*TITLECASE, piece, |m| {
                         let lookup = if heading {
                             &self.heading_lookup
                         } else {
@@ -406,7 +396,7 @@ impl Engine {
             // Strict and balanced keep the reference's baseline and only add: every
             // occurrence of a value the detectors nominated that the baseline left.
             if let Some((pattern, categories)) = self.nominated(text, &findings) {
-                t = apply(t, &pattern, shadowed, |m| {
+                t = apply(t, &pattern, |m| {
                     let key = placeholder::casefold(&collapse_space(m));
                     let category = categories.get(&key).copied();
                     call.redact(category.unwrap_or(Category::SENSITIVE), m)
@@ -503,7 +493,7 @@ impl Engine {
         let (placeholders, tokens) = &*PATH_TOKENS;
         let text = std::mem::take(&mut redacted.text);
         let shadow_text;
-        let hay = if needs_shadow(&text) {
+        let hay = if !text.is_ascii() {
             shadow_text = shadow(&text);
             shadow_text.as_str()
         } else {
@@ -556,9 +546,9 @@ impl Engine {
 
 /// Identity lines (`Attendees: Avery, Kim`): the label is protected, every name-like
 /// word of the value becomes a PERSON.
-fn identity_lines(text: &str, shadowed: bool, call: &mut Call<'_>) -> String {
+fn identity_lines(text: &str, call: &mut Call<'_>) -> String {
     let shadow_text;
-    let hay = if shadowed {
+    let hay = if !text.is_ascii() {
         shadow_text = shadow(text);
         shadow_text.as_str()
     } else {
@@ -572,10 +562,8 @@ fn identity_lines(text: &str, shadowed: bool, call: &mut Call<'_>) -> String {
         out.push_str(&text[last..whole.start]);
         let label = call.protect(&text[span(1)]);
         let value = &text[span(4)];
-        let names = substitute(&*IDENTITY_NAME, value, shadowed, |m| {
-            call.redact(Category::PERSON, m)
-        })
-        .unwrap_or_else(|| value.to_owned());
+        let names = substitute(&*IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m))
+            .unwrap_or_else(|| value.to_owned());
         out.push_str(&label);
         out.push_str(&text[span(2)]);
         out.push(':');

@@ -311,52 +311,67 @@ impl Finder for Alternation {
 
 static RUST_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\A\w\z").expect("word pattern"));
 
-fn differs(c: char) -> bool {
-    if c.is_ascii() {
-        return false;
-    }
+fn rust_word(c: char) -> bool {
     let mut buf = [0u8; 4];
-    RUST_WORD.is_match(c.encode_utf8(&mut buf)) != is_py_word(c)
+    RUST_WORD.is_match(c.encode_utf8(&mut buf))
 }
 
-/// Whether `text` holds characters that `regex` and Python classify differently as word
-/// characters (combining marks, other numbers such as `²`, connector punctuation).
-pub fn needs_shadow(text: &str) -> bool {
-    !text.is_ascii() && text.chars().any(differs)
-}
-
-/// `text` with every character whose word-ness differs between `regex` and Python
-/// replaced by a stand-in of the same UTF-8 length and Python's word-ness, so `\b`
-/// behaves as in Python while byte offsets stay valid for the original text.
+/// `text` as the `\b` patterns should see it, byte offsets kept. Non-word, non-space
+/// characters (punctuation, symbols, combining marks, the pipeline's private-use
+/// markers) become `\x07` bytes and non-ASCII whitespace becomes `\x1c` bytes; a
+/// character Python counts as a word character but `regex` does not (`²`) becomes a
+/// non-ASCII letter of the same length; other letters and digits stay. Two things
+/// follow: `\b` behaves exactly as Python's (whose word class differs from `regex`'s on
+/// marks, `²`, connector punctuation), and the lazy DFA, which hands Unicode `\b` to
+/// the slow NFA engines at the first non-ASCII byte, runs through the markers that
+/// every text holds after its first redaction.
 pub fn shadow(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if !differs(c) {
-                return c;
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        // Copy the ASCII run in one go; only non-ASCII characters need a decision.
+        let ascii = rest
+            .bytes()
+            .position(|b| !b.is_ascii())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..ascii]);
+        rest = &rest[ascii..];
+        let Some(c) = rest.chars().next() else { break };
+        rest = &rest[c.len_utf8()..];
+        if is_py_word(c) {
+            if rust_word(c) {
+                out.push(c);
+            } else {
+                out.push(match c.len_utf8() {
+                    2 => '\u{e9}',
+                    3 => '\u{4e00}',
+                    _ => '\u{20000}',
+                });
             }
-            match (is_py_word(c), c.len_utf8()) {
-                (true, 2) => '\u{e9}',
-                (true, 3) => '\u{4e00}',
-                (true, _) => '\u{20000}',
-                (false, 2) => '\u{d7}',
-                (false, 3) => '\u{2022}',
-                (false, _) => '\u{1f600}',
+        } else {
+            let stand_in = if super::text::is_py_space(c) {
+                '\x1c'
+            } else {
+                '\x07'
+            };
+            for _ in 0..c.len_utf8() {
+                out.push(stand_in);
             }
-        })
-        .collect()
+        }
+    }
+    out
 }
 
 /// Python `pattern.sub(callback, text)`: replaces every match, left to right. Returns
-/// `None` when nothing matched (so callers keep the text without copying). With
-/// `shadowed`, `\b` patterns match on [`shadow`]`(text)`.
+/// `None` when nothing matched (so callers keep the text without copying). Patterns
+/// with `\b` match on [`shadow`]`(text)` when the text is not ASCII.
 pub fn substitute<F: Finder + ?Sized>(
     finder: &F,
     text: &str,
-    shadowed: bool,
     mut replace: impl FnMut(&str) -> String,
 ) -> Option<String> {
     let shadow_text;
-    let hay = if shadowed && finder.uses_word_boundary() {
+    let hay = if finder.uses_word_boundary() && !text.is_ascii() {
         shadow_text = shadow(text);
         shadow_text.as_str()
     } else {
