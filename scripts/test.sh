@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README): formatting, lints, then every test of the
-# workspace in a debug build. The engine differential tests need the reference oracle
-# (scripts/setup-oracle.sh); .ci/run sets it up first.
+# workspace in a debug build. The differential tests need the reference oracle, which
+# scripts/setup-oracle.sh installs into .venv-oracle/ (idempotent; skipped with
+# REDCTX_SKIP_ORACLE=1).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,6 +13,9 @@ step() {
     echo "    ($*: $((SECONDS - started))s)"
 }
 
+if [[ "${REDCTX_SKIP_ORACLE:-}" != "1" ]]; then
+    step scripts/setup-oracle.sh
+fi
 step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets -- -D warnings
 step cargo test --workspace --no-fail-fast
