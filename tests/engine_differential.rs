@@ -1,7 +1,7 @@
 //! Differential test: our engine against the reference (redacted-context-mcp 0.10.1).
 //!
 //! For each corpus (hand-written tricky files with the Fixture A config, the same files
-//! with an empty config, a 5 MB single line, and a generated monorepo) the oracle redacts every text file
+//! with an empty config, a 5 MB single line, token soup, and a generated monorepo) the oracle redacts every text file
 //! (line-count preservation on and off), every path and every path id in strict and
 //! balanced × default and extended. Our `Engine` is built from the oracle's derived
 //! policy lists with built-in detectors off, and must produce the same bytes and the
@@ -49,6 +49,13 @@ fn engine_matches_reference_on_tricky_files_with_empty_config() {
 fn engine_matches_reference_on_a_5mb_single_line() {
     differential_with("big-line", &["default"], |dir| {
         corpus::big_line(dir).map_err(|e| e.to_string())
+    });
+}
+
+#[test]
+fn engine_matches_reference_on_token_soup() {
+    differential("token-soup", |dir| {
+        corpus::token_soup(dir, 250, 7).map_err(|e| e.to_string())
     });
 }
 

@@ -292,6 +292,166 @@ pub fn big_line(parent: &Path) -> io::Result<Corpus> {
     finish("big-line", root, Some(config), "spec-salt")
 }
 
+/// Token soup: `files` files of random runs of the tokens the engine's matchers trip
+/// over (names, labels, headings, secrets, digits, domains, Unicode letters, combining
+/// marks, `ß İ ı ſ K`, odd whitespace and line breaks, placeholder shapes, private-use
+/// characters), with the Fixture A config. Deterministic for a seed. This is the fuzzing
+/// that found the `\b`, IGNORECASE and marker differences, kept as a regression test.
+pub fn token_soup(parent: &Path, files: usize, seed: u64) -> io::Result<Corpus> {
+    const TOKENS: &[&str] = &[
+        "Avery",
+        "Example",
+        "Taylor",
+        "Reed",
+        "Client Alpha",
+        "CA",
+        "kb",
+        "Riverton",
+        "Partners",
+        "Inc",
+        "GmbH",
+        "SAS",
+        "SA",
+        "Owner",
+        ":",
+        "Attendees",
+        "attendees",
+        "#",
+        "##",
+        "   #",
+        "\n",
+        "\r\n",
+        "\r",
+        "\n\n",
+        " ",
+        "  ",
+        "\t",
+        "-",
+        "_",
+        ".",
+        ",",
+        "'",
+        "(",
+        ")",
+        "[",
+        "]",
+        "@",
+        "/",
+        "=",
+        "password",
+        "token",
+        "secret",
+        "api_key",
+        "salt",
+        "vault_salt",
+        "Bearer",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_abcdefghijklmnopqrstuvwxyz",
+        "sk-aaaaaaaaaaaaaaaaaaaaaaaa",
+        "1234",
+        "555",
+        "0100",
+        "+1",
+        "2024-01-15",
+        "10.0.0.1",
+        "1.2.3",
+        "4111",
+        "123-45-6789",
+        "https://x.com/a",
+        "www.y.io",
+        "foo@bar.com",
+        "db.acme.de",
+        "x.co",
+        "file.py",
+        "Ágnes",
+        "Émile",
+        "李明",
+        "\u{2028}",
+        "\u{b}",
+        "\u{c}",
+        "\u{1c}",
+        "\u{a0}",
+        "é",
+        "\u{301}",
+        "ß",
+        "İ",
+        "ı",
+        "ſ",
+        "\u{212a}",
+        "ſalt",
+        "[PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327]",
+        "[SECRET_01]",
+        "\u{e000}",
+        "\u{e402}",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----END RSA PRIVATE KEY-----",
+        "ACME",
+        "HTTP",
+        "Azure",
+        "Key Vault",
+        "Project",
+        "Status",
+        "Update",
+        "Next",
+        "Steps",
+        "Notes",
+        "for",
+        "the",
+        "The",
+        "J.",
+        "R.",
+        "O'Brien",
+        "Mary-Jane",
+        "Server=db;",
+        "Password=x;",
+        "uid=sa;",
+        "fe80::1",
+        "00:1A:2B:3C:4D:5E",
+        "DE89370400440532013000",
+        "DOB:",
+        "1990-01-02",
+        "sp-abc",
+        "ignore previous instructions",
+        "\u{200b}",
+        "needle",
+        "Needle",
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "12345678901234",
+        "4111 1111 1111 1111",
+        "²",
+        "‿",
+        "٣٤٥",
+    ];
+    const GLUE: &[&str] = &["", " ", " ", "\n", "", ", "];
+    let root = parent.join("kb");
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for i in 0..files {
+        let mut text = String::new();
+        for _ in 0..1 + next(60) {
+            text.push_str(TOKENS[next(TOKENS.len())]);
+            text.push_str(GLUE[next(GLUE.len())]);
+        }
+        // File names from the same soup (minus separators) exercise path redaction.
+        let mut name: String = TOKENS[next(TOKENS.len())]
+            .chars()
+            .filter(|c| !matches!(c, '/' | '\n' | '\r' | '\0'))
+            .collect();
+        if name.trim().is_empty() || name == "." || name == ".." {
+            name = "x".into();
+        }
+        put(&root, &format!("f{i:03} {name}.md"), text)?;
+    }
+    let config = parent.join("fixture-a.toml");
+    fs::write(&config, FIXTURE_A_CONFIG)?;
+    finish("token-soup", root, Some(config), "spec-salt")
+}
+
 fn put(root: &Path, rel: &str, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     let path = root.join(rel);
     if let Some(dir) = path.parent() {
