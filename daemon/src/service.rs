@@ -191,10 +191,13 @@ impl Service {
                     message,
                     last: None,
                 }),
-            Err(e) => Snapshot::Blocked {
-                message: e.blocked_message(),
-                last: None,
-            },
+            Err(e) => {
+                tracing::warn!(root = %source.root().display(), "policy blocked: {e}");
+                Snapshot::Blocked {
+                    message: e.blocked_message(),
+                    last: None,
+                }
+            }
         };
         let handle = Arc::new(RootHandle {
             source,
@@ -294,6 +297,9 @@ impl Service {
                     });
             }
             ReloadDecision::Blocked(e) => {
+                // Config errors are fixed, value-free sentences: safe to log for the
+                // operator, who otherwise only sees the generic blocked message.
+                tracing::warn!(root = %handle.source.root().display(), "policy blocked: {e}");
                 let last = match std::mem::replace(
                     &mut *snap,
                     Snapshot::Blocked {
