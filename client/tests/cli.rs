@@ -11,39 +11,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
-const REDCTX: &str = env!("CARGO_BIN_EXE_redctx");
+mod common;
 
-/// `redctxd` next to `redctx`; built on demand when only this package was built.
-fn redctxd() -> &'static Path {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = Path::new(REDCTX).parent().unwrap();
-        let exe = dir.join("redctxd");
-        if !exe.exists() {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-            let mut c = Command::new(cargo);
-            c.args([
-                "build",
-                "-q",
-                "-p",
-                "redctx-daemon",
-                "--bin",
-                "redctxd",
-                "--manifest-path",
-            ])
-            .arg(manifest);
-            if dir.ends_with("release") {
-                c.arg("--release");
-            }
-            let st = c.status().expect("run cargo");
-            assert!(st.success(), "building redctxd failed");
-        }
-        exe
-    })
-}
+use common::{REDCTX, redctxd};
 
 /// A private daemon (its own state dir and socket) and a directory for roots; the
 /// daemon is stopped on drop.

@@ -11,42 +11,13 @@ use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-const REDCTX: &str = env!("CARGO_BIN_EXE_redctx");
+mod common;
 
-/// `redctxd` next to `redctx`; built on demand when only this package was built.
-fn redctxd() -> &'static Path {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = Path::new(REDCTX).parent().unwrap();
-        let exe = dir.join("redctxd");
-        if !exe.exists() {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-            let mut c = Command::new(cargo);
-            c.args([
-                "build",
-                "-q",
-                "-p",
-                "redctx-daemon",
-                "--bin",
-                "redctxd",
-                "--manifest-path",
-            ])
-            .arg(manifest);
-            if dir.ends_with("release") {
-                c.arg("--release");
-            }
-            let st = c.status().expect("run cargo");
-            assert!(st.success(), "building redctxd failed");
-        }
-        exe
-    })
-}
+use common::{REDCTX, redctxd};
 
 /// A temporary state dir (hence a private daemon) and roots; stops the daemon on drop.
 struct Env {

@@ -2,7 +2,7 @@
 //! so that every match equals Python's. Compiled once per process.
 
 use super::placeholder::Category;
-use super::pyre::{Alternation, Finder, Guard, PY_SPACE, PY_WORD, PyPattern};
+use super::pyre::{Alternation, Finder, Guard, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
 use std::sync::LazyLock;
 
@@ -414,6 +414,3 @@ pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
         .with_after(not_legacy_suffix);
     (placeholder, token)
 });
-
-/// Python's word class, for callers composing patterns.
-pub const WORD_CLASS: &str = PY_WORD;

@@ -20,8 +20,6 @@ use std::sync::LazyLock;
 
 /// Python's whitespace class `\s` (Unicode `White_Space` plus `\x1c`–`\x1f`).
 pub const PY_SPACE: &str = r"[\s\x1C-\x1F]";
-/// Python's `\w`: letters, numbers, underscore.
-pub const PY_WORD: &str = r"[\p{L}\p{N}_]";
 
 /// A condition on the character before a candidate match (a look-behind).
 #[derive(Clone, Copy, Debug)]
