@@ -15,6 +15,8 @@
 //!    `redaction_read_bytes / redact_each_file_as_one_chunk` MB/s and our ratio. The
 //!    reference has no `code` mode; code is compared with reference balanced.
 //!    Target: at least 50x per core in every mode.
+//!
+//! `REDCTX_BENCH_MODES=strict` (comma-separated) measures only the named modes.
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;
@@ -67,6 +69,9 @@ fn main() {
         ("balanced", Mode::Balanced),
         ("code", Mode::Code),
     ] {
+        if !wanted_mode(name) {
+            continue;
+        }
         let (seconds, placeholders) = measure(&policy, mode, &texts, rounds);
         let reference = match (name, python.as_ref()) {
             ("code", _) => reference_balanced,
@@ -192,6 +197,14 @@ fn is_prose(rel: &str) -> bool {
 }
 
 /// Best-of-`rounds` seconds to redact every text once, and the placeholders produced.
+/// `REDCTX_BENCH_MODES=strict,code` limits the run to those modes (for profiling).
+fn wanted_mode(name: &str) -> bool {
+    match std::env::var("REDCTX_BENCH_MODES") {
+        Ok(list) if !list.trim().is_empty() => list.split(',').any(|m| m.trim() == name),
+        _ => true,
+    }
+}
+
 fn measure(policy: &Policy, mode: Mode, texts: &[Text], rounds: usize) -> (f64, u64) {
     let policy = Policy {
         mode,

@@ -55,16 +55,36 @@ fn heading_at(b: &[u8], p: usize) -> Option<usize> {
 }
 
 /// Runs `sub` separately on heading lines and on the text between them, so no match
-/// crosses a heading line; `sub(piece, on_heading)` returns the new piece.
-pub fn by_heading(text: &str, mut sub: impl FnMut(&str, bool) -> String) -> String {
-    let mut out = String::with_capacity(text.len());
+/// crosses a heading line; `sub(piece, on_heading)` returns the new piece, or `None` when
+/// it is unchanged. `None` when no piece changed.
+pub fn by_heading(text: &str, mut sub: impl FnMut(&str, bool) -> Option<String>) -> Option<String> {
+    let mut pieces = Vec::new();
     let mut pos = 0;
     for (s, e) in heading_lines(text) {
-        out.push_str(&sub(&text[pos..s], false));
-        out.push_str(&sub(&text[s..e], true));
+        pieces.push((pos, s, false));
+        pieces.push((s, e, true));
         pos = e;
     }
-    out.push_str(&sub(&text[pos..], false));
+    pieces.push((pos, text.len(), false));
+    let mut out: Option<String> = None;
+    for (s, e, heading) in pieces {
+        let piece = &text[s..e];
+        match sub(piece, heading) {
+            Some(new) => {
+                let buf = out.get_or_insert_with(|| {
+                    let mut buf = String::with_capacity(text.len() + 64);
+                    buf.push_str(&text[..s]);
+                    buf
+                });
+                buf.push_str(&new);
+            }
+            None => {
+                if let Some(buf) = out.as_mut() {
+                    buf.push_str(piece);
+                }
+            }
+        }
+    }
     out
 }
 
@@ -174,6 +194,72 @@ impl Finder for ProperNames {
     }
 }
 
+/// A run of ASCII letters at Python word boundaries, matched by hand: the reference's
+/// `\b[A-Z]<second>?<rest>{min,}\b` patterns (TitleCase words, acronyms, identity
+/// names). Code is full of capitalized words, and a regex search per match (plus the
+/// word-class shadow every `\b` regex needs) cost more than the rest of strict mode.
+pub struct CapitalizedRun {
+    /// Class of the second character, when the pattern fixes one.
+    second: Option<fn(u8) -> bool>,
+    /// Class of the repeated tail.
+    rest: fn(u8) -> bool,
+    /// Fewest tail characters.
+    min_rest: usize,
+}
+
+/// `\b[A-Z][a-z][A-Za-z'.-]{2,}\b`: strict mode's TitleCase tokens.
+pub static TITLECASE: CapitalizedRun = CapitalizedRun {
+    second: Some(|c| c.is_ascii_lowercase()),
+    rest: is_name_byte,
+    min_rest: 2,
+};
+
+/// `\b[A-Z][A-Z0-9]{2,}\b`: strict mode's acronyms.
+pub static ACRONYM: CapitalizedRun = CapitalizedRun {
+    second: None,
+    rest: |c| c.is_ascii_uppercase() || c.is_ascii_digit(),
+    min_rest: 2,
+};
+
+/// `\b[A-Z][a-z][A-Za-z'.-]*\b`: a name inside an identity line's value.
+pub static IDENTITY_NAME: CapitalizedRun = CapitalizedRun {
+    second: Some(|c| c.is_ascii_lowercase()),
+    rest: is_name_byte,
+    min_rest: 0,
+};
+
+impl CapitalizedRun {
+    fn match_at(&self, s: &str, p: usize) -> Option<usize> {
+        let b = s.as_bytes();
+        // `\b` before an ASCII capital: the previous character is not a word character.
+        if s[..p].chars().next_back().is_some_and(is_py_word) {
+            return None;
+        }
+        let mut q = p + 1;
+        if let Some(second) = self.second {
+            if !b.get(q).is_some_and(|&c| second(c)) {
+                return None;
+            }
+            q += 1;
+        }
+        let run = b[q..].iter().take_while(|&&c| (self.rest)(c)).count();
+        // Greedy tail, then back off until `\b` holds, as Python's backtracking does.
+        (self.min_rest..=run)
+            .rev()
+            .map(|k| q + k)
+            .find(|&e| boundary(s, e))
+    }
+}
+
+impl Finder for CapitalizedRun {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        let b = hay.as_bytes();
+        (start..b.len())
+            .filter(|&p| b[p].is_ascii_uppercase())
+            .find_map(|p| self.match_at(hay, p).map(|e| (p, e)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +272,64 @@ mod tests {
             p = b;
         }
         out
+    }
+
+    /// Deterministic strings over the characters that decide these matchers.
+    fn soup(seed: u64, n: usize) -> Vec<String> {
+        let alphabet: Vec<char> =
+            "AZBxyab09_'.- \n\u{e9}\u{c9}\u{e000}\u{b2}\u{301}\u{a0}\u{130}\u{4e00}"
+                .chars()
+                .collect();
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let len = (state >> 59) as usize + 1;
+                (0..len)
+                    .map(|_| {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        alphabet[(state >> 33) as usize % alphabet.len()]
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn all(f: &dyn Finder, s: &str) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut p = 0;
+        while let Some((a, b)) = f.find_from(s, p) {
+            out.push((a, b));
+            p = b.max(a + 1);
+        }
+        out
+    }
+
+    #[test]
+    fn capitalized_runs_equal_their_regex_on_the_word_class_shadow() {
+        use crate::engine::pyre::{Guard, PyPattern, shadow};
+        let cases = [
+            (&TITLECASE, r"\b[A-Z][a-z][A-Za-z'.-]{2,}\b"),
+            (&ACRONYM, r"\b[A-Z][A-Z0-9]{2,}\b"),
+            (&IDENTITY_NAME, r"\b[A-Z][a-z][A-Za-z'.-]*\b"),
+        ];
+        for (hand, source) in cases {
+            let re = PyPattern::new(source, Guard::None);
+            for text in soup(7, 4000) {
+                let hay = shadow(&text);
+                assert_eq!(all(hand, &text), all(&re, &hay), "{source} on {text:?}");
+            }
+        }
+        // Expected spans from Python's `re.finditer` on the same strings.
+        assert_eq!(
+            all(&TITLECASE, "Hello.World's x-Ray Abcd-"),
+            vec![(0, 13), (20, 24)]
+        );
+        assert_eq!(all(&ACRONYM, "HTTPServer API2 _ABC ÉABC"), vec![(11, 15)]);
     }
 
     #[test]

@@ -98,18 +98,16 @@ fn ssn() -> PyPattern {
 }
 
 fn card() -> PyPattern {
-    PyPattern::with_end_groups(
+    PyPattern::with_one_char_tail(
         &format!(r"((?:\d[ -]*?){{13,19}}){}", not_followed_by(r"\d")),
         Guard::NotDigit,
-        &[1],
     )
 }
 
 fn phone() -> PyPattern {
-    PyPattern::with_end_groups(
+    PyPattern::with_one_char_tail(
         r"((?:\+\d{1,3}[\s\x1C-\x1F.-]?)?(?:\(?\d{2,4}\)?[\s\x1C-\x1F.-]?){2,4}\d{2,4})(?:[^\p{L}\p{N}_]|\z)",
         Guard::NotWord,
-        &[1],
     )
 }
 
@@ -262,10 +260,9 @@ fn ipv6() -> PyPattern {
         format!(":(?:(?::{h}){{1,7}}|:)"),
     ]
     .join("|");
-    PyPattern::with_end_groups(
+    PyPattern::with_one_char_tail(
         &format!(r"(?i)((?:{body}))(?:[^0-9A-F:]|\z)"),
         Guard::NotHexOrColon,
-        &[1],
     )
 }
 
@@ -373,22 +370,10 @@ pub static IDENTITY_LINE: LazyLock<regex::Regex> = LazyLock::new(|| {
     .expect("identity pattern")
 });
 
-/// `IDENTITY_NAME_RE`: a name inside an identity line's value.
-pub static IDENTITY_NAME: LazyLock<PyPattern> =
-    LazyLock::new(|| PyPattern::new(r"\b[A-Z][a-z][A-Za-z'.-]*\b", Guard::None));
-
 /// `SPEAKER_LABEL_RE`: a capitalized word at a line start followed by `:`.
 pub static SPEAKER_LABEL: LazyLock<PyPattern> = LazyLock::new(|| {
     PyPattern::with_end_groups(r"(?m)^([A-Z][A-Za-z'.-]{2,})[ \t]*:", Guard::None, &[1])
 });
-
-/// Strict mode: acronyms.
-pub static ACRONYM: LazyLock<PyPattern> =
-    LazyLock::new(|| PyPattern::new(r"\b[A-Z][A-Z0-9]{2,}\b", Guard::None));
-
-/// Strict mode: TitleCase tokens of 4+ characters.
-pub static TITLECASE: LazyLock<PyPattern> =
-    LazyLock::new(|| PyPattern::new(r"\b[A-Z][a-z][A-Za-z'.-]{2,}\b", Guard::None));
 
 /// `(?!_\d{2}\])`: a path token is not the category of a legacy placeholder.
 fn not_legacy_suffix(rest: &str) -> bool {

@@ -2,14 +2,14 @@
 
 use super::detect::{DetectContext, Detector, Finding};
 use super::markers::{Markers, line_breaks};
-use super::names::{ProperNames, by_heading};
+use super::names::{ACRONYM, IDENTITY_NAME, ProperNames, TITLECASE, by_heading};
 use super::patterns::{
-    ACRONYM, CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, IDENTITY_NAME, ORG_SUFFIX,
-    PATH_TOKENS, PRIVATE_HOSTS, SPEAKER_LABEL, Stage, TITLECASE,
+    CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
+    PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
-use super::pyre::{Finder, Guard, PyPattern, shadow, substitute};
+use super::pyre::{Finder, Guard, PyPattern, shadow, substitute, substitute_on};
 use super::text::is_py_space;
 use super::wordlists::{
     COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
@@ -86,6 +86,8 @@ pub struct Engine {
     alias_links: HashMap<String, (String, String)>,
     /// The built-in secret/PII detector layer, when the policy enables it.
     detector: Option<Detector>,
+    /// The policy salt as a ready HMAC key.
+    key: placeholder::SaltKey,
 }
 
 /// State of one redaction call: markers and counts.
@@ -95,13 +97,25 @@ struct Call<'e> {
     counts: Counts,
     preserve: bool,
     kept_line_breaks: bool,
+    /// Placeholders already computed in this call: code repeats its words, and each
+    /// fresh placeholder costs a normalisation and an HMAC.
+    memo: HashMap<(Category, String), String>,
 }
 
 impl Call<'_> {
     /// Replaces `value` with a marker for its placeholder (plus its line breaks when
     /// line counts are preserved).
     fn redact(&mut self, category: Category, value: &str) -> String {
-        let placeholder = self.engine.placeholder(category, value, &mut self.counts);
+        self.counts.add(category, 1);
+        let key = (category, value.to_owned());
+        let placeholder = match self.memo.get(&key) {
+            Some(p) => p.clone(),
+            None => {
+                let p = self.engine.placeholder(category, value);
+                self.memo.insert(key, p.clone());
+                p
+            }
+        };
         let mut marker = self.markers.stash(placeholder);
         if self.preserve {
             let breaks = line_breaks(value);
@@ -117,12 +131,45 @@ impl Call<'_> {
     }
 }
 
-fn apply<F: Finder + ?Sized>(
+/// The text between stages, with its word-class [`shadow`] kept until a stage changes
+/// the text: most stages match nothing in most files, so one shadow serves many.
+struct Working {
     text: String,
-    finder: &F,
-    replace: impl FnMut(&str) -> String,
-) -> String {
-    substitute(finder, &text, replace).unwrap_or(text)
+    shadow: Option<String>,
+}
+
+impl Working {
+    fn new(text: String) -> Working {
+        Working { text, shadow: None }
+    }
+
+    /// One stage: every match of `finder` becomes `replace(match)`.
+    fn apply<F: Finder + ?Sized>(&mut self, finder: &F, replace: impl FnMut(&str) -> String) {
+        let changed = if finder.uses_word_boundary() {
+            self.with_boundary_hay(|text, hay| substitute_on(finder, text, hay, replace))
+        } else {
+            substitute_on(finder, &self.text, &self.text, replace)
+        };
+        if let Some(changed) = changed {
+            self.set(changed);
+        }
+    }
+
+    /// Runs `f(text, hay)` where `hay` is what a `\b` pattern must search: the text
+    /// itself when it is ASCII, else its shadow.
+    fn with_boundary_hay<R>(&mut self, f: impl FnOnce(&str, &str) -> R) -> R {
+        if self.text.is_ascii() {
+            return f(&self.text, &self.text);
+        }
+        let hay = self.shadow.get_or_insert_with(|| shadow(&self.text));
+        f(&self.text, hay)
+    }
+
+    /// A stage that rewrites the text by other means.
+    fn set(&mut self, text: String) {
+        self.text = text;
+        self.shadow = None;
+    }
 }
 
 /// Python `re.escape(token)` length: which characters it escapes decides the order of
@@ -196,10 +243,9 @@ fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPatte
         .map(|(_, p)| format!("(?:{p})"))
         .collect::<Vec<_>>()
         .join("|");
-    Some(PyPattern::with_end_groups(
+    Some(PyPattern::with_one_char_tail(
         &format!(r"(?i)({body})(?-i:[^A-Za-z0-9\x{{130}}\x{{131}}\x{{17F}}\x{{212A}}]|\z)"),
         Guard::NotAlnumCi,
-        &[1],
     ))
 }
 
@@ -264,13 +310,14 @@ impl Engine {
         }
         let policy_detectors = policy.detectors.then(Detector::new);
         Ok(Engine {
-            policy,
             terms,
             allow,
             allow_lookup,
             heading_lookup,
             alias_links,
             detector: policy_detectors,
+            key: placeholder::SaltKey::new(&policy.salt),
+            policy,
         })
     }
 
@@ -279,15 +326,11 @@ impl Engine {
     }
 
     /// The placeholder for `value` in `category` (a linked form for declared aliases).
-    fn placeholder(&self, category: Category, value: &str, counts: &mut Counts) -> String {
-        counts.add(category, 1);
+    fn placeholder(&self, category: Category, value: &str) -> String {
         let normalized = normalize_value(value);
         match self.alias_links.get(&normalized) {
             Some((entity, suffix)) => format!("[{category}_{entity}.{suffix}]"),
-            None => format!(
-                "[{category}_{}]",
-                placeholder::digest(&self.policy.salt, category, &normalized)
-            ),
+            None => format!("[{category}_{}]", self.key.digest(category, &normalized)),
         }
     }
 
@@ -329,52 +372,58 @@ impl Engine {
             counts: Counts::default(),
             preserve,
             kept_line_breaks: false,
+            memo: HashMap::new(),
         };
         let (placeholders, _) = &*PATH_TOKENS;
-        let mut t = if precise {
+        let mut w = Working::new(if precise {
             redact_positions(text, &findings, &mut call)
         } else {
             text.to_owned()
-        };
-        t = apply(t, placeholders, |m| call.protect(m));
+        });
+        w.apply(placeholders, |m| call.protect(m));
         let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
         for stage in stages {
-            t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
+            w.apply(&stage.finder, |m| call.redact(stage.category, m));
         }
         if precise {
-            t = apply(t, &*PRIVATE_HOSTS, |m| call.redact(Category::URL, m));
+            w.apply(&*PRIVATE_HOSTS, |m| call.redact(Category::URL, m));
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
             for stage in EXTENDED_STAGES.iter() {
-                t = apply(t, &stage.finder, |m| call.redact(stage.category, m));
+                w.apply(&stage.finder, |m| call.redact(stage.category, m));
             }
         }
         for (category, pattern) in &self.terms {
-            t = apply(t, pattern, |m| call.redact(*category, m));
+            w.apply(pattern, |m| call.redact(*category, m));
         }
         if let Some(allow) = &self.allow {
-            t = apply(t, allow, |m| call.protect(m));
+            w.apply(allow, |m| call.protect(m));
         }
         if heuristics {
-            t = apply(t, &*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
-            t = by_heading(&t, |piece, heading| {
+            w.apply(&*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
+            if let Some(changed) = by_heading(&w.text, |piece, heading| {
                 substitute(&ProperNames, piece, |m| {
                     self.proper_name(m, heading, &mut call)
                 })
-                .unwrap_or_else(|| piece.to_owned())
-            });
-            t = identity_lines(&t, &mut call);
-            t = apply(t, &*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
+            }) {
+                w.set(changed);
+            }
+            if let Some(changed) =
+                w.with_boundary_hay(|text, hay| identity_lines(text, hay, &mut call))
+            {
+                w.set(changed);
+            }
+            w.apply(&*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
             if self.policy.mode == Mode::Strict {
-                t = apply(t, &*ACRONYM, |m| {
+                w.apply(&ACRONYM, |m| {
                     if self.allow_lookup.contains(&placeholder::casefold(m)) {
                         m.to_owned()
                     } else {
                         call.redact(Category::ENTITY, m)
                     }
                 });
-                t = by_heading(&t, |piece, heading| {
-                    substitute(&*TITLECASE, piece, |m| {
+                let titled = by_heading(&w.text, |piece, heading| {
+                    substitute(&TITLECASE, piece, |m| {
                         let lookup = if heading {
                             &self.heading_lookup
                         } else {
@@ -388,15 +437,17 @@ impl Engine {
                             call.redact(Category::ENTITY, m)
                         }
                     })
-                    .unwrap_or_else(|| piece.to_owned())
                 });
+                if let Some(changed) = titled {
+                    w.set(changed);
+                }
             }
         }
         if !precise && !findings.is_empty() {
             // Strict and balanced keep the reference's baseline and only add: every
             // occurrence of a value the detectors nominated that the baseline left.
             if let Some((pattern, categories)) = self.nominated(text, &findings) {
-                t = apply(t, &pattern, |m| {
+                w.apply(&pattern, |m| {
                     let key = placeholder::casefold(&collapse_space(m));
                     let category = categories.get(&key).copied();
                     call.redact(category.unwrap_or(Category::SENSITIVE), m)
@@ -404,7 +455,7 @@ impl Engine {
             }
         }
         Ok(Redacted {
-            text: call.markers.restore(&t),
+            text: call.markers.restore(&w.text),
             counts: call.counts,
             kept_line_breaks: call.kept_line_breaks,
         })
@@ -474,10 +525,9 @@ impl Engine {
             })
             .collect::<Vec<_>>()
             .join("|");
-        let pattern = PyPattern::with_end_groups(
+        let pattern = PyPattern::with_one_char_tail(
             &format!(r"(?i)({body})(?-i:[^A-Za-z0-9]|\z)"),
             Guard::NotAsciiAlnum,
-            &[1],
         );
         Some((pattern, categories))
     }
@@ -530,7 +580,8 @@ impl Engine {
                 continue;
             }
             out.push_str(&text[last..s]);
-            out.push_str(&self.placeholder(Category::ENTITY, token, &mut redacted.counts));
+            redacted.counts.add(Category::ENTITY, 1);
+            out.push_str(&self.placeholder(Category::ENTITY, token));
             last = e;
         }
         out.push_str(&text[last..]);
@@ -546,14 +597,9 @@ impl Engine {
 
 /// Identity lines (`Attendees: Avery, Kim`): the label is protected, every name-like
 /// word of the value becomes a PERSON.
-fn identity_lines(text: &str, call: &mut Call<'_>) -> String {
-    let shadow_text;
-    let hay = if !text.is_ascii() {
-        shadow_text = shadow(text);
-        shadow_text.as_str()
-    } else {
-        text
-    };
+/// `text` with identity-line labels protected and the names in their values redacted;
+/// `None` when there is no identity line. `hay` is `text` or its shadow.
+fn identity_lines(text: &str, hay: &str, call: &mut Call<'_>) -> Option<String> {
     let mut out = String::new();
     let mut last = 0;
     for caps in IDENTITY_LINE.captures_iter(hay) {
@@ -562,7 +608,7 @@ fn identity_lines(text: &str, call: &mut Call<'_>) -> String {
         out.push_str(&text[last..whole.start]);
         let label = call.protect(&text[span(1)]);
         let value = &text[span(4)];
-        let names = substitute(&*IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m))
+        let names = substitute(&IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m))
             .unwrap_or_else(|| value.to_owned());
         out.push_str(&label);
         out.push_str(&text[span(2)]);
@@ -572,10 +618,10 @@ fn identity_lines(text: &str, call: &mut Call<'_>) -> String {
         last = whole.end;
     }
     if last == 0 && out.is_empty() {
-        return text.to_owned();
+        return None;
     }
     out.push_str(&text[last..]);
-    out
+    Some(out)
 }
 
 /// Replaces detector findings at their positions in the original text, except where

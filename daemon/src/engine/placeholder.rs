@@ -120,23 +120,48 @@ pub fn normalize_value(value: &str) -> String {
 }
 
 fn hmac_hex(salt: &str, message: &[&[u8]], hex_len: usize) -> String {
-    let key = if salt.is_empty() { DEFAULT_SALT } else { salt };
-    let mut mac =
-        Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC accepts any key length");
-    for part in message {
-        mac.update(part);
-    }
-    let digest = mac.finalize().into_bytes();
-    let mut out = String::with_capacity(hex_len);
-    for byte in digest.iter() {
-        if out.len() >= hex_len {
-            break;
+    SaltKey::new(salt).hex(message, hex_len)
+}
+
+/// HMAC-SHA256 keyed with one salt, its key schedule computed once: an engine digests
+/// every redacted value with the same salt, so each digest then costs only the message.
+#[derive(Clone)]
+pub struct SaltKey {
+    mac: Hmac<Sha256>,
+}
+
+impl SaltKey {
+    pub fn new(salt: &str) -> SaltKey {
+        let key = if salt.is_empty() { DEFAULT_SALT } else { salt };
+        SaltKey {
+            mac: Hmac::<Sha256>::new_from_slice(key.as_bytes())
+                .expect("HMAC accepts any key length"),
         }
-        out.push(char::from(b"0123456789abcdef"[(byte >> 4) as usize]));
-        out.push(char::from(b"0123456789abcdef"[(byte & 15) as usize]));
     }
-    out.truncate(hex_len);
-    out
+
+    /// The first `hex_len` lowercase hex digits of HMAC(salt, concatenated `message`).
+    fn hex(&self, message: &[&[u8]], hex_len: usize) -> String {
+        let mut mac = self.mac.clone();
+        for part in message {
+            mac.update(part);
+        }
+        let digest = mac.finalize().into_bytes();
+        let mut out = String::with_capacity(hex_len + 1);
+        for byte in digest.iter() {
+            if out.len() >= hex_len {
+                break;
+            }
+            out.push(char::from(b"0123456789abcdef"[(byte >> 4) as usize]));
+            out.push(char::from(b"0123456789abcdef"[(byte & 15) as usize]));
+        }
+        out.truncate(hex_len);
+        out
+    }
+
+    /// As [`digest`], with this key.
+    pub fn digest(&self, category: Category, normalized: &str) -> String {
+        self.hex(&[category.0.as_bytes(), b":", normalized.as_bytes()], 32)
+    }
 }
 
 /// The 128-bit hex of an ordinary placeholder: HMAC-SHA256(salt, `CATEGORY:normalized`).

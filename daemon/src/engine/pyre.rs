@@ -81,6 +81,10 @@ pub struct PyPattern {
     end_groups: Vec<usize>,
     /// Whether the match needs capture groups at all.
     needs_captures: bool,
+    /// The pattern is `(MAIN)(?:[^X]|\z)`: group 1 ends one character before the match
+    /// unless the match reaches the end of the haystack, so captures (slow on large
+    /// alternations) are only needed there.
+    one_char_tail: bool,
     /// A condition on the text after the match; on failure the candidate is skipped.
     /// Only used where Python could not find a shorter match at the same start.
     after: Option<fn(&str) -> bool>,
@@ -96,6 +100,7 @@ impl PyPattern {
             guard,
             end_groups: Vec::new(),
             needs_captures: false,
+            one_char_tail: false,
             after: None,
             word_boundary: source.contains(r"\b"),
         }
@@ -109,8 +114,18 @@ impl PyPattern {
             guard,
             end_groups: end_groups.to_vec(),
             needs_captures: true,
+            one_char_tail: false,
             after: None,
             word_boundary: source.contains(r"\b"),
+        }
+    }
+
+    /// A pattern of the shape `(MAIN)(?:[^X]|\z)` (a negative look-ahead on one
+    /// character, written as a consuming alternative): the match is group 1.
+    pub fn with_one_char_tail(source: &str, guard: Guard) -> PyPattern {
+        PyPattern {
+            one_char_tail: true,
+            ..PyPattern::with_end_groups(source, guard, &[1])
         }
     }
 
@@ -127,7 +142,19 @@ impl PyPattern {
             if at > hay.len() {
                 return None;
             }
-            let (s, e) = if self.needs_captures {
+            let tail_match = if self.one_char_tail {
+                let m = self.re.find_at(hay, at)?;
+                // Before the end of the haystack the tail consumed exactly one character.
+                (m.end() < hay.len()).then(|| {
+                    let last = hay[..m.end()].chars().next_back().map_or(0, char::len_utf8);
+                    (m.start(), m.end() - last)
+                })
+            } else {
+                None
+            };
+            let (s, e) = if let Some(found) = tail_match {
+                found
+            } else if self.needs_captures {
                 let caps = self.re.captures_at(hay, at)?;
                 let whole = caps.get(0).expect("group 0 is always present");
                 let end = self
@@ -366,7 +393,7 @@ pub fn shadow(text: &str) -> String {
 pub fn substitute<F: Finder + ?Sized>(
     finder: &F,
     text: &str,
-    mut replace: impl FnMut(&str) -> String,
+    replace: impl FnMut(&str) -> String,
 ) -> Option<String> {
     let shadow_text;
     let hay = if finder.uses_word_boundary() && !text.is_ascii() {
@@ -375,6 +402,17 @@ pub fn substitute<F: Finder + ?Sized>(
     } else {
         text
     };
+    substitute_on(finder, text, hay, replace)
+}
+
+/// As [`substitute`], searching `hay`: `text` itself or its [`shadow`] (same offsets).
+pub fn substitute_on<F: Finder + ?Sized>(
+    finder: &F,
+    text: &str,
+    hay: &str,
+    mut replace: impl FnMut(&str) -> String,
+) -> Option<String> {
+    debug_assert_eq!(text.len(), hay.len());
     let mut out: Option<String> = None;
     let mut last = 0;
     let mut pos = 0;
