@@ -197,8 +197,6 @@ fn is_term_separator(c: char) -> bool {
 fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPattern> {
     let mut seen = HashSet::new();
     let mut parts: Vec<(usize, String)> = Vec::new();
-    // Every match starts with the first word of some term.
-    let mut first_words: Vec<String> = Vec::new();
     for term in terms {
         let cleaned = term.trim_matches(is_py_space);
         if cleaned.is_empty() {
@@ -235,7 +233,6 @@ fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPatte
             .collect::<Vec<_>>()
             .join(r"[ \t_-]+");
         parts.push((py_len, source));
-        first_words.push(tokens[0].to_owned());
     }
     if parts.is_empty() {
         return None;
@@ -246,13 +243,10 @@ fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPatte
         .map(|(_, p)| format!("(?:{p})"))
         .collect::<Vec<_>>()
         .join("|");
-    Some(
-        PyPattern::with_one_char_tail(
-            &format!(r"(?i)({body})(?-i:[^A-Za-z0-9\x{{130}}\x{{131}}\x{{17F}}\x{{212A}}]|\z)"),
-            Guard::NotAlnumCi,
-        )
-        .with_anchors(first_words.iter().map(String::as_str)),
-    )
+    Some(PyPattern::with_one_char_tail(
+        &format!(r"(?i)({body})(?-i:[^A-Za-z0-9\x{{130}}\x{{131}}\x{{17F}}\x{{212A}}]|\z)"),
+        Guard::NotAlnumCi,
+    ))
 }
 
 impl Engine {
@@ -534,11 +528,6 @@ impl Engine {
         let pattern = PyPattern::with_one_char_tail(
             &format!(r"(?i)({body})(?-i:[^A-Za-z0-9]|\z)"),
             Guard::NotAsciiAlnum,
-        )
-        .with_anchors(
-            values
-                .iter()
-                .map(|v| v.split(' ').next().unwrap_or_default()),
         );
         Some((pattern, categories))
     }

@@ -16,8 +16,6 @@
 
 use super::text::{is_py_digit, is_py_word};
 use regex::Regex;
-use regex_automata::meta::Regex as MetaRegex;
-use regex_automata::{Anchored, Input};
 use std::sync::LazyLock;
 
 /// Python's whitespace class `\s` (Unicode `White_Space` plus `\x1c`–`\x1f`).
@@ -77,9 +75,7 @@ impl Guard {
 /// A pattern with Python `finditer` semantics.
 #[derive(Clone, Debug)]
 pub struct PyPattern {
-    re: MetaRegex,
-    /// Optional keyword prefilter: every match starts with one of these ASCII words.
-    anchors: Option<Anchors>,
+    re: Regex,
     guard: Guard,
     /// Capture groups whose end is the match end (first present wins); empty = group 0.
     end_groups: Vec<usize>,
@@ -101,7 +97,6 @@ impl PyPattern {
     pub fn new(source: &str, guard: Guard) -> PyPattern {
         PyPattern {
             re: compile(source),
-            anchors: None,
             guard,
             end_groups: Vec::new(),
             needs_captures: false,
@@ -116,7 +111,6 @@ impl PyPattern {
     pub fn with_end_groups(source: &str, guard: Guard, end_groups: &[usize]) -> PyPattern {
         PyPattern {
             re: compile(source),
-            anchors: None,
             guard,
             end_groups: end_groups.to_vec(),
             needs_captures: true,
@@ -141,65 +135,41 @@ impl PyPattern {
         self
     }
 
-    /// Declares that every match starts with one of `words` (ASCII, compared
-    /// case-insensitively), so a search can jump from one occurrence to the next and try
-    /// the pattern there only. The `regex` crate's own prefilter gives up on
-    /// case-insensitive keyword lists (too many case variants) and then scans every byte
-    /// with the lazy DFA, restarting at each common prefix such as `to` or `se`.
-    /// Ignored when a word is not ASCII.
-    pub fn with_anchors<'a>(mut self, words: impl IntoIterator<Item = &'a str>) -> PyPattern {
-        let words: Vec<&str> = words.into_iter().collect();
-        if words.is_empty() || words.iter().any(|w| w.is_empty() || !w.is_ascii()) {
-            return self;
-        }
-        let finder = aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-            .build(&words)
-            .expect("anchor words build an automaton");
-        self.anchors = Some(Anchors {
-            finder,
-            // Under IGNORECASE Python also equates K, ſ, İ and ı with ASCII letters.
-            folds_beyond_ascii: words.iter().any(|w| {
-                w.bytes()
-                    .any(|b| matches!(b.to_ascii_lowercase(), b'k' | b's' | b'i'))
-            }),
-            longest: words.iter().map(|w| w.len()).max().unwrap_or(0),
-        });
-        self
-    }
-
-    /// The same pattern searched without its keyword prefilter (for tests).
-    #[cfg(test)]
-    pub(super) fn without_anchors(&self) -> PyPattern {
-        PyPattern {
-            anchors: None,
-            ..self.clone()
-        }
-    }
-
     /// The next match at or after byte `start`, as Python would find it.
     pub fn find_at(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        if let Some(anchors) = &self.anchors {
-            let found = self.find_at_anchors(anchors, hay, start);
-            // A match the keywords cannot see has a non-ASCII fold inside its keyword,
-            // which then lies before the end of the found match's keyword. Only that
-            // stretch is checked, so a pass over the text stays linear.
-            let stretch_end =
-                found.map_or(hay.len(), |(s, _)| (s + anchors.longest + 3).min(hay.len()));
-            if !anchors.folds_beyond_ascii
-                || !has_non_ascii_fold(&hay.as_bytes()[start.min(stretch_end)..stretch_end])
-            {
-                return found;
-            }
-        }
         let mut at = start;
         loop {
             if at > hay.len() {
                 return None;
             }
-            let (s, e) = self.search(Input::new(hay).range(at..))?;
-            if self.accepts(hay, s, e) {
+            let tail_match = if self.one_char_tail {
+                let m = self.re.find_at(hay, at)?;
+                // Before the end of the haystack the tail consumed exactly one character.
+                (m.end() < hay.len()).then(|| {
+                    let last = hay[..m.end()].chars().next_back().map_or(0, char::len_utf8);
+                    (m.start(), m.end() - last)
+                })
+            } else {
+                None
+            };
+            let (s, e) = if let Some(found) = tail_match {
+                found
+            } else if self.needs_captures {
+                let caps = self.re.captures_at(hay, at)?;
+                let whole = caps.get(0).expect("group 0 is always present");
+                let end = self
+                    .end_groups
+                    .iter()
+                    .find_map(|&g| caps.get(g).map(|m| m.end()))
+                    .unwrap_or(whole.end());
+                (whole.start(), end)
+            } else {
+                let m = self.re.find_at(hay, at)?;
+                (m.start(), m.end())
+            };
+            let prev = hay[..s].chars().next_back();
+            let after_ok = self.after.is_none_or(|f| f(&hay[e..]));
+            if self.guard.allows(prev) && after_ok {
                 return Some((s, e));
             }
             // Python would try every later start; skip the ones the guard refuses anyway.
@@ -212,64 +182,6 @@ impl PyPattern {
                 at += hay[at..].chars().next().map_or(1, char::len_utf8);
             }
         }
-    }
-
-    /// As [`PyPattern::find_at`], trying the pattern anchored at each keyword occurrence
-    /// in order: every match starts at one, so the first that matches is the leftmost.
-    fn find_at_anchors(
-        &self,
-        anchors: &Anchors,
-        hay: &str,
-        start: usize,
-    ) -> Option<(usize, usize)> {
-        let mut from = start;
-        while from <= hay.len() {
-            let candidate = anchors
-                .finder
-                .find(aho_corasick::Input::new(hay).range(from..))?
-                .start();
-            if self.guard.allows(hay[..candidate].chars().next_back())
-                && let Some((s, e)) =
-                    self.search(Input::new(hay).range(candidate..).anchored(Anchored::Yes))
-                && self.accepts(hay, s, e)
-            {
-                return Some((s, e));
-            }
-            // Keywords are ASCII, so the next byte starts a character.
-            from = candidate + 1;
-        }
-        None
-    }
-
-    /// The Python match (start, end) of the regex's first match in `input`.
-    fn search(&self, input: Input<'_>) -> Option<(usize, usize)> {
-        let hay = input.haystack();
-        if !self.needs_captures {
-            let m = self.re.search(&input)?;
-            return Some((m.start(), m.end()));
-        }
-        if self.one_char_tail {
-            let m = self.re.search(&input)?;
-            // Before the end of the haystack the tail consumed exactly one character.
-            if m.end() < hay.len() {
-                return Some((m.start(), m.end() - last_char_len(&hay[..m.end()])));
-            }
-        }
-        let mut caps = self.re.create_captures();
-        self.re.search_captures(&input, &mut caps);
-        let whole = caps.get_match()?;
-        let end = self
-            .end_groups
-            .iter()
-            .find_map(|&g| caps.get_group(g).map(|m| m.end))
-            .unwrap_or(whole.end());
-        Some((whole.start(), end))
-    }
-
-    /// Whether a regex match at `s..e` is also Python's: the look-behind guard and the
-    /// condition on what follows hold.
-    fn accepts(&self, hay: &str, s: usize, e: usize) -> bool {
-        self.guard.allows(hay[..s].chars().next_back()) && self.after.is_none_or(|f| f(&hay[e..]))
     }
 
     /// Whether the pattern matches anywhere in `hay`.
@@ -323,52 +235,13 @@ fn python_case_insensitive(source: &str) -> String {
     rewrite(&hir).to_string()
 }
 
-fn compile(source: &str) -> MetaRegex {
+fn compile(source: &str) -> Regex {
     let source = python_case_insensitive(source);
-    MetaRegex::builder()
-        .configure(
-            MetaRegex::config()
-                .nfa_size_limit(Some(64 << 20))
-                .hybrid_cache_capacity(64 << 20)
-                .dfa_size_limit(Some(64 << 20)),
-        )
-        .build(&source)
+    regex::RegexBuilder::new(&source)
+        .size_limit(64 << 20)
+        .dfa_size_limit(64 << 20)
+        .build()
         .unwrap_or_else(|e| panic!("built-in pattern failed to compile: {e}"))
-}
-
-/// Byte length of the last UTF-8 character of `bytes` (0 when empty).
-fn last_char_len(bytes: &[u8]) -> usize {
-    let continuation = bytes
-        .iter()
-        .rev()
-        .take(3)
-        .take_while(|&&b| b & 0xC0 == 0x80)
-        .count();
-    if bytes.is_empty() {
-        0
-    } else {
-        continuation + 1
-    }
-}
-
-/// The keyword prefilter of a pattern (see [`PyPattern::with_anchors`]).
-#[derive(Clone, Debug)]
-struct Anchors {
-    finder: aho_corasick::AhoCorasick,
-    /// Some keyword holds `k`, `s` or `i`, which non-ASCII characters can match.
-    folds_beyond_ascii: bool,
-    /// Length of the longest keyword.
-    longest: usize,
-}
-
-/// Whether `bytes` hold `İ`, `ı`, `ſ` or the Kelvin sign, which Python's IGNORECASE
-/// equates with ASCII letters.
-fn has_non_ascii_fold(bytes: &[u8]) -> bool {
-    bytes.windows(2).enumerate().any(|(i, w)| match w {
-        [0xC4, 0xB0 | 0xB1] | [0xC5, 0xBF] => true,
-        [0xE2, 0x84] => bytes.get(i + 2) == Some(&0xAA),
-        _ => false,
-    })
 }
 
 /// Several patterns tried as one Python alternation: the leftmost match wins, ties go to
