@@ -1,5 +1,6 @@
 //! Command line of `redctx`: `redctx mcp`, `redctx daemon start|stop|restart|status|install|logs`,
-//! the reference's file commands (`ls`, `cat`, `grep`, …; see [`files`]), `redctx status`
+//! the reference's file commands (`ls`, `cat`, `grep`, …; see [`files`]), `redctx benchmark`
+//! (see [`benchmark`]), `redctx status`
 //! and `redctx roots` (see [`status`]).
 //!
 //! Exit codes: 0 success, 1 failure (one line on stderr saying what failed and what to
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod benchmark;
 mod files;
 mod service;
 mod status;
@@ -42,6 +44,11 @@ enum Command {
     },
     #[command(flatten)]
     File(files::FileCommand),
+    /// Time the daemon's own cold full-tree work on the root (walk and text detection,
+    /// reading, redaction, search) and print the reference's report with its figures.
+    #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
+        redctx benchmark --query TODO --no-ignore-case --format json")]
+    Benchmark(benchmark::BenchmarkArgs),
     /// Show what the daemon serves: per root, files seen / indexed / pending, bytes, cache
     /// size, policy and watcher state. With --root it also starts serving that root.
     #[command(after_help = "Examples:\n  redctx status\n  redctx status --root ~/src/app --wait")]
@@ -122,6 +129,7 @@ pub fn main() -> ExitCode {
         Command::Mcp(args) => run_mcp(args),
         Command::Daemon { action } => run_daemon(action),
         Command::File(cmd) => files::run(&cli.globals, &cmd),
+        Command::Benchmark(args) => benchmark::run(&cli.globals, &args),
         Command::Status(args) => status::status(&cli.globals, &args),
         Command::Roots { action } => status::roots(action.as_ref()),
     }

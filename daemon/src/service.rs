@@ -18,8 +18,8 @@ use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
 use crate::watch::Watcher;
 use redctx_proto::{
-    ErrorKind, ErrorReply, ResourceEntry, ResourcePage, ResourceText, RootInfo, RootSpec,
-    ToolResult,
+    BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
+    ResourceText, RootInfo, RootSpec, ToolResult,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -150,6 +150,33 @@ impl Service {
         if let Some(h) = self.roots.lock().expect("roots lock").get(&key) {
             return Ok(h.clone());
         }
+        let (source, options) = self.prepare(spec)?;
+        let snapshot = match source.load() {
+            Ok((policy, stamps)) => self
+                .open_root(&source, &options, Arc::new(policy), stamps)
+                .unwrap_or_else(|message| Snapshot::Blocked {
+                    message,
+                    last: None,
+                }),
+            Err(e) => {
+                tracing::warn!(root = %source.root().display(), "policy blocked: {e}");
+                Snapshot::Blocked {
+                    message: e.blocked_message(),
+                    last: None,
+                }
+            }
+        };
+        let handle = Arc::new(RootHandle {
+            source,
+            options,
+            snapshot: Mutex::new(snapshot),
+        });
+        let mut roots = self.roots.lock().expect("roots lock");
+        Ok(roots.entry(key).or_insert(handle).clone())
+    }
+
+    /// Where `spec`'s policy comes from and how its root is served, without registering it.
+    fn prepare(&self, spec: &RootSpec) -> Result<(PolicySource, RootOptions), &'static str> {
         let mode = match spec.mode.as_deref() {
             None => None,
             Some(m) => Some(Mode::parse(m).ok_or("mode must be strict, balanced or code.")?),
@@ -184,28 +211,7 @@ impl Service {
             ..RootOptions::default()
         };
         options.index.gitignore = spec.gitignore;
-        let snapshot = match source.load() {
-            Ok((policy, stamps)) => self
-                .open_root(&source, &options, Arc::new(policy), stamps)
-                .unwrap_or_else(|message| Snapshot::Blocked {
-                    message,
-                    last: None,
-                }),
-            Err(e) => {
-                tracing::warn!(root = %source.root().display(), "policy blocked: {e}");
-                Snapshot::Blocked {
-                    message: e.blocked_message(),
-                    last: None,
-                }
-            }
-        };
-        let handle = Arc::new(RootHandle {
-            source,
-            options,
-            snapshot: Mutex::new(snapshot),
-        });
-        let mut roots = self.roots.lock().expect("roots lock");
-        Ok(roots.entry(key).or_insert(handle).clone())
+        Ok((source, options))
     }
 
     /// Builds a snapshot for `policy`: engine, index (walked now), background content
@@ -746,6 +752,42 @@ impl Backend for Service {
                 }
             })
             .collect()
+    }
+
+    fn benchmark(
+        &self,
+        spec: &RootSpec,
+        params: &BenchmarkParams,
+        cancel: &Cancel,
+    ) -> Result<BenchmarkReport, ErrorReply> {
+        let fail = |message: &str| resource_error(message);
+        // A served root answers under its live policy check; any other root is measured
+        // without registering it, so the benchmark starts no indexing that would compete
+        // with it.
+        let served = self
+            .roots
+            .lock()
+            .expect("roots lock")
+            .get(&RootKey::of(spec))
+            .cloned();
+        let (path, engine, options) = match served {
+            Some(handle) => match self.current(&handle) {
+                Current::Ready(root) => (
+                    root.root().to_path_buf(),
+                    root.engine_handle(),
+                    handle.options.clone(),
+                ),
+                Current::Blocked { message, .. } => return Err(fail(message)),
+            },
+            None => {
+                let (source, options) = self.prepare(spec).map_err(fail)?;
+                let (policy, _) = source.load().map_err(|e| fail(e.blocked_message()))?;
+                let engine = Engine::new(Arc::new(policy)).map_err(|_| fail(BLOCKED_APPLY))?;
+                (source.root().to_path_buf(), Arc::new(engine), options)
+            }
+        };
+        crate::bench_report::run(&path, engine, options, params, cancel)
+            .map_err(|e| fail(&e.to_string()))
     }
 
     fn forget_root(&self, root: &Path) -> bool {

@@ -456,7 +456,8 @@ impl FileCommand {
     }
 }
 
-fn seconds(s: f64) -> Duration {
+/// `--max-seconds` as a duration (negative = already over).
+pub fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }
 
@@ -592,7 +593,8 @@ fn print_result(printing: Printing, text: &str, is_error: bool) -> ExitCode {
     code
 }
 
-fn print_error(text: &str) -> ExitCode {
+/// Print a failed call's message on stderr as the reference does; exit code 1.
+pub fn print_error(text: &str) -> ExitCode {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     if !text.ends_with('\n') {
