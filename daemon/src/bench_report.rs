@@ -195,7 +195,13 @@ mod tests {
     fn counts_what_the_reference_counts() {
         let dir = tree();
         let run = |p: &BenchmarkParams| {
-            run(dir.path(), engine(Mode::Balanced), RootOptions::default(), p, &Cancel::new())
+            run(
+                dir.path(),
+                engine(Mode::Balanced),
+                RootOptions::default(),
+                p,
+                &Cancel::new(),
+            )
         };
         let r = run(&params("HELLO", true)).unwrap();
         // The root and docs/ (node_modules/ is excluded by default).
@@ -214,23 +220,59 @@ mod tests {
     fn budgets_fail_with_the_reference_messages() {
         let dir = tree();
         let run = |p: BenchmarkParams| {
-            run(dir.path(), engine(Mode::Code), RootOptions::default(), &p, &Cancel::new())
-                .unwrap_err()
-                .to_string()
+            run(
+                dir.path(),
+                engine(Mode::Code),
+                RootOptions::default(),
+                &p,
+                &Cancel::new(),
+            )
+            .unwrap_err()
+            .to_string()
         };
         let base = params("x", true);
         let cases = [
-            (BenchmarkParams { max_entries: Some(1), ..base.clone() }, "Traversal entry limit exceeded."),
-            (BenchmarkParams { max_files: Some(1), ..base.clone() }, "File limit exceeded."),
-            (BenchmarkParams { max_raw_bytes_per_file: Some(3), ..base.clone() }, "Raw file byte limit exceeded."),
-            (BenchmarkParams { max_total_raw_bytes: Some(40), ..base.clone() }, "Total raw byte limit exceeded."),
+            (
+                BenchmarkParams {
+                    max_entries: Some(1),
+                    ..base.clone()
+                },
+                "Traversal entry limit exceeded.",
+            ),
+            (
+                BenchmarkParams {
+                    max_files: Some(1),
+                    ..base.clone()
+                },
+                "File limit exceeded.",
+            ),
+            (
+                BenchmarkParams {
+                    max_raw_bytes_per_file: Some(3),
+                    ..base.clone()
+                },
+                "Raw file byte limit exceeded.",
+            ),
+            (
+                BenchmarkParams {
+                    max_total_raw_bytes: Some(40),
+                    ..base.clone()
+                },
+                "Total raw byte limit exceeded.",
+            ),
         ];
         for (p, message) in cases {
             assert_eq!(run(p), message);
         }
         let cancel = Cancel::new();
         cancel.cancel();
-        let err = super::run(dir.path(), engine(Mode::Code), RootOptions::default(), &base, &cancel);
+        let err = super::run(
+            dir.path(),
+            engine(Mode::Code),
+            RootOptions::default(),
+            &base,
+            &cancel,
+        );
         assert_eq!(err, Err(BenchError::Cancelled));
     }
 }

@@ -109,7 +109,10 @@ fn timings(r: &BenchmarkReport) -> [(&'static str, u64); 4] {
     [
         ("walk_and_text_detection", r.walk_and_text_detection_ns),
         ("read_all_text_files", r.read_all_text_files_ns),
-        ("redact_each_file_as_one_chunk", r.redact_each_file_as_one_chunk_ns),
+        (
+            "redact_each_file_as_one_chunk",
+            r.redact_each_file_as_one_chunk_ns,
+        ),
         ("search_redacted_text", r.search_redacted_text_ns),
     ]
 }
