@@ -851,3 +851,51 @@ fn benchmark_prints_the_reference_report_shape_with_its_counts() {
         );
     }
 }
+
+#[test]
+fn an_invalid_config_is_named_like_the_reference_cli_names_it() {
+    let Some(reference) = reference_cli() else {
+        return;
+    };
+    let env = Env::new(false);
+    let kb = env.root("kb");
+    write_kb(&kb);
+    let bad = env.roots.path().join("bad.toml");
+    std::fs::write(&bad, "[redaction]\nclients = 3\n").unwrap();
+    let bad = s(&bad);
+    let cases: &[&[&str]] = &[
+        &["--config", bad, "ls"],
+        &["--config", bad, "cat", "docs/readme.txt"],
+        &["--config", bad, "benchmark"],
+    ];
+    let diffs = differences(&env, &reference, &kb, cases);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+
+    // `status --wait` says why and what to do.
+    let out = env.run(&[
+        "--root",
+        s(&kb),
+        "--mode",
+        "balanced",
+        "--config",
+        bad,
+        "status",
+        "--wait",
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.starts_with(
+            "redctx: policy blocked (Expected string or list in redaction config, got int.); "
+        ) && out.stderr.contains("repair its redaction config"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["status", "--root", "/nonexistent/dir"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "redctx: /nonexistent/dir is not an existing directory; give the directory to serve with --root DIR\n"
+        )
+    );
+}

@@ -108,6 +108,9 @@ enum Snapshot {
     /// that was served (reloads compare against it).
     Blocked {
         message: &'static str,
+        /// Why, for the local user (`redctx status`): the config error's own fixed,
+        /// value-free sentence, or `message` when there is none.
+        reason: String,
         last: Option<(Arc<Policy>, PolicyStamps)>,
     },
 }
@@ -156,12 +159,14 @@ impl Service {
                 .open_root(&source, &options, Arc::new(policy), stamps)
                 .unwrap_or_else(|message| Snapshot::Blocked {
                     message,
+                    reason: message.to_owned(),
                     last: None,
                 }),
             Err(e) => {
                 tracing::warn!(root = %source.root().display(), "policy blocked: {e}");
                 Snapshot::Blocked {
                     message: e.blocked_message(),
+                    reason: e.to_string(),
                     last: None,
                 }
             }
@@ -283,6 +288,7 @@ impl Service {
                         )
                         .unwrap_or_else(|message| Snapshot::Blocked {
                             message,
+                            reason: message.to_owned(),
                             last: Some((policy, new_stamps)),
                         });
                 }
@@ -299,6 +305,7 @@ impl Service {
                     )
                     .unwrap_or_else(|message| Snapshot::Blocked {
                         message,
+                        reason: message.to_owned(),
                         last: Some((policy, stamps)),
                     });
             }
@@ -310,6 +317,7 @@ impl Service {
                     &mut *snap,
                     Snapshot::Blocked {
                         message: "",
+                        reason: String::new(),
                         last: None,
                     },
                 ) {
@@ -318,13 +326,14 @@ impl Service {
                 };
                 *snap = Snapshot::Blocked {
                     message: e.blocked_message(),
+                    reason: e.to_string(),
                     last,
                 };
             }
         }
         match &*snap {
             Snapshot::Ready { root, .. } => Current::Ready(root.clone()),
-            Snapshot::Blocked { message, last } => Current::Blocked {
+            Snapshot::Blocked { message, last, .. } => Current::Blocked {
                 message,
                 profile: last
                     .as_ref()
@@ -742,10 +751,10 @@ impl Backend for Service {
                             ..RootInfo::default()
                         }
                     }
-                    Snapshot::Blocked { message, .. } => RootInfo {
+                    Snapshot::Blocked { reason, .. } => RootInfo {
                         path: h.source.root().to_path_buf(),
                         state: "blocked".to_owned(),
-                        policy: Some(format!("blocked ({message})")),
+                        policy: Some(format!("blocked ({reason})")),
                         options,
                         ..RootInfo::default()
                     },
@@ -777,11 +786,20 @@ impl Backend for Service {
                     root.engine_handle(),
                     handle.options.clone(),
                 ),
-                Current::Blocked { message, .. } => return Err(fail(message)),
+                // The CLI's user gets the config error itself, as the reference CLI
+                // prints it when it loads the config.
+                Current::Blocked { message, .. } => {
+                    let snap = handle.snapshot.lock().expect("snapshot lock");
+                    return Err(match &*snap {
+                        Snapshot::Blocked { reason, .. } if !reason.is_empty() => fail(reason),
+                        _ => fail(message),
+                    });
+                }
             },
             None => {
                 let (source, options) = self.prepare(spec).map_err(fail)?;
-                let (policy, _) = source.load().map_err(|e| fail(e.blocked_message()))?;
+                // A fresh load, as the reference CLI does per run: its specific message.
+                let (policy, _) = source.load().map_err(|e| fail(&e.to_string()))?;
                 let engine = Engine::new(Arc::new(policy)).map_err(|_| fail(BLOCKED_APPLY))?;
                 (source.root().to_path_buf(), Arc::new(engine), options)
             }

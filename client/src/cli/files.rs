@@ -532,6 +532,7 @@ pub fn run(globals: &Globals, command: &FileCommand) -> ExitCode {
             Ok(c) => c,
             Err(e) => return super::fail(e),
         };
+        let root_path = root.path.clone();
         let request = Request::CallTool {
             root,
             tool: call.tool.to_string(),
@@ -546,12 +547,42 @@ pub fn run(globals: &Globals, command: &FileCommand) -> ExitCode {
             None => conn.request(request).await,
         };
         match answer {
+            Ok(Response::ToolResult(t)) if t.is_error && is_blocked(&t.text) => {
+                // The reference CLI loads the config per run and prints the config error
+                // itself; the daemon knows it as the root's blocked reason.
+                let reason = blocked_reason(&conn, &root_path).await;
+                print_error(reason.as_deref().unwrap_or(&t.text))
+            }
             Ok(Response::ToolResult(t)) => print_result(call.printing, &t.text, t.is_error),
             Ok(Response::Error(e)) => print_error(&e.message),
             Ok(_) => super::fail("unexpected answer from the daemon; see its log"),
             Err(e) => super::fail(e),
         }
     })
+}
+
+/// Whether a failed call's text is the daemon's "policy blocked" answer (spec 5.13).
+fn is_blocked(text: &str) -> bool {
+    text.ends_with("Context access is blocked.") || text.starts_with("Context access is blocked")
+}
+
+/// The config error that blocks `root`, from the daemon's root list (`policy: blocked
+/// (<reason>)`), when it knows one.
+async fn blocked_reason(conn: &daemon::Conn, root: &std::path::Path) -> Option<String> {
+    let Ok(Response::Roots(roots)) = conn.request(Request::Roots).await else {
+        return None;
+    };
+    roots
+        .into_iter()
+        .filter(|r| r.path == root && r.state == "blocked")
+        .find_map(|r| {
+            let reason = r
+                .policy?
+                .strip_prefix("blocked (")?
+                .strip_suffix(')')?
+                .to_owned();
+            (!reason.is_empty()).then_some(reason)
+        })
 }
 
 /// What a tool result prints where, and the exit code (see [`Printing`]).
