@@ -1,5 +1,6 @@
 //! Command line of `redctx`: `redctx mcp`, `redctx daemon start|stop|restart|status|install|logs`,
-//! the reference's file commands (`ls`, `cat`, `grep`, …; see [`files`]), `redctx status`
+//! the reference's file commands (`ls`, `cat`, `grep`, …; see [`files`]), `redctx benchmark`
+//! (see [`benchmark`]), `redctx status`
 //! and `redctx roots` (see [`status`]).
 //!
 //! Exit codes: 0 success, 1 failure (one line on stderr saying what failed and what to
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod benchmark;
 mod files;
 mod service;
 mod status;
@@ -42,6 +44,11 @@ enum Command {
     },
     #[command(flatten)]
     File(files::FileCommand),
+    /// Time the daemon's own cold full-tree work on the root (walk and text detection,
+    /// reading, redaction, search) and print the reference's report with its figures.
+    #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
+        redctx benchmark --query TODO --no-ignore-case --format json")]
+    Benchmark(benchmark::BenchmarkArgs),
     /// Show what the daemon serves: per root, files seen / indexed / pending, bytes, cache
     /// size, policy and watcher state. With --root it also starts serving that root.
     #[command(after_help = "Examples:\n  redctx status\n  redctx status --root ~/src/app --wait")]
@@ -108,7 +115,10 @@ enum DaemonAction {
 
 /// Entry point of the `redctx` binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => usage_error(e),
+    };
     if cli.globals.is_set() && matches!(cli.command, Command::Mcp(_) | Command::Daemon { .. }) {
         use clap::CommandFactory;
         Cli::command()
@@ -122,9 +132,47 @@ pub fn main() -> ExitCode {
         Command::Mcp(args) => run_mcp(args),
         Command::Daemon { action } => run_daemon(action),
         Command::File(cmd) => files::run(&cli.globals, &cmd),
+        Command::Benchmark(args) => benchmark::run(&cli.globals, &args),
         Command::Status(args) => status::status(&cli.globals, &args),
         Command::Roots { action } => status::roots(action.as_ref()),
     }
+}
+
+/// Print a parse error and exit (2 for usage errors). Like the reference's argparse, a
+/// usage error always shows the usage of the command it concerns, so the user sees what
+/// was wrong and what the command accepts; clap leaves it out of some errors (an invalid
+/// value, for one).
+fn usage_error(e: clap::Error) -> ! {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) || e.use_stderr() && e.render().to_string().contains("Usage:")
+    {
+        e.exit();
+    }
+    let mut cmd = Cli::command();
+    cmd.build();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = args
+        .iter()
+        .find_map(|a| {
+            cmd.get_subcommands()
+                .find(|s| s.get_name() == a || s.get_all_aliases().any(|x| x == a))
+        })
+        .map_or_else(|| cmd.clone().render_usage(), |s| s.clone().render_usage());
+    let text = e.render().to_string();
+    let hint = "For more information, try '--help'.";
+    let body = text
+        .trim_end()
+        .strip_suffix(hint)
+        .unwrap_or(&text)
+        .trim_end();
+    eprint!("{body}\n\n{usage}\n\n{hint}\n");
+    std::process::exit(e.exit_code());
 }
 
 fn endpoint_and_runtime() -> Result<(Endpoint, tokio::runtime::Runtime), ExitCode> {

@@ -126,6 +126,7 @@ fn variant(r: &Response) -> &'static str {
         Response::Forgotten(_) => "Forgotten",
         Response::Ok => "Ok",
         Response::Pong => "Pong",
+        Response::Benchmark(_) => "Benchmark",
         Response::Error(_) => "Error",
     }
 }

@@ -254,8 +254,20 @@ fn usage_errors_exit_2() {
 fn every_command_help_explains_itself_with_an_example() {
     let env = Env::new(true);
     for cmd in [
-        "ls", "tree", "cat", "head", "tail", "grep", "retrieve", "stat", "bundle", "doctor",
-        "audit", "status", "roots",
+        "ls",
+        "tree",
+        "cat",
+        "head",
+        "tail",
+        "grep",
+        "retrieve",
+        "stat",
+        "bundle",
+        "doctor",
+        "audit",
+        "benchmark",
+        "status",
+        "roots",
     ] {
         let out = env.run(&[cmd, "--help"]);
         assert_eq!(out.code, 0, "{cmd}");
@@ -634,5 +646,256 @@ fn status_wait_reports_plain_progress_until_ready() {
             .contains(&format!("{}\tready\t5000 files\n", big.display())),
         "{}",
         out.stdout
+    );
+}
+
+// ---------------------------------------------------------------------------------
+// `redctx benchmark`: the daemon's figures in the reference's report.
+
+/// A report line `key: value` split in two.
+fn report_lines(text: &str) -> Vec<(&str, &str)> {
+    text.lines()
+        .map(|l| l.split_once(": ").unwrap_or((l, "")))
+        .collect()
+}
+
+const TIMINGS: [&str; 4] = [
+    "walk_and_text_detection",
+    "read_all_text_files",
+    "redact_each_file_as_one_chunk",
+    "search_redacted_text",
+];
+
+/// A timing as the reference prints it: seconds with six decimals and an `s`.
+fn is_seconds(v: &str) -> bool {
+    v.strip_suffix('s')
+        .and_then(|n| n.split_once('.'))
+        .is_some_and(|(a, b)| {
+            !a.is_empty()
+                && a.bytes().all(|c| c.is_ascii_digit())
+                && b.len() == 6
+                && b.bytes().all(|c| c.is_ascii_digit())
+        })
+}
+
+#[test]
+fn benchmark_sends_its_options_and_prints_the_daemons_figures() {
+    let env = Env::new(true);
+    let r = env.root("alpha");
+    // The fake daemon echoes max_files as `files`, max_entries as `visible_bytes`, the
+    // query's length as `text_characters` and ignore_case as `matches`.
+    let out = env.run_in(
+        &r,
+        &[
+            "benchmark",
+            "--query",
+            "abcd",
+            "--max-files",
+            "3",
+            "--max-entries",
+            "7",
+            "--no-ignore-case",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "root: .\ndirectories: 1\nfiles: 3\ntext_files: 0\nvisible_bytes: 7\ntext_characters: 4\n\
+         redaction_read_bytes: 0\nmatches: 0\nwalk_and_text_detection: 0.001500s\n\
+         read_all_text_files: 0.000001s\nredact_each_file_as_one_chunk: 2.000000s\n\
+         search_redacted_text: 0.000000s\n"
+    );
+    // The reference's defaults: case-folded, its no-match query (29 characters).
+    let out = env.run_in(&r, &["benchmark", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["matches"], 1);
+    assert_eq!(v["text_characters"], "__redctx_no_match_benchmark__".len());
+    assert_eq!(v["timings_seconds"]["redact_each_file_as_one_chunk"], 2.0);
+    // The last of --ignore-case / --no-ignore-case wins, as with argparse.
+    let out = env.run_in(&r, &["benchmark", "--no-ignore-case", "--ignore-case"]);
+    assert!(out.stdout.contains("\nmatches: 1\n"), "{}", out.stdout);
+
+    let out = env.run_in(
+        &r,
+        &["benchmark", "--query", "slow", "--max-seconds", "0.2"],
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (1, "", "Operation deadline exceeded.\n")
+    );
+    let blocked = env.root("blocked");
+    let out = env.run_in(&blocked, &["benchmark"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            1,
+            "",
+            "Context access is blocked until the operator repairs the local redaction configuration.\n"
+        )
+    );
+}
+
+#[test]
+fn benchmark_prints_the_reference_report_shape_with_its_counts() {
+    let Some(reference) = reference_cli() else {
+        return;
+    };
+    let env = Env::new(false);
+    let kb = env.root("kb");
+    write_kb(&kb);
+    let ref_state = tempfile::tempdir().unwrap();
+    let ours = |args: &[&str]| {
+        let mut full = vec!["--root", s(&kb), "--mode", "balanced"];
+        full.extend_from_slice(args);
+        env.run(&full)
+    };
+    let theirs = |args: &[&str]| run_reference(&reference, &kb, ref_state.path(), args);
+
+    for args in [
+        &["benchmark"][..],
+        &["benchmark", "--query", "QUICK BROWN"],
+        &["benchmark", "--query", "QUICK BROWN", "--no-ignore-case"],
+        &["benchmark", "--query", "Taylor Reed"],
+    ] {
+        let (got, want) = (ours(args), theirs(args));
+        assert_eq!(
+            (got.code, want.code),
+            (0, 0),
+            "{args:?}: {} / {}",
+            got.stderr,
+            want.stderr
+        );
+        let (g, w) = (report_lines(&got.stdout), report_lines(&want.stdout));
+        let keys = |l: &[(&str, &str)]| l.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>();
+        assert_eq!(keys(&g), keys(&w), "{args:?}\n{}", got.stdout);
+        for ((key, ours), (_, theirs)) in g.iter().zip(&w) {
+            if TIMINGS.contains(key) {
+                assert!(
+                    is_seconds(ours) && is_seconds(theirs),
+                    "{key}: {ours} / {theirs}"
+                );
+            } else {
+                // Counts follow the reference's definitions on the same tree.
+                assert_eq!(ours, theirs, "{args:?} {key}");
+            }
+        }
+    }
+
+    let (got, want) = (
+        ours(&["benchmark", "--format", "json"]),
+        theirs(&["benchmark", "--format", "json"]),
+    );
+    assert_eq!((got.code, want.code), (0, 0), "{}", got.stderr);
+    let g: serde_json::Value = serde_json::from_str(&got.stdout).unwrap();
+    let w: serde_json::Value = serde_json::from_str(&want.stdout).unwrap();
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&g), keys(&w));
+    assert_eq!(keys(&g["timings_seconds"]), keys(&w["timings_seconds"]));
+    for k in keys(&w) {
+        if k != "timings_seconds" {
+            assert_eq!(g[&k], w[&k], "{k}");
+        }
+    }
+    for k in TIMINGS {
+        assert!(
+            g["timings_seconds"][k].as_f64().is_some_and(|x| x >= 0.0),
+            "{k}"
+        );
+    }
+
+    // Budgets stop the run with the reference's message and exit code.
+    for args in [
+        &["benchmark", "--max-entries", "2"][..],
+        &["benchmark", "--max-files", "1"],
+        &["benchmark", "--max-raw-bytes-per-file", "10"],
+        &["benchmark", "--max-total-raw-bytes", "100"],
+    ] {
+        let (got, want) = (ours(args), theirs(args));
+        assert_eq!(
+            (got.code, got.stdout.as_str(), got.stderr.as_str()),
+            (want.code, want.stdout.as_str(), want.stderr.as_str()),
+            "{args:?}"
+        );
+    }
+
+    // Usage errors: exit 2, nothing on stdout, and like argparse the command's usage plus
+    // a line naming the offending argument.
+    for (args, names) in [
+        (&["benchmark", "--format", "xml"][..], "--format"),
+        (&["benchmark", "--bogus"], "--bogus"),
+        (&["benchmark", "--max-files", "many"], "--max-files"),
+        (&["benchmark", "--query"], "--query"),
+    ] {
+        let (got, want) = (ours(args), theirs(args));
+        assert_eq!((got.code, want.code), (2, 2), "{args:?}");
+        assert_eq!(
+            (got.stdout.as_str(), want.stdout.as_str()),
+            ("", ""),
+            "{args:?}"
+        );
+        for (who, err) in [("ours", &got.stderr), ("reference", &want.stderr)] {
+            assert!(
+                err.to_lowercase().contains("usage: redctx"),
+                "{who} {args:?}: {err}"
+            );
+            assert!(
+                err.contains("error:") && err.contains(names),
+                "{who} {args:?}: {err}"
+            );
+        }
+        assert!(
+            got.stderr.contains("Usage: redctx benchmark"),
+            "{args:?}: {}",
+            got.stderr
+        );
+    }
+}
+
+#[test]
+fn an_invalid_config_is_named_like_the_reference_cli_names_it() {
+    let Some(reference) = reference_cli() else {
+        return;
+    };
+    let env = Env::new(false);
+    let kb = env.root("kb");
+    write_kb(&kb);
+    let bad = env.roots.path().join("bad.toml");
+    std::fs::write(&bad, "[redaction]\nclients = 3\n").unwrap();
+    let bad = s(&bad);
+    let cases: &[&[&str]] = &[
+        &["--config", bad, "ls"],
+        &["--config", bad, "cat", "docs/readme.txt"],
+        &["--config", bad, "benchmark"],
+    ];
+    let diffs = differences(&env, &reference, &kb, cases);
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+
+    // `status --wait` says why and what to do.
+    let out = env.run(&[
+        "--root",
+        s(&kb),
+        "--mode",
+        "balanced",
+        "--config",
+        bad,
+        "status",
+        "--wait",
+    ]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.starts_with(
+            "redctx: policy blocked (Expected string or list in redaction config, got int.); "
+        ) && out.stderr.contains("repair its redaction config"),
+        "{}",
+        out.stderr
+    );
+    let out = env.run(&["status", "--root", "/nonexistent/dir"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "redctx: /nonexistent/dir is not an existing directory; give the directory to serve with --root DIR\n"
+        )
     );
 }

@@ -171,6 +171,11 @@ impl ServedRoot {
         &self.root
     }
 
+    /// The policy's engine, shared (a benchmark builds a fresh index with it).
+    pub fn engine_handle(&self) -> Arc<Engine> {
+        self.engine.clone()
+    }
+
     /// The index (metadata, ids, listing).
     pub fn index(&self) -> &Index {
         &self.index

@@ -18,8 +18,8 @@ use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
 use crate::watch::Watcher;
 use redctx_proto::{
-    ErrorKind, ErrorReply, ResourceEntry, ResourcePage, ResourceText, RootInfo, RootSpec,
-    ToolResult,
+    BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
+    ResourceText, RootInfo, RootSpec, ToolResult,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -108,6 +108,9 @@ enum Snapshot {
     /// that was served (reloads compare against it).
     Blocked {
         message: &'static str,
+        /// Why, for the local user (`redctx status`): the config error's own fixed,
+        /// value-free sentence, or `message` when there is none.
+        reason: String,
         last: Option<(Arc<Policy>, PolicyStamps)>,
     },
 }
@@ -150,6 +153,35 @@ impl Service {
         if let Some(h) = self.roots.lock().expect("roots lock").get(&key) {
             return Ok(h.clone());
         }
+        let (source, options) = self.prepare(spec)?;
+        let snapshot = match source.load() {
+            Ok((policy, stamps)) => self
+                .open_root(&source, &options, Arc::new(policy), stamps)
+                .unwrap_or_else(|message| Snapshot::Blocked {
+                    message,
+                    reason: message.to_owned(),
+                    last: None,
+                }),
+            Err(e) => {
+                tracing::warn!(root = %source.root().display(), "policy blocked: {e}");
+                Snapshot::Blocked {
+                    message: e.blocked_message(),
+                    reason: e.to_string(),
+                    last: None,
+                }
+            }
+        };
+        let handle = Arc::new(RootHandle {
+            source,
+            options,
+            snapshot: Mutex::new(snapshot),
+        });
+        let mut roots = self.roots.lock().expect("roots lock");
+        Ok(roots.entry(key).or_insert(handle).clone())
+    }
+
+    /// Where `spec`'s policy comes from and how its root is served, without registering it.
+    fn prepare(&self, spec: &RootSpec) -> Result<(PolicySource, RootOptions), &'static str> {
         let mode = match spec.mode.as_deref() {
             None => None,
             Some(m) => Some(Mode::parse(m).ok_or("mode must be strict, balanced or code.")?),
@@ -184,28 +216,7 @@ impl Service {
             ..RootOptions::default()
         };
         options.index.gitignore = spec.gitignore;
-        let snapshot = match source.load() {
-            Ok((policy, stamps)) => self
-                .open_root(&source, &options, Arc::new(policy), stamps)
-                .unwrap_or_else(|message| Snapshot::Blocked {
-                    message,
-                    last: None,
-                }),
-            Err(e) => {
-                tracing::warn!(root = %source.root().display(), "policy blocked: {e}");
-                Snapshot::Blocked {
-                    message: e.blocked_message(),
-                    last: None,
-                }
-            }
-        };
-        let handle = Arc::new(RootHandle {
-            source,
-            options,
-            snapshot: Mutex::new(snapshot),
-        });
-        let mut roots = self.roots.lock().expect("roots lock");
-        Ok(roots.entry(key).or_insert(handle).clone())
+        Ok((source, options))
     }
 
     /// Builds a snapshot for `policy`: engine, index (walked now), background content
@@ -277,6 +288,7 @@ impl Service {
                         )
                         .unwrap_or_else(|message| Snapshot::Blocked {
                             message,
+                            reason: message.to_owned(),
                             last: Some((policy, new_stamps)),
                         });
                 }
@@ -293,6 +305,7 @@ impl Service {
                     )
                     .unwrap_or_else(|message| Snapshot::Blocked {
                         message,
+                        reason: message.to_owned(),
                         last: Some((policy, stamps)),
                     });
             }
@@ -304,6 +317,7 @@ impl Service {
                     &mut *snap,
                     Snapshot::Blocked {
                         message: "",
+                        reason: String::new(),
                         last: None,
                     },
                 ) {
@@ -312,13 +326,14 @@ impl Service {
                 };
                 *snap = Snapshot::Blocked {
                     message: e.blocked_message(),
+                    reason: e.to_string(),
                     last,
                 };
             }
         }
         match &*snap {
             Snapshot::Ready { root, .. } => Current::Ready(root.clone()),
-            Snapshot::Blocked { message, last } => Current::Blocked {
+            Snapshot::Blocked { message, last, .. } => Current::Blocked {
                 message,
                 profile: last
                     .as_ref()
@@ -736,16 +751,61 @@ impl Backend for Service {
                             ..RootInfo::default()
                         }
                     }
-                    Snapshot::Blocked { message, .. } => RootInfo {
+                    Snapshot::Blocked { reason, .. } => RootInfo {
                         path: h.source.root().to_path_buf(),
                         state: "blocked".to_owned(),
-                        policy: Some(format!("blocked ({message})")),
+                        policy: Some(format!("blocked ({reason})")),
                         options,
                         ..RootInfo::default()
                     },
                 }
             })
             .collect()
+    }
+
+    fn benchmark(
+        &self,
+        spec: &RootSpec,
+        params: &BenchmarkParams,
+        cancel: &Cancel,
+    ) -> Result<BenchmarkReport, ErrorReply> {
+        let fail = |message: &str| resource_error(message);
+        // A served root answers under its live policy check; any other root is measured
+        // without registering it, so the benchmark starts no indexing that would compete
+        // with it.
+        let served = self
+            .roots
+            .lock()
+            .expect("roots lock")
+            .get(&RootKey::of(spec))
+            .cloned();
+        let (path, engine, options) = match served {
+            Some(handle) => match self.current(&handle) {
+                Current::Ready(root) => (
+                    root.root().to_path_buf(),
+                    root.engine_handle(),
+                    handle.options.clone(),
+                ),
+                // The CLI's user gets the config error itself, as the reference CLI
+                // prints it when it loads the config.
+                Current::Blocked { message, .. } => {
+                    let snap = handle.snapshot.lock().expect("snapshot lock");
+                    return Err(match &*snap {
+                        Snapshot::Blocked { reason, .. } if !reason.is_empty() => fail(reason),
+                        _ => fail(message),
+                    });
+                }
+            },
+            None => {
+                let (source, options) = self.prepare(spec).map_err(fail)?;
+                // A fresh load, as the reference CLI does per run: its specific message.
+                let (policy, _) = source.load().map_err(|e| fail(&e.to_string()))?;
+                let engine = Engine::new(Arc::new(policy)).map_err(|_| fail(BLOCKED_APPLY))?;
+                (source.root().to_path_buf(), Arc::new(engine), options)
+            }
+        };
+        crate::bench_report::run(&path, engine, options, params, cancel)
+            .map_err(|e| fail(&e.to_string()))
     }
 
     fn forget_root(&self, root: &Path) -> bool {

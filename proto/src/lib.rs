@@ -41,7 +41,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -167,6 +167,54 @@ pub enum Request {
     Shutdown,
     /// Answer `Response::Pong`; a liveness check.
     Ping,
+    /// Time the daemon's own cold full-tree work on `root` (`redctx benchmark`): walk and
+    /// text detection, reading, redaction, substring search. Nothing is cached or
+    /// registered; the root's policy check applies as for a tool call.
+    Benchmark {
+        root: RootSpec,
+        params: BenchmarkParams,
+    },
+}
+
+/// What `redctx benchmark` asks the daemon to measure, and under which budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BenchmarkParams {
+    /// Text searched for in each file's redacted text.
+    pub query: String,
+    /// Compare case-folded text (the reference's default).
+    pub ignore_case: bool,
+    /// Most text files read (`File limit exceeded.`); `None` = unlimited.
+    pub max_files: Option<u64>,
+    /// Raw bytes of one file; `None` = the daemon's default.
+    pub max_raw_bytes_per_file: Option<u64>,
+    /// Raw bytes of all files read; `None` = the daemon's default.
+    pub max_total_raw_bytes: Option<u64>,
+    /// Traversal entries of the walk; `None` = the daemon's default.
+    pub max_entries: Option<u64>,
+}
+
+/// The daemon's figures for [`Request::Benchmark`]: the reference's report keys, with
+/// timings in nanoseconds measured inside the daemon.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BenchmarkReport {
+    /// Directories walked, the root included.
+    pub directories: u64,
+    /// Files walked (every kind).
+    pub files: u64,
+    /// Files served as text.
+    pub text_files: u64,
+    /// Sum of the sizes of all walked files.
+    pub visible_bytes: u64,
+    /// Characters (Unicode scalar values) of the decoded text files.
+    pub text_characters: u64,
+    /// Raw bytes of the text files that were redacted.
+    pub redaction_read_bytes: u64,
+    /// Text files whose redacted text contains the query.
+    pub matches: u64,
+    pub walk_and_text_detection_ns: u64,
+    pub read_all_text_files_ns: u64,
+    pub redact_each_file_as_one_chunk_ns: u64,
+    pub search_redacted_text_ns: u64,
 }
 
 /// Everything the daemon can answer.
@@ -188,6 +236,8 @@ pub enum Response {
     Ok,
     /// Result of `Ping`.
     Pong,
+    /// Result of `Benchmark`.
+    Benchmark(BenchmarkReport),
     /// The request failed; `message` is fixed, input-free text a user may see.
     Error(ErrorReply),
 }
@@ -434,6 +484,15 @@ mod tests {
             },
             Request::Shutdown,
             Request::Ping,
+            Request::Benchmark {
+                root: sample_root(),
+                params: BenchmarkParams {
+                    query: "q".into(),
+                    ignore_case: true,
+                    max_files: Some(3),
+                    ..Default::default()
+                },
+            },
         ];
         let responses = [
             Response::ToolResult(ToolResult {
@@ -457,6 +516,11 @@ mod tests {
             }),
             Response::Forgotten(true),
             Response::Pong,
+            Response::Benchmark(BenchmarkReport {
+                directories: 2,
+                search_redacted_text_ns: 1_000,
+                ..Default::default()
+            }),
         ];
         rt().block_on(async {
             let mut buf = Vec::new();

@@ -456,7 +456,8 @@ impl FileCommand {
     }
 }
 
-fn seconds(s: f64) -> Duration {
+/// `--max-seconds` as a duration (negative = already over).
+pub fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }
 
@@ -531,6 +532,7 @@ pub fn run(globals: &Globals, command: &FileCommand) -> ExitCode {
             Ok(c) => c,
             Err(e) => return super::fail(e),
         };
+        let root_path = root.path.clone();
         let request = Request::CallTool {
             root,
             tool: call.tool.to_string(),
@@ -545,12 +547,42 @@ pub fn run(globals: &Globals, command: &FileCommand) -> ExitCode {
             None => conn.request(request).await,
         };
         match answer {
+            Ok(Response::ToolResult(t)) if t.is_error && is_blocked(&t.text) => {
+                // The reference CLI loads the config per run and prints the config error
+                // itself; the daemon knows it as the root's blocked reason.
+                let reason = blocked_reason(&conn, &root_path).await;
+                print_error(reason.as_deref().unwrap_or(&t.text))
+            }
             Ok(Response::ToolResult(t)) => print_result(call.printing, &t.text, t.is_error),
             Ok(Response::Error(e)) => print_error(&e.message),
             Ok(_) => super::fail("unexpected answer from the daemon; see its log"),
             Err(e) => super::fail(e),
         }
     })
+}
+
+/// Whether a failed call's text is the daemon's "policy blocked" answer (spec 5.13).
+fn is_blocked(text: &str) -> bool {
+    text.ends_with("Context access is blocked.") || text.starts_with("Context access is blocked")
+}
+
+/// The config error that blocks `root`, from the daemon's root list (`policy: blocked
+/// (<reason>)`), when it knows one.
+async fn blocked_reason(conn: &daemon::Conn, root: &std::path::Path) -> Option<String> {
+    let Ok(Response::Roots(roots)) = conn.request(Request::Roots).await else {
+        return None;
+    };
+    roots
+        .into_iter()
+        .filter(|r| r.path == root && r.state == "blocked")
+        .find_map(|r| {
+            let reason = r
+                .policy?
+                .strip_prefix("blocked (")?
+                .strip_suffix(')')?
+                .to_owned();
+            (!reason.is_empty()).then_some(reason)
+        })
 }
 
 /// What a tool result prints where, and the exit code (see [`Printing`]).
@@ -592,7 +624,8 @@ fn print_result(printing: Printing, text: &str, is_error: bool) -> ExitCode {
     code
 }
 
-fn print_error(text: &str) -> ExitCode {
+/// Print a failed call's message on stderr as the reference does; exit code 1.
+pub fn print_error(text: &str) -> ExitCode {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     if !text.ends_with('\n') {

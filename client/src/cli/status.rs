@@ -50,9 +50,11 @@ pub fn status(globals: &Globals, args: &StatusArgs) -> ExitCode {
     let spec = match root {
         Some(r) => match files::root_spec(globals, Some(&r), RootLimits::default()) {
             Ok(s) => Some(s),
-            Err(msg) => {
-                eprintln!("{msg}");
-                return ExitCode::FAILURE;
+            Err(_) => {
+                return super::fail(format!(
+                    "{} is not an existing directory; give the directory to serve with --root DIR",
+                    r.display()
+                ));
             }
         },
         None => None,
@@ -310,7 +312,9 @@ async fn wait(conn: &Conn, root: &Path) -> ExitCode {
                     b.abandon();
                 }
                 return super::fail(format!(
-                    "{}; access stays blocked until the redaction config is repaired (see `redctx doctor`)",
+                    "{}; nothing is served from this root until you repair its redaction config \
+                     (.agent-context-redactor.toml in the root, or the --config file) and the term \
+                     files it names; then run this command again",
                     plain_line(&p)
                 ));
             }

@@ -215,6 +215,7 @@ fn request_kind(r: &Request) -> &'static str {
         Request::ForgetRoot { .. } => "forget_root",
         Request::Shutdown => "shutdown",
         Request::Ping => "ping",
+        Request::Benchmark { .. } => "benchmark",
     }
 }
 
@@ -281,6 +282,12 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
         Request::ReadResource { root, uri } => flatten(
             blocking(shared, cancel, move |b, c| {
                 b.read_resource(&root, &uri, c).map(Response::ResourceText)
+            })
+            .await,
+        ),
+        Request::Benchmark { root, params } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                b.benchmark(&root, &params, c).map(Response::Benchmark)
             })
             .await,
         ),

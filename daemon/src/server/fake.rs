@@ -8,13 +8,16 @@
 //!   waits until cancelled (at most 30 s) and then counts the cancellation.
 //! - a root whose last component is `blocked` has a blocked policy: every call answers
 //!   [`BLOCKED_MESSAGE`].
+//! - `benchmark` reports fixed figures that echo its parameters: `matches` is 1 when
+//!   `ignore_case`, `text_characters` the query's length, `files` `max_files` (else 0),
+//!   `visible_bytes` `max_entries` (else 0); the query `slow` waits until cancelled.
 //! - resources: [`RESOURCE_COUNT`] files `p_000000000000`, `p_000000000001`, … with
 //!   decimal-offset cursors (`cursor must be a string offset.` otherwise).
 
 use super::{Backend, Cancel};
 use redctx_proto::{
-    ErrorKind, ErrorReply, ResourceEntry, ResourcePage, ResourceText, RootInfo, RootSpec,
-    ToolResult,
+    BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
+    ResourceText, RootInfo, RootSpec, ToolResult,
 };
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -183,6 +186,41 @@ impl Backend for FakeBackend {
                 ..Default::default()
             })
             .collect()
+    }
+
+    fn benchmark(
+        &self,
+        root: &RootSpec,
+        params: &BenchmarkParams,
+        cancel: &Cancel,
+    ) -> Result<BenchmarkReport, ErrorReply> {
+        if let Some(b) = Self::blocked(root) {
+            return Err(ErrorReply::new(ErrorKind::Resource, b.text));
+        }
+        if params.query == "slow" {
+            let until = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < until && !cancel.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+            return Err(ErrorReply::new(
+                ErrorKind::Resource,
+                "Operation deadline exceeded.",
+            ));
+        }
+        Ok(BenchmarkReport {
+            directories: 1,
+            files: params.max_files.unwrap_or(0),
+            text_files: 0,
+            visible_bytes: params.max_entries.unwrap_or(0),
+            text_characters: params.query.chars().count() as u64,
+            redaction_read_bytes: 0,
+            matches: u64::from(params.ignore_case),
+            walk_and_text_detection_ns: 1_500_000,
+            read_all_text_files_ns: 1_000,
+            redact_each_file_as_one_chunk_ns: 2_000_000_000,
+            search_redacted_text_ns: 1,
+        })
     }
 
     fn forget_root(&self, root: &Path) -> bool {

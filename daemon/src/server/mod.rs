@@ -18,7 +18,10 @@ mod socket;
 pub use socket::{BindError, Bound, bind};
 
 use interprocess::local_socket::tokio::prelude::*;
-use redctx_proto::{ErrorReply, ResourcePage, ResourceText, RootInfo, RootSpec, ToolResult};
+use redctx_proto::{
+    BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourcePage, ResourceText, RootInfo,
+    RootSpec, ToolResult,
+};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -70,6 +73,21 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Stop serving `root` and drop its state; `true` if it was served.
     fn forget_root(&self, root: &Path) -> bool;
+
+    /// Time the backend's own cold full-tree work on `root` (`redctx benchmark`). Errors
+    /// are the fixed budget and policy messages a user may see. A backend that cannot
+    /// measure anything says so.
+    fn benchmark(
+        &self,
+        _root: &RootSpec,
+        _params: &BenchmarkParams,
+        _cancel: &Cancel,
+    ) -> Result<BenchmarkReport, ErrorReply> {
+        Err(ErrorReply::new(
+            ErrorKind::Unsupported,
+            "This daemon cannot run benchmarks.",
+        ))
+    }
 }
 
 /// Cancellation flag of one request, shared between the server and the backend call.
