@@ -88,7 +88,28 @@ pub struct Engine {
     detector: Option<Detector>,
     /// The policy salt as a ready HMAC key.
     key: placeholder::SaltKey,
+    /// Tells this engine's entries in a thread's placeholder memo from another's.
+    id: u64,
 }
+
+/// Entries one thread's placeholder memo holds before it starts over (a few MB).
+const PLACEHOLDER_MEMO_ENTRIES: usize = 50_000;
+
+/// Placeholders a thread made, for the engine that made them last.
+#[derive(Default)]
+struct PlaceholderMemo {
+    engine: u64,
+    len: usize,
+    entries: HashMap<Category, HashMap<String, String>>,
+}
+
+thread_local! {
+    static PLACEHOLDER_MEMO: std::cell::RefCell<PlaceholderMemo> =
+        std::cell::RefCell::new(PlaceholderMemo::default());
+}
+
+/// Engine ids start at 1, so a fresh memo (engine 0) never matches one.
+static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// State of one redaction call: markers and counts.
 struct Call<'e> {
@@ -97,9 +118,6 @@ struct Call<'e> {
     counts: Counts,
     preserve: bool,
     kept_line_breaks: bool,
-    /// Placeholders already computed in this call: code repeats its words, and each
-    /// fresh placeholder costs a normalisation and an HMAC.
-    memo: HashMap<(Category, String), String>,
 }
 
 impl Call<'_> {
@@ -107,15 +125,7 @@ impl Call<'_> {
     /// line counts are preserved).
     fn redact(&mut self, category: Category, value: &str) -> String {
         self.counts.add(category, 1);
-        let key = (category, value.to_owned());
-        let placeholder = match self.memo.get(&key) {
-            Some(p) => p.clone(),
-            None => {
-                let p = self.engine.placeholder(category, value);
-                self.memo.insert(key, p.clone());
-                p
-            }
-        };
+        let placeholder = self.engine.placeholder(category, value);
         let mut marker = self.markers.stash(placeholder);
         if self.preserve {
             let breaks = line_breaks(value);
@@ -317,6 +327,7 @@ impl Engine {
             alias_links,
             detector: policy_detectors,
             key: placeholder::SaltKey::new(&policy.salt),
+            id: NEXT_ENGINE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             policy,
         })
     }
@@ -325,8 +336,33 @@ impl Engine {
         &self.policy
     }
 
-    /// The placeholder for `value` in `category` (a linked form for declared aliases).
+    /// The placeholder for `value` in `category` (a linked form for declared aliases),
+    /// from this thread's memo when this engine made it before: code repeats its words
+    /// across files, and a fresh placeholder costs a normalisation and an HMAC.
     fn placeholder(&self, category: Category, value: &str) -> String {
+        PLACEHOLDER_MEMO.with_borrow_mut(|memo| {
+            if memo.engine != self.id {
+                memo.engine = self.id;
+                memo.entries.clear();
+            }
+            if let Some(p) = memo.entries.get(&category).and_then(|m| m.get(value)) {
+                return p.clone();
+            }
+            let p = self.fresh_placeholder(category, value);
+            if memo.len >= PLACEHOLDER_MEMO_ENTRIES {
+                memo.entries.clear();
+                memo.len = 0;
+            }
+            memo.entries
+                .entry(category)
+                .or_default()
+                .insert(value.to_owned(), p.clone());
+            memo.len += 1;
+            p
+        })
+    }
+
+    fn fresh_placeholder(&self, category: Category, value: &str) -> String {
         let normalized = normalize_value(value);
         match self.alias_links.get(&normalized) {
             Some((entity, suffix)) => format!("[{category}_{entity}.{suffix}]"),
@@ -372,7 +408,6 @@ impl Engine {
             counts: Counts::default(),
             preserve,
             kept_line_breaks: false,
-            memo: HashMap::new(),
         };
         let (placeholders, _) = &*PATH_TOKENS;
         let mut w = Working::new(if precise {
