@@ -319,14 +319,13 @@ async fn run(
         Err(why) => println!("rg: not measured ({why})"),
     }
     println!(
-        "{:<22} {:>19} {:>19} {:>23} {:>9}  {:<20} {}",
+        "{:<22} {:>19} {:>19} {:>23} {:>9}  {:<20} met",
         "call (p50 / p99)",
         "redctx round trip",
         "redctx server",
         "reference round trip",
         "ref/ours",
         "target (p50)",
-        "met"
     );
     for ((op, ours), theirs) in ops.iter().zip(&our_rows).zip(&ref_rows) {
         let rg_ms = rg.as_ref().ok().map(|(ms, _)| *ms);

@@ -36,7 +36,6 @@ else
         exit 1
     fi
 fi
-"$py" -c 'import mcp.client.stdio, mcp.client.client'
 
 # --- MCP Inspector CLI --------------------------------------------------------------------
 if ! command -v npm >/dev/null 2>&1; then
