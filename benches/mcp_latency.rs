@@ -25,7 +25,10 @@
 //!    reference refuses whole-root work past its 10,000-entry and 50 MB caps) is reported
 //!    as `failed: <its message>`, one that runs out of time as `timeout` (its session is
 //!    then restarted). Round trip only: the reference reports no per-call timing.
-//! 4. `rg -F` for the same literal over the same root (if `rg` is on PATH), the yardstick
+//! 4. Unless the caps are lifted for the whole run, the whole-root search once more on
+//!    both sides with the caps lifted (the default 50 MB per-call budget stops it on
+//!    large trees), in a new session each.
+//! 5. `rg -F` for the same literal over the same root (if `rg` is on PATH), the yardstick
 //!    of the search target.
 //!
 //! Settings (environment): `REDCTX_BENCH_FILES` (100000), `REDCTX_BENCH_ITERS` (samples
@@ -56,6 +59,14 @@ use support::{Env, bins};
 
 /// A string that occurs in no generated file, so a search scans every byte.
 const ABSENT_LITERAL: &str = "zq-redctx-bench-absent-7f3k";
+
+/// Flags that lift the per-call byte and entry budgets (both servers take them).
+const LIFTED_CAPS: [&str; 4] = [
+    "--max-total-raw-bytes",
+    "1000000000000",
+    "--max-traversal-entries",
+    "100000000",
+];
 
 /// The daemon's per-request timing line is a debug event of the connection module.
 const LOG_FILTER: &str = "info,redctx_daemon::server::conn=debug";
@@ -89,14 +100,7 @@ impl Settings {
     /// Extra flags both servers get.
     fn cap_flags(&self) -> Vec<String> {
         if self.lift_caps {
-            [
-                "--max-total-raw-bytes",
-                "1000000000000",
-                "--max-traversal-entries",
-                "100000000",
-            ]
-            .map(String::from)
-            .to_vec()
+            LIFTED_CAPS.map(String::from).to_vec()
         } else {
             Vec::new()
         }
@@ -160,7 +164,7 @@ enum Series {
     },
     Failed(String),
     Timeout(Duration),
-    Skipped(String),
+    Skipped,
 }
 
 fn main() {
@@ -267,6 +271,25 @@ async fn run(
         our_rows.push(series);
     }
     ours.close().await;
+    // The default per-call byte budget (50 MB, the reference's) stops a whole-root
+    // search on a large tree; measure it once more with the caps lifted on both sides.
+    let lifted_search = (!s.lift_caps).then(|| Op {
+        label: "search, caps lifted".into(),
+        tool: Some("redctx_search"),
+        args: json!({"query": ABSENT_LITERAL}),
+        target: Target::TimesRg(2.0),
+    });
+    if let Some(op) = &lifted_search {
+        let mut launcher = ours.launcher.clone();
+        launcher.args.extend(LIFTED_CAPS.map(OsString::from));
+        let mut side = Side::new(
+            "redctx",
+            launcher,
+            ours.timeout.max(Duration::from_secs(600)),
+        );
+        our_rows.push(side.measure(op, s.iters, s.op_budget, Some(&log), 1).await);
+        side.close().await;
+    }
 
     // --- rg --------------------------------------------------------------------------
     let rg = measure_rg(root);
@@ -292,7 +315,7 @@ async fn run(
                 envs,
                 stderr: env.dir.path().join("reference.stderr"),
             };
-            let mut side = Side::new("reference", launcher, s.ref_timeout);
+            let mut side = Side::new("reference", launcher.clone(), s.ref_timeout);
             for op in &ops {
                 let series = side
                     .measure(op, s.ref_iters, s.ref_op_budget, None, s.ref_iters.min(5))
@@ -300,11 +323,21 @@ async fn run(
                 ref_rows.push(series);
             }
             side.close().await;
+            if let Some(op) = &lifted_search {
+                let mut launcher = launcher;
+                launcher.args.extend(LIFTED_CAPS.map(OsString::from));
+                let mut side = Side::new("reference", launcher, s.ref_timeout);
+                ref_rows.push(
+                    side.measure(op, s.ref_iters, s.ref_op_budget, None, 1)
+                        .await,
+                );
+                side.close().await;
+            }
         }
         Err(why) => {
             println!("reference: not measured ({why})");
-            for _ in &ops {
-                ref_rows.push(Series::Skipped(why.clone()));
+            for _ in 0..our_rows.len() {
+                ref_rows.push(Series::Skipped);
             }
         }
     }
@@ -327,7 +360,12 @@ async fn run(
         "ref/ours",
         "target (p50)",
     );
-    for ((op, ours), theirs) in ops.iter().zip(&our_rows).zip(&ref_rows) {
+    for ((op, ours), theirs) in ops
+        .iter()
+        .chain(&lifted_search)
+        .zip(&our_rows)
+        .zip(&ref_rows)
+    {
         let rg_ms = rg.as_ref().ok().map(|(ms, _)| *ms);
         println!("{}", row(op, ours, theirs, rg_ms));
     }
@@ -405,6 +443,7 @@ fn ops(p: &Picks) -> Vec<Op> {
 }
 
 /// How to start one server process.
+#[derive(Clone)]
 struct Launcher {
     program: PathBuf,
     args: Vec<OsString>,
@@ -604,7 +643,7 @@ fn brief(s: &Series) -> String {
         }
         Series::Failed(m) => format!("failed: {m}"),
         Series::Timeout(t) => format!("timeout ({} s)", t.as_secs()),
-        Series::Skipped(w) => format!("skipped ({w})"),
+        Series::Skipped => "not measured".to_owned(),
     }
 }
 
