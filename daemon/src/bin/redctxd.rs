@@ -104,10 +104,16 @@ fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Arc<dyn Back
             None
         }
     };
-    Ok(Arc::new(Service::new(
-        cache,
-        EnvOverrides::from_process_env(),
-    )))
+    // TEST ONLY: hold background indexing after N files (kill -9 mid-index tests).
+    let pause_after = std::env::var("REDCTX_TEST_PAUSE_INDEX_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    if pause_after.is_some() {
+        tracing::warn!("background indexing will pause (REDCTX_TEST_PAUSE_INDEX_AFTER, test only)");
+    }
+    Ok(Arc::new(
+        Service::new(cache, EnvOverrides::from_process_env()).with_index_pause_after(pause_after),
+    ))
 }
 
 fn init_logging(
