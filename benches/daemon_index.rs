@@ -138,7 +138,10 @@ fn main() {
     let persisted_med = median(&cold.iter().map(|c| c.persisted).collect::<Vec<_>>());
     let last = cold.last().expect("one cold run");
     println!();
-    println!("{:<58} {:>12} {:>12} {:>8}", "", "ours", "anchor", "verdict");
+    println!(
+        "{:<58} {:>12} {:>12} {:>8}",
+        "", "ours", "anchor", "verdict"
+    );
     row(
         "(a) cold full index to ready (s)",
         format!("{ready_med:.2}"),
@@ -268,7 +271,10 @@ fn median(values: &[f64]) -> f64 {
 }
 
 fn rounded(values: &[f64]) -> Vec<f64> {
-    values.iter().map(|v| (v * 1000.0).round() / 1000.0).collect()
+    values
+        .iter()
+        .map(|v| (v * 1000.0).round() / 1000.0)
+        .collect()
 }
 
 /// (p50, p99, max) of millisecond samples.
@@ -300,7 +306,10 @@ fn prepare_tree(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), String>
         return Ok((root, config));
     }
     std::fs::create_dir_all(base).map_err(|e| e.to_string())?;
-    println!("daemon_index: generating {files} files into {} (once)", root.display());
+    println!(
+        "daemon_index: generating {files} files into {} (once)",
+        root.display()
+    );
     let manifest = corpus::run_gen_monorepo(&root, files, SEED)?;
     std::fs::write(&config, corpus::config_from_manifest(&manifest)?).map_err(|e| e.to_string())?;
     std::fs::write(&stamp, b"ok\n").map_err(|e| e.to_string())?;

@@ -42,8 +42,8 @@ fn main() {
     let cache = Arc::new(Cache::open(state).expect("cache"));
     let open_s = t.elapsed().as_secs_f64();
     let (t, c) = (Instant::now(), cpu());
-    let served = ServedRoot::open(root, engine, Some(cache.clone()), RootOptions::default())
-        .expect("serve");
+    let served =
+        ServedRoot::open(root, engine, Some(cache.clone()), RootOptions::default()).expect("serve");
     let walk_s = t.elapsed().as_secs_f64();
     let walk_cpu = cpu() - c;
     let (t, c) = (Instant::now(), cpu());

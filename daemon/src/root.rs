@@ -245,10 +245,7 @@ impl ServedRoot {
     fn wait_while_paused(&self) {
         let mut paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());
         while *paused {
-            paused = self
-                .resumed
-                .wait(paused)
-                .unwrap_or_else(|e| e.into_inner());
+            paused = self.resumed.wait(paused).unwrap_or_else(|e| e.into_inner());
         }
     }
 

@@ -657,7 +657,11 @@ fn tool_calls_answer_while_the_background_pass_is_still_running() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     for i in 0..40 {
-        write(&root, &format!("src/m{i:02}.py"), &format!("value_{i} = {i}\n"));
+        write(
+            &root,
+            &format!("src/m{i:02}.py"),
+            &format!("value_{i} = {i}\n"),
+        );
     }
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
     let options = RootOptions {
@@ -668,7 +672,10 @@ fn tool_calls_answer_while_the_background_pass_is_still_running() {
     let pass = view.spawn_indexing();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while view.progress().files_indexed < 3 {
-        assert!(std::time::Instant::now() < deadline, "the pass never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pass never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     // The pass is held: whatever answers now did not wait for it.
@@ -697,4 +704,27 @@ fn tool_calls_answer_while_the_background_pass_is_still_running() {
     let p = view.progress();
     assert!(p.finished && !p.running);
     assert_eq!((p.files_indexed, p.files_pending), (40, 0));
+}
+
+#[test]
+fn shutdown_commits_and_closes_the_cache_while_roots_still_hold_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let state = dir.path().join("state");
+    write(&root, "a.py", "a = 1\n");
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    view.index_all();
+    // The root (as a background thread would) still holds the cache.
+    cache.shutdown();
+    assert!(
+        cache
+            .get_file(&redctx_daemon::cache::root_key(view.root()), "a.py")
+            .is_none()
+    );
+    // The database is closed: it opens again at once, with what was queued committed.
+    let reopened = Arc::new(Cache::open(&state).unwrap());
+    let again = ServedRoot::open(&root, engine(), Some(reopened), opts(true, 0)).unwrap();
+    again.index_all();
+    assert_eq!(again.progress().files_read, 0);
 }

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -161,6 +161,8 @@ enum Op {
     DeleteContent(ContentKey),
     ForgetRoot([u8; 32]),
     Flush(Sender<()>),
+    /// Commit what is queued, answer, and end the writer.
+    Stop(Sender<()>),
 }
 
 impl Op {
@@ -182,12 +184,13 @@ struct Pending {
 
 /// The open cache. Share one `Arc<Cache>` between all roots of a daemon.
 pub struct Cache {
-    db: Arc<Database>,
+    /// `None` once [`Cache::shutdown`] closed the database (every read is then a miss).
+    db: RwLock<Option<Arc<Database>>>,
     path: PathBuf,
     tx: Option<Sender<Op>>,
     pending: Arc<Pending>,
     seq: AtomicU64,
-    writer: Option<JoinHandle<()>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<CacheStats>,
 }
 
@@ -297,12 +300,12 @@ impl Cache {
                 .map_err(|_| CacheError::Open)?
         };
         Ok(Cache {
-            db,
+            db: RwLock::new(Some(db)),
             path,
             tx: Some(tx),
             pending,
             seq: AtomicU64::new(1),
-            writer: Some(writer),
+            writer: Mutex::new(Some(writer)),
             stats,
         })
     }
@@ -317,6 +320,27 @@ impl Cache {
         &self.stats
     }
 
+    /// The open database, unless the cache was shut down.
+    fn reader(&self) -> Option<Arc<Database>> {
+        self.db.read().ok().and_then(|db| db.clone())
+    }
+
+    /// Commits everything queued, stops the writer and closes the database, so the
+    /// next start opens it without redb's repair pass (which a file left open costs:
+    /// a walk of the whole database). Call once when the daemon stops; later reads are
+    /// misses and later writes are dropped.
+    pub fn shutdown(&self) {
+        let (tx, rx) = mpsc::channel();
+        self.send(Op::Stop(tx));
+        let _ = rx.recv();
+        if let Some(writer) = self.writer.lock().ok().and_then(|mut w| w.take()) {
+            let _ = writer.join();
+        }
+        if let Ok(mut db) = self.db.write() {
+            db.take();
+        }
+    }
+
     fn send(&self, op: Op) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(op);
@@ -324,8 +348,9 @@ impl Cache {
     }
 
     fn read_value(&self, table: TableDefinition<&[u8], &[u8]>, key: &[u8]) -> Option<Vec<u8>> {
+        let db = self.reader()?;
         let found = (|| -> Result<Option<Vec<u8>>, redb::Error> {
-            let r = self.db.begin_read()?;
+            let r = db.begin_read()?;
             let t = r.open_table(table)?;
             Ok(t.get(key)?.map(|g| g.value().to_vec()))
         })();
@@ -382,8 +407,11 @@ impl Cache {
         {
             return true;
         }
+        let Some(db) = self.reader() else {
+            return false;
+        };
         let found = (|| -> Result<bool, redb::Error> {
-            let r = self.db.begin_read()?;
+            let r = db.begin_read()?;
             let t = r.open_table(CONTENT)?;
             Ok(t.get(key.as_slice())?
                 .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT)))
@@ -456,8 +484,11 @@ impl Cache {
                     .collect()
             })
             .unwrap_or_default();
+        let Some(db) = self.reader() else {
+            return false;
+        };
         let scanned = (|| -> Result<(), redb::Error> {
-            let r = self.db.begin_read()?;
+            let r = db.begin_read()?;
             let t = r.open_table(FILES)?;
             for item in t.range::<&[u8]>(root.as_slice()..)? {
                 let (k, v) = item?;
@@ -496,8 +527,11 @@ impl Cache {
                 present[i] = p.contains_key(key);
             }
         }
+        let Some(db) = self.reader() else {
+            return present;
+        };
         let looked = (|| -> Result<(), redb::Error> {
-            let r = self.db.begin_read()?;
+            let r = db.begin_read()?;
             let t = r.open_table(CONTENT)?;
             for &i in &order {
                 if !present[i] {
@@ -534,7 +568,7 @@ impl Drop for Cache {
     fn drop(&mut self) {
         // Closing the channel lets the writer commit what is queued and exit.
         self.tx.take();
-        if let Some(writer) = self.writer.take() {
+        if let Some(writer) = self.writer.lock().ok().and_then(|mut w| w.take()) {
             let _ = writer.join();
         }
     }
@@ -547,12 +581,17 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
         let mut flushes = Vec::new();
         let mut batch = Vec::new();
         let mut disconnected = false;
+        let mut stop = false;
         let deadline = Instant::now() + MAX_LINGER;
         let mut next = Some(first);
         loop {
             if let Some(op) = next.take() {
                 match op {
                     Op::Flush(reply) => flushes.push(reply),
+                    Op::Stop(reply) => {
+                        flushes.push(reply);
+                        stop = true;
+                    }
                     op => batch.push(op),
                 }
             }
@@ -605,7 +644,7 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
         for reply in flushes {
             let _ = reply.send(());
         }
-        if disconnected {
+        if disconnected || stop {
             return;
         }
     }
@@ -659,7 +698,7 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                         files.remove(key.as_slice())?;
                     }
                 }
-                Op::Flush(_) => {}
+                Op::Flush(_) | Op::Stop(_) => {}
             }
         }
     }

@@ -286,8 +286,22 @@ mod tests {
             "*.pem", ".env", ".env.*", "*", "**", "a*b", "*.[ch]", "[!a]*", "?x", "", "*/x",
         ];
         let texts = [
-            "", "x", "a/x", ".env", ".env.local", "x/.env", "k.pem", "a/b.pem", ".pem", "ab",
-            "a/b", "f.c", "f.h", "bx", "é.pem", "*.pem",
+            "",
+            "x",
+            "a/x",
+            ".env",
+            ".env.local",
+            "x/.env",
+            "k.pem",
+            "a/b.pem",
+            ".pem",
+            "ab",
+            "a/b",
+            "f.c",
+            "f.h",
+            "bx",
+            "é.pem",
+            "*.pem",
         ];
         for p in patterns {
             let fast = Pattern::new(p);

@@ -311,7 +311,11 @@ impl Index {
             let trusted = |n: &tree::Node| {
                 n.flags & (flags::SCANNED | flags::SETTLED) == flags::SCANNED | flags::SETTLED
             };
-            dirs.push((".".to_owned(), tree.node(ROOT).stat, trusted(tree.node(ROOT))));
+            dirs.push((
+                ".".to_owned(),
+                tree.node(ROOT).stat,
+                trusted(tree.node(ROOT)),
+            ));
             let mut stack = vec![(ROOT, ".".to_owned())];
             while let Some((dir, rel)) = stack.pop() {
                 for &child in &tree.node(dir).children {
