@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// How a root is served.
 #[derive(Clone, Debug, Default)]
@@ -29,6 +29,10 @@ pub struct RootOptions {
     pub include_private: bool,
     pub index: IndexOptions,
     pub limits: Limits,
+    /// TEST ONLY: pause the background pass (as [`ServedRoot::pause_indexing`]) once it
+    /// has looked at this many files, so a test can act while a pass is in flight (kill
+    /// the daemon mid-index, call tools before the pass ends).
+    pub pause_indexing_after: Option<u64>,
 }
 
 /// Background indexing progress, readable at any time (for `status`).
@@ -80,6 +84,8 @@ pub struct ReadCounters {
 struct Loaded {
     content: Arc<ContentRecord>,
     lines: u64,
+    /// The file was read now (not answered from the cache).
+    read: bool,
 }
 
 /// In-memory caches of redacted paths and names are dropped wholesale past this size.
@@ -101,6 +107,9 @@ pub struct ServedRoot {
     names: Mutex<HashMap<Box<str>, RedactedPath>>,
     progress: IndexProgress,
     counters: ReadCounters,
+    paused: Mutex<bool>,
+    resumed: Condvar,
+    pause_after: Option<u64>,
 }
 
 impl std::fmt::Debug for ServedRoot {
@@ -163,6 +172,9 @@ impl ServedRoot {
             names: Mutex::new(HashMap::new()),
             progress: IndexProgress::default(),
             counters: ReadCounters::default(),
+            paused: Mutex::new(false),
+            resumed: Condvar::new(),
+            pause_after: opts.pause_indexing_after,
         })
     }
 
@@ -190,7 +202,8 @@ impl ServedRoot {
     pub fn remove(&self, rel: &str) {
         self.index.remove(rel);
         if let Some(cache) = &self.cache {
-            cache.forget_file(&self.root_key, rel);
+            // A directory takes the records of its whole subtree with it.
+            cache.forget_tree(&self.root_key, rel);
         }
     }
 
@@ -221,6 +234,26 @@ impl ServedRoot {
         }
     }
 
+    /// Holds the background pass between two files until [`ServedRoot::resume_indexing`]
+    /// (tool calls are served meanwhile, redacting on demand what they need). For an
+    /// operator who wants the CPU back, and for tests that must observe a pass in flight.
+    pub fn pause_indexing(&self) {
+        *self.paused.lock().unwrap_or_else(|e| e.into_inner()) = true;
+    }
+
+    /// Lets a paused background pass go on.
+    pub fn resume_indexing(&self) {
+        *self.paused.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.resumed.notify_all();
+    }
+
+    fn wait_while_paused(&self) {
+        let mut paused = self.paused.lock().unwrap_or_else(|e| e.into_inner());
+        while *paused {
+            paused = self.resumed.wait(paused).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// Runs [`ServedRoot::index_all`] on a background thread.
     pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
         let me = self.clone();
@@ -232,12 +265,17 @@ impl ServedRoot {
 
     /// Redacts every indexed text file into the cache, in parallel at low priority.
     /// Files whose stat matches a settled file record with content under this policy are
-    /// not read again (warm restart). Blocks until done.
+    /// not read again (warm restart): the root's file records are loaded in one range
+    /// scan and the content keys checked in one read transaction, so a restart with
+    /// nothing changed costs no per-file database round trip. At the end of a complete
+    /// pass, file records of paths no longer indexed (deleted while the daemon was down)
+    /// are dropped. Blocks until done.
     pub fn index_all(&self) {
         let p = &self.progress;
         if p.running.swap(true, Ordering::SeqCst) {
             return;
         }
+        let started = std::time::Instant::now();
         let files = self.index.files();
         for counter in [
             &p.files_indexed,
@@ -250,35 +288,135 @@ impl ServedRoot {
         }
         p.files_seen.store(files.len() as u64, Ordering::Relaxed);
         p.files_pending.store(files.len() as u64, Ordering::Relaxed);
+        let todo = self.reuse_cached(&files);
+        let verified = started.elapsed();
         let work = |(rel, stat): &(String, StatKey)| {
-            match self.index_one(rel, stat) {
-                Outcome::Indexed { read } => {
-                    p.files_indexed.fetch_add(1, Ordering::Relaxed);
-                    p.bytes_indexed.fetch_add(stat.size, Ordering::Relaxed);
-                    if read {
-                        p.files_read.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Outcome::Skipped => {
-                    p.files_skipped.fetch_add(1, Ordering::Relaxed);
-                }
-                Outcome::Failed => {
-                    p.files_failed.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            p.files_pending.fetch_sub(1, Ordering::Relaxed);
+            self.wait_while_paused();
+            let outcome = self.index_one(rel, stat);
+            self.count(outcome, stat.size);
         };
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(self.threads)
-            .thread_name(|i| format!("redctx-index-{i}"))
-            .start_handler(|_| lower_thread_priority())
-            .build();
-        match pool {
-            Ok(pool) => pool.install(|| files.par_iter().for_each(work)),
-            Err(_) => files.iter().for_each(work),
+        if !todo.is_empty() {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(self.threads)
+                .thread_name(|i| format!("redctx-index-{i}"))
+                .start_handler(|_| lower_thread_priority())
+                .build();
+            match pool {
+                Ok(pool) => pool.install(|| todo.par_iter().for_each(|&i| work(&files[i]))),
+                Err(_) => todo.iter().for_each(|&i| work(&files[i])),
+            }
         }
+        let snap = self.progress();
+        tracing::info!(
+            root = %self.root.display(),
+            files = snap.files_seen,
+            read = snap.files_read,
+            reused = snap.files_indexed - snap.files_read,
+            skipped = snap.files_skipped,
+            failed = snap.files_failed,
+            verify_ms = verified.as_millis() as u64,
+            total_ms = started.elapsed().as_millis() as u64,
+            "indexing pass finished"
+        );
         p.running.store(false, Ordering::SeqCst);
         p.finished.store(true, Ordering::SeqCst);
+    }
+
+    fn count(&self, outcome: Outcome, size: u64) {
+        let p = &self.progress;
+        match outcome {
+            Outcome::Indexed { read } => {
+                p.files_indexed.fetch_add(1, Ordering::Relaxed);
+                p.bytes_indexed.fetch_add(size, Ordering::Relaxed);
+                if read {
+                    p.files_read.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Outcome::Skipped => {
+                p.files_skipped.fetch_add(1, Ordering::Relaxed);
+            }
+            Outcome::Failed => {
+                p.files_failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let pending = p.files_pending.fetch_sub(1, Ordering::Relaxed) - 1;
+        if let Some(after) = self.pause_after
+            && p.files_seen.load(Ordering::Relaxed) - pending == after
+        {
+            self.pause_indexing();
+        }
+    }
+
+    /// The warm-restart check of a pass: counts every file whose cached records can be
+    /// reused as done, drops the records of paths that are no longer indexed, and returns
+    /// the positions in `files` that still need [`ServedRoot::index_one`].
+    ///
+    /// The root's file records are streamed in key order and merged with the walk sorted
+    /// the same way, so nothing is looked up per file. A record stored under this policy
+    /// is trusted to have its content (a content record that went missing is recomputed
+    /// when used); records from another policy have their content keys checked in one
+    /// read transaction.
+    fn reuse_cached(&self, files: &[(String, StatKey)]) -> Vec<usize> {
+        let Some(cache) = &self.cache else {
+            return (0..files.len()).collect();
+        };
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_unstable_by(|&a, &b| files[a].0.cmp(&files[b].0));
+        let mut todo = Vec::new();
+        let mut check: Vec<(usize, ContentKey)> = Vec::new();
+        let mut stale: Vec<String> = Vec::new();
+        let mut next = 0;
+        let complete = cache.scan_root_files(&self.root_key, |rel, rec| {
+            while next < order.len() && files[order[next]].0.as_str() < rel {
+                todo.push(order[next]);
+                next += 1;
+            }
+            if next == order.len() || files[order[next]].0 != rel {
+                stale.push(rel.to_owned());
+                return;
+            }
+            let i = order[next];
+            next += 1;
+            let stat = &files[i].1;
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            if !rec.trusted_for(stat)
+                || stat.size > self.limits.max_raw_bytes_per_file
+                || fs::text::is_document_name(name)
+                || fs::text::is_legacy_office_name(name)
+            {
+                // Changed, or metadata only (index_one says so without reading).
+                todo.push(i);
+                return;
+            }
+            match rec.text {
+                None => self.count(Outcome::Skipped, stat.size),
+                Some(_) if rec.stored_under == Some(self.fingerprint) => {
+                    self.count(Outcome::Indexed { read: false }, stat.size)
+                }
+                Some(info) => check.push((i, self.content_key(&info.hash, rel))),
+            }
+        });
+        todo.extend(order[next..].iter().copied());
+        if !check.is_empty() {
+            let keys: Vec<ContentKey> = check.iter().map(|(_, k)| *k).collect();
+            for ((i, _), present) in check.into_iter().zip(cache.contents_present(&keys)) {
+                if present {
+                    self.count(Outcome::Indexed { read: false }, files[i].1.size);
+                } else {
+                    todo.push(i);
+                }
+            }
+        }
+        if complete {
+            // Recorded for a path the walk no longer finds (deleted while stopped).
+            for rel in stale {
+                if self.index.indexed_stat(&rel).is_none() {
+                    cache.forget_file(&self.root_key, &rel);
+                }
+            }
+        }
+        todo.sort_unstable();
+        todo
     }
 
     fn index_one(&self, rel: &str, stat: &StatKey) -> Outcome {
@@ -289,19 +427,8 @@ impl ServedRoot {
         if fs::text::is_document_name(name) || fs::text::is_legacy_office_name(name) {
             return Outcome::Skipped;
         }
-        if let Some(cache) = &self.cache
-            && let Some(rec) = cache.get_file(&self.root_key, rel)
-            && rec.trusted_for(stat)
-        {
-            match rec.text {
-                None => return Outcome::Skipped,
-                Some(info) => {
-                    if cache.has_content(&self.content_key(&info.hash, rel)) {
-                        return Outcome::Indexed { read: false };
-                    }
-                }
-            }
-        }
+        // The cache was consulted for this file by `reuse_cached`; `load` consults it
+        // again (a tool call may have stored it since) and says whether it read.
         if !fs::has_text_extension(name) {
             let observed = now_ns();
             if !fs::text::sniff_file(&fs::abs_path(&self.root, rel)) {
@@ -318,7 +445,7 @@ impl ServedRoot {
             }
         }
         match self.load(rel) {
-            Ok(_) => Outcome::Indexed { read: true },
+            Ok(loaded) => Outcome::Indexed { read: loaded.read },
             Err(ViewError::NotText)
             | Err(ViewError::FileByteLimit)
             | Err(ViewError::NotAFile)
@@ -363,6 +490,7 @@ impl ServedRoot {
                         return Ok(Loaded {
                             content,
                             lines: info.lines,
+                            read: false,
                         });
                     }
                 }
@@ -397,7 +525,8 @@ impl ServedRoot {
         };
         drop(bytes);
         if let Some(cache) = &self.cache {
-            let file = FileRecord::new(&stat, settled, Some(TextInfo { hash, lines }));
+            let file = FileRecord::new(&stat, settled, Some(TextInfo { hash, lines }))
+                .stored_under(self.fingerprint);
             cache.put(
                 &self.root_key,
                 rel,
@@ -405,7 +534,11 @@ impl ServedRoot {
                 is_new.then(|| (key, content.clone())),
             );
         }
-        Ok(Loaded { content, lines })
+        Ok(Loaded {
+            content,
+            lines,
+            read: true,
+        })
     }
 
     fn redact_record(&self, bytes: &[u8], rel: &str) -> Result<ContentRecord, ViewError> {

@@ -136,6 +136,7 @@ pub struct Service {
     cache: Option<Arc<Cache>>,
     env: EnvOverrides,
     roots: Mutex<HashMap<RootKey, Arc<RootHandle>>>,
+    pause_indexing_after: Option<u64>,
 }
 
 impl Service {
@@ -145,7 +146,16 @@ impl Service {
             cache,
             env,
             roots: Mutex::new(HashMap::new()),
+            pause_indexing_after: None,
         }
+    }
+
+    /// TEST ONLY: every root's background pass pauses after `files` files (see
+    /// [`RootOptions::pause_indexing_after`]), so tests can kill the daemon or call
+    /// tools while indexing is in flight.
+    pub fn with_index_pause_after(mut self, files: Option<u64>) -> Service {
+        self.pause_indexing_after = files;
+        self
     }
 
     fn handle(&self, spec: &RootSpec) -> Result<Arc<RootHandle>, &'static str> {
@@ -213,6 +223,7 @@ impl Service {
         let mut options = RootOptions {
             include_private: spec.include_private,
             limits,
+            pause_indexing_after: self.pause_indexing_after,
             ..RootOptions::default()
         };
         options.index.gitignore = spec.gitignore;

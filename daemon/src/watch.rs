@@ -63,8 +63,8 @@ pub struct WatchOptions {
     /// Re-redact created and modified files in the background (worth it with a
     /// persistent cache: the next read is then a cache hit).
     pub reindex: bool,
-    /// Re-walk the root once right after the watches are in place, catching what changed
-    /// between the root's first walk and its watches.
+    /// Right after the watches are in place, re-walk the directories that changed since
+    /// the root's first walk (catching what changed before the watches).
     pub reconcile_on_start: bool,
     /// Most watches this root may use (leaving room for editors and other tools); going
     /// over it degrades exactly as the kernel limit does. `None`: only the kernel limit.
@@ -477,7 +477,7 @@ impl Worker {
         }
         let _ = ready.send(Ok(()));
         if self.opts.reconcile_on_start {
-            self.guarded(|w| w.full_rescan());
+            self.guarded(|w| w.reconcile());
         }
         self.event_loop(&rx);
         // Dropping the backend stops its thread and removes every watch.
@@ -917,6 +917,31 @@ impl Worker {
                 break;
             }
             fresh.insert(rel);
+        }
+    }
+
+    /// Catches what changed between the root's walk and its watches: re-walks the
+    /// directories whose `lstat` moved since the walk (or was too fresh to trust then),
+    /// instead of the whole root, so a warm restart does not pay for a second walk. A
+    /// file edited in place in that gap keeps its directory's stat; it is still answered
+    /// fresh (every content answer checks the file first), only redacted on first use
+    /// instead of in the background.
+    fn reconcile(&mut self) {
+        let stale = self.root.index().stale_dirs();
+        if stale.first().is_some_and(|d| d == ".") {
+            return self.full_rescan();
+        }
+        let mut walked: HashSet<String> = HashSet::new();
+        for rel in stale {
+            if covered_by(&walked, &rel) {
+                continue;
+            }
+            self.shared.dir_rescans.fetch_add(1, Ordering::Relaxed);
+            self.root.rescan_dir(&rel);
+            walked.insert(rel);
+        }
+        if !walked.is_empty() && self.backend.is_some() {
+            self.sync_index_watches();
         }
     }
 

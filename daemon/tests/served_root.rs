@@ -598,3 +598,133 @@ fn oversized_and_binary_files_are_metadata_only() {
         Err(ViewError::NotAFile)
     );
 }
+
+#[test]
+fn removing_a_directory_drops_the_cache_records_of_everything_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "gone/a.py", "a = 1\n");
+    write(&root, "gone/sub/b.py", "b = 2\n");
+    write(&root, "gone2/c.py", "c = 3\n");
+    write(&root, "kept.py", "k = 4\n");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    view.index_all();
+    cache.flush();
+    let key = redctx_daemon::cache::root_key(view.root());
+    for rel in ["gone/a.py", "gone/sub/b.py", "gone2/c.py", "kept.py"] {
+        assert!(cache.get_file(&key, rel).is_some(), "{rel} indexed");
+    }
+
+    std::fs::remove_dir_all(root.join("gone")).unwrap();
+    view.remove("gone");
+    cache.flush();
+    assert!(!view.index().contains("gone/sub/b.py"));
+    assert!(cache.get_file(&key, "gone/a.py").is_none());
+    assert!(cache.get_file(&key, "gone/sub/b.py").is_none());
+    // A sibling whose name merely starts the same is kept.
+    assert!(cache.get_file(&key, "gone2/c.py").is_some());
+    assert!(cache.get_file(&key, "kept.py").is_some());
+}
+
+#[test]
+fn a_restart_drops_the_records_of_files_deleted_while_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let state = dir.path().join("state");
+    write(&root, "old/a.py", "a = 1\n");
+    write(&root, "kept.py", "k = 4\n");
+    {
+        let cache = Arc::new(Cache::open(&state).unwrap());
+        let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+        view.index_all();
+        cache.flush();
+    }
+    std::fs::remove_dir_all(root.join("old")).unwrap();
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    view.index_all();
+    cache.flush();
+    let key = redctx_daemon::cache::root_key(view.root());
+    assert!(cache.get_file(&key, "old/a.py").is_none());
+    assert!(cache.get_file(&key, "kept.py").is_some());
+    assert_eq!(view.progress().files_read, 0);
+}
+
+#[test]
+fn tool_calls_answer_while_the_background_pass_is_still_running() {
+    use redctx_daemon::tools;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for i in 0..40 {
+        write(
+            &root,
+            &format!("src/m{i:02}.py"),
+            &format!("value_{i} = {i}\n"),
+        );
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let options = RootOptions {
+        pause_indexing_after: Some(3),
+        ..opts(true, 0)
+    };
+    let view = Arc::new(ServedRoot::open(&root, engine(), Some(cache), options).unwrap());
+    let pass = view.spawn_indexing();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while view.progress().files_indexed < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pass never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The pass is held: whatever answers now did not wait for it.
+    let list = tools::list(
+        &*view,
+        &tools::ListArgs {
+            path: "src".into(),
+            recursive: false,
+            max_depth: None,
+        },
+    );
+    assert!(!list.is_error);
+    assert_eq!(list.text.lines().filter(|l| l.contains(".py")).count(), 40);
+    let stat = tools::stat(&*view, "src/m39.py");
+    assert!(!stat.is_error, "{}", stat.text);
+    let entry = view.resolve("src/m39.py").unwrap();
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "value_39 = 39\n", "src/m39.py", true)
+    );
+    let p = view.progress();
+    assert!(p.running && !p.finished && p.files_pending > 0, "{p:?}");
+
+    view.resume_indexing();
+    pass.join().unwrap();
+    let p = view.progress();
+    assert!(p.finished && !p.running);
+    assert_eq!((p.files_indexed, p.files_pending), (40, 0));
+}
+
+#[test]
+fn shutdown_commits_and_closes_the_cache_while_roots_still_hold_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let state = dir.path().join("state");
+    write(&root, "a.py", "a = 1\n");
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    view.index_all();
+    // The root (as a background thread would) still holds the cache.
+    cache.shutdown();
+    assert!(
+        cache
+            .get_file(&redctx_daemon::cache::root_key(view.root()), "a.py")
+            .is_none()
+    );
+    // The database is closed: it opens again at once, with what was queued committed.
+    let reopened = Arc::new(Cache::open(&state).unwrap());
+    let again = ServedRoot::open(&root, engine(), Some(reopened), opts(true, 0)).unwrap();
+    again.index_all();
+    assert_eq!(again.progress().files_read, 0);
+}

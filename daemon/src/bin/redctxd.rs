@@ -75,18 +75,28 @@ fn run(args: Args) -> Result<(), String> {
             })?;
         // Bound first: the socket lock decides which daemon runs before the cache (whose
         // redb lock is a second single-instance guard) is opened.
-        let backend = make_backend(&args, &state_dir)?;
-        server::serve(bound, backend, server::shutdown_signal())
+        let (backend, cache) = make_backend(&args, &state_dir)?;
+        let served = server::serve(bound, backend, server::shutdown_signal())
             .await
-            .map_err(|e| format!("server failed: {e}"))
+            .map_err(|e| format!("server failed: {e}"));
+        // Background threads may still hold the cache: commit and close it explicitly,
+        // or the next start pays for redb's repair of a database left open.
+        if let Some(cache) = cache {
+            cache.shutdown();
+            tracing::info!("cache committed and closed");
+        }
+        served
     })
 }
 
-fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Arc<dyn Backend>, String> {
+/// The backend to serve and the cache it writes to (closed on shutdown).
+type Made = (Arc<dyn Backend>, Option<Arc<Cache>>);
+
+fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Made, String> {
     let fake_env = std::env::var_os("REDCTX_FAKE_BACKEND").is_some_and(|v| v == "1");
     if args.fake_backend || fake_env {
         tracing::warn!("serving the FAKE backend (test only)");
-        return Ok(Arc::new(server::fake::FakeBackend::new()));
+        return Ok((Arc::new(server::fake::FakeBackend::new()), None));
     }
     // A daemon that just gave up the socket may still be exiting and holding the cache
     // lock: give it a few seconds before refusing to start.
@@ -104,10 +114,16 @@ fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Arc<dyn Back
             None
         }
     };
-    Ok(Arc::new(Service::new(
-        cache,
-        EnvOverrides::from_process_env(),
-    )))
+    // TEST ONLY: hold background indexing after N files (kill -9 mid-index tests).
+    let pause_after = std::env::var("REDCTX_TEST_PAUSE_INDEX_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    if pause_after.is_some() {
+        tracing::warn!("background indexing will pause (REDCTX_TEST_PAUSE_INDEX_AFTER, test only)");
+    }
+    let service = Service::new(cache.clone(), EnvOverrides::from_process_env())
+        .with_index_pause_after(pause_after);
+    Ok((Arc::new(service), cache))
 }
 
 fn init_logging(

@@ -16,7 +16,7 @@
 //! daemon on the same state dir fail with [`CacheError::AlreadyOpen`].
 //!
 //! Writes go through one writer thread that commits batches (up to
-//! [`MAX_BATCH_OPS`] operations or [`LINGER`] after the first) with
+//! [`MAX_BATCH_OPS`] operations, [`LINGER`] of quiet or [`MAX_LINGER`] after the first) with
 //! `Durability::Immediate`: each commit is fsynced, so after `kill -9` the database holds
 //! exactly the committed batches (redb is copy-on-write with a checksummed commit slot;
 //! an interrupted commit is rolled back on the next open). Batching keeps the fsync count
@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -39,8 +39,9 @@ const CONTENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("content");
 const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
-/// Layout version of the whole database; a mismatch rebuilds it.
-pub const CACHE_FORMAT: u64 = 1;
+/// Layout version of the whole database; a mismatch rebuilds it. (2: file records say
+/// under which policy their content was stored.)
+pub const CACHE_FORMAT: u64 = 2;
 
 /// Bump whenever the redaction engine's output for the same policy changes, so older
 /// cached text is never served. Part of the policy fingerprint.
@@ -53,8 +54,13 @@ pub const CACHE_FILE: &str = "cache.redb";
 pub const MAX_BATCH_OPS: usize = 2048;
 /// …or this many value bytes…
 pub const MAX_BATCH_BYTES: usize = 64 << 20;
-/// …and waits at most this long for more after the first.
+/// …and commits once no operation arrived for this long…
 pub const LINGER: Duration = Duration::from_millis(20);
+/// …or this long after the first, whichever comes first. Bulk indexing sends operations
+/// without pause, so its commits (each fsynced, each with a fixed cost in redb) come
+/// about four times a second instead of fifty; a single edit is committed after
+/// [`LINGER`] of quiet. Readers see queued records at once either way.
+pub const MAX_LINGER: Duration = Duration::from_millis(250);
 
 /// redb page cache (the OS page cache holds the rest).
 const DB_CACHE_BYTES: usize = 32 << 20;
@@ -149,9 +155,14 @@ enum Op {
         seq: u64,
     },
     DeleteFile(Vec<u8>),
+    /// Deletes the file records of a path and of everything below it (`key` is the
+    /// path's file key; `key + "/"` prefixes its descendants).
+    DeleteTree(Vec<u8>),
     DeleteContent(ContentKey),
     ForgetRoot([u8; 32]),
     Flush(Sender<()>),
+    /// Commit what is queued, answer, and end the writer.
+    Stop(Sender<()>),
 }
 
 impl Op {
@@ -173,12 +184,13 @@ struct Pending {
 
 /// The open cache. Share one `Arc<Cache>` between all roots of a daemon.
 pub struct Cache {
-    db: Arc<Database>,
+    /// `None` once [`Cache::shutdown`] closed the database (every read is then a miss).
+    db: RwLock<Option<Arc<Database>>>,
     path: PathBuf,
     tx: Option<Sender<Op>>,
     pending: Arc<Pending>,
     seq: AtomicU64,
-    writer: Option<JoinHandle<()>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<CacheStats>,
 }
 
@@ -288,12 +300,12 @@ impl Cache {
                 .map_err(|_| CacheError::Open)?
         };
         Ok(Cache {
-            db,
+            db: RwLock::new(Some(db)),
             path,
             tx: Some(tx),
             pending,
             seq: AtomicU64::new(1),
-            writer: Some(writer),
+            writer: Mutex::new(Some(writer)),
             stats,
         })
     }
@@ -308,6 +320,27 @@ impl Cache {
         &self.stats
     }
 
+    /// The open database, unless the cache was shut down.
+    fn reader(&self) -> Option<Arc<Database>> {
+        self.db.read().ok().and_then(|db| db.clone())
+    }
+
+    /// Commits everything queued, stops the writer and closes the database, so the
+    /// next start opens it without redb's repair pass (which a file left open costs:
+    /// a walk of the whole database). Call once when the daemon stops; later reads are
+    /// misses and later writes are dropped.
+    pub fn shutdown(&self) {
+        let (tx, rx) = mpsc::channel();
+        self.send(Op::Stop(tx));
+        let _ = rx.recv();
+        if let Some(writer) = self.writer.lock().ok().and_then(|mut w| w.take()) {
+            let _ = writer.join();
+        }
+        if let Ok(mut db) = self.db.write() {
+            db.take();
+        }
+    }
+
     fn send(&self, op: Op) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(op);
@@ -315,8 +348,9 @@ impl Cache {
     }
 
     fn read_value(&self, table: TableDefinition<&[u8], &[u8]>, key: &[u8]) -> Option<Vec<u8>> {
+        let db = self.reader()?;
         let found = (|| -> Result<Option<Vec<u8>>, redb::Error> {
-            let r = self.db.begin_read()?;
+            let r = db.begin_read()?;
             let t = r.open_table(table)?;
             Ok(t.get(key)?.map(|g| g.value().to_vec()))
         })();
@@ -373,8 +407,11 @@ impl Cache {
         {
             return true;
         }
+        let Some(db) = self.reader() else {
+            return false;
+        };
         let found = (|| -> Result<bool, redb::Error> {
-            let r = self.db.begin_read()?;
+            let r = db.begin_read()?;
             let t = r.open_table(CONTENT)?;
             Ok(t.get(key.as_slice())?
                 .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT)))
@@ -419,6 +456,98 @@ impl Cache {
         self.send(Op::DeleteFile(key));
     }
 
+    /// Drops the file records of `rel` and of every path below it (a deleted or
+    /// renamed-away directory takes its whole subtree with it).
+    pub fn forget_tree(&self, root: &[u8; 32], rel: &str) {
+        let key = file_key(root, rel);
+        let below = [key.as_slice(), b"/"].concat();
+        if let Ok(mut p) = self.pending.files.lock() {
+            p.retain(|k, _| k != &key && !k.starts_with(&below));
+        }
+        self.send(Op::DeleteTree(key));
+    }
+
+    /// Calls `f(rel, record)` for every file record of a root, in key order (byte order
+    /// of `rel`), from one read transaction: a warm restart merges this with the walk
+    /// instead of looking each file up. Records that do not decode are skipped (misses);
+    /// records queued but not committed yet win over committed ones. Returns whether the
+    /// scan went through the whole table (false after a read error).
+    pub fn scan_root_files(&self, root: &[u8; 32], mut f: impl FnMut(&str, FileRecord)) -> bool {
+        let pending: HashMap<Vec<u8>, FileRecord> = self
+            .pending
+            .files
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|(k, _)| k.starts_with(root))
+                    .map(|(k, (_, rec))| (k.clone(), *rec))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some(db) = self.reader() else {
+            return false;
+        };
+        let scanned = (|| -> Result<(), redb::Error> {
+            let r = db.begin_read()?;
+            let t = r.open_table(FILES)?;
+            for item in t.range::<&[u8]>(root.as_slice()..)? {
+                let (k, v) = item?;
+                let key = k.value();
+                let Some(rel) = key.strip_prefix(root.as_slice()) else {
+                    break;
+                };
+                let rec = match pending.get(key) {
+                    Some(rec) => Some(*rec),
+                    None => record::decode::<FileRecord>(v.value()),
+                };
+                if let (Ok(rel), Some(rec)) = (std::str::from_utf8(rel), rec) {
+                    f(rel, rec);
+                }
+            }
+            Ok(())
+        })();
+        match scanned {
+            Ok(()) => true,
+            Err(err) => {
+                self.stats.read_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %err, "cache scan failed; files will be re-read");
+                false
+            }
+        }
+    }
+
+    /// Which of `keys` have a content record, looked up in one read transaction (in key
+    /// order, so the lookups walk the table's pages once).
+    pub fn contents_present(&self, keys: &[ContentKey]) -> Vec<bool> {
+        let mut present = vec![false; keys.len()];
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_unstable_by(|&a, &b| keys[a].cmp(&keys[b]));
+        if let Ok(p) = self.pending.content.lock() {
+            for (i, key) in keys.iter().enumerate() {
+                present[i] = p.contains_key(key);
+            }
+        }
+        let Some(db) = self.reader() else {
+            return present;
+        };
+        let looked = (|| -> Result<(), redb::Error> {
+            let r = db.begin_read()?;
+            let t = r.open_table(CONTENT)?;
+            for &i in &order {
+                if !present[i] {
+                    present[i] = t
+                        .get(keys[i].as_slice())?
+                        .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT));
+                }
+            }
+            Ok(())
+        })();
+        if looked.is_err() {
+            self.stats.read_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        present
+    }
+
     /// Drops every file record of a root (a forgotten root).
     pub fn forget_root(&self, root: &[u8; 32]) {
         if let Ok(mut p) = self.pending.files.lock() {
@@ -439,7 +568,7 @@ impl Drop for Cache {
     fn drop(&mut self) {
         // Closing the channel lets the writer commit what is queued and exit.
         self.tx.take();
-        if let Some(writer) = self.writer.take() {
+        if let Some(writer) = self.writer.lock().ok().and_then(|mut w| w.take()) {
             let _ = writer.join();
         }
     }
@@ -452,12 +581,17 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
         let mut flushes = Vec::new();
         let mut batch = Vec::new();
         let mut disconnected = false;
-        let deadline = Instant::now() + LINGER;
+        let mut stop = false;
+        let deadline = Instant::now() + MAX_LINGER;
         let mut next = Some(first);
         loop {
             if let Some(op) = next.take() {
                 match op {
                     Op::Flush(reply) => flushes.push(reply),
+                    Op::Stop(reply) => {
+                        flushes.push(reply);
+                        stop = true;
+                    }
                     op => batch.push(op),
                 }
             }
@@ -480,7 +614,7 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
             if now >= deadline {
                 break;
             }
-            match rx.recv_timeout(deadline - now) {
+            match rx.recv_timeout((deadline - now).min(LINGER)) {
                 Ok(op) => {
                     bytes += op.bytes();
                     next = Some(op);
@@ -510,7 +644,7 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
         for reply in flushes {
             let _ = reply.send(());
         }
-        if disconnected {
+        if disconnected || stop {
             return;
         }
     }
@@ -533,6 +667,21 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                 Op::DeleteFile(key) => {
                     files.remove(key.as_slice())?;
                 }
+                Op::DeleteTree(key) => {
+                    files.remove(key.as_slice())?;
+                    let below = [key.as_slice(), b"/"].concat();
+                    let mut doomed = Vec::new();
+                    for item in files.range::<&[u8]>(below.as_slice()..)? {
+                        let (k, _) = item?;
+                        if !k.value().starts_with(&below) {
+                            break;
+                        }
+                        doomed.push(k.value().to_vec());
+                    }
+                    for key in doomed {
+                        files.remove(key.as_slice())?;
+                    }
+                }
                 Op::DeleteContent(key) => {
                     content.remove(key.as_slice())?;
                 }
@@ -549,7 +698,7 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                         files.remove(key.as_slice())?;
                     }
                 }
-                Op::Flush(_) => {}
+                Op::Flush(_) | Op::Stop(_) => {}
             }
         }
     }

@@ -89,6 +89,11 @@ pub struct FileRecord {
     pub settled: bool,
     /// `None`: the file failed the text sniff at this stat.
     pub text: Option<TextInfo>,
+    /// Fingerprint of the policy under which the redacted content of `text.hash` was
+    /// stored when this record was written: a warm restart under the same policy counts
+    /// the file as indexed from this table alone, without touching the (large) content
+    /// table. Only a hint: a content record that went missing is recomputed on use.
+    pub stored_under: Option<[u8; 32]>,
 }
 
 impl FileRecord {
@@ -103,7 +108,14 @@ impl FileRecord {
             ctime_ns: stat.ctime_ns,
             settled,
             text,
+            stored_under: None,
         }
+    }
+
+    /// The record with its content known stored under policy `fingerprint`.
+    pub fn stored_under(mut self, fingerprint: [u8; 32]) -> FileRecord {
+        self.stored_under = Some(fingerprint);
+        self
     }
 
     /// Whether the record can be trusted for a file now at `stat`: same (dev, ino, mode,

@@ -11,6 +11,42 @@
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pattern {
     tokens: Vec<Token>,
+    /// The same pattern as a plain string test when it has one of the common shapes
+    /// (`*.pem`, `.env`, `.env*`): every path of a walk is checked against every
+    /// exclusion glob, and these answer without the token walk.
+    shape: Shape,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Only literal characters: the text must equal them.
+    Exact(String),
+    /// `*` then literals: the text must end with them (`*` also matches `/`).
+    Suffix(String),
+    /// Literals then `*`: the text must start with them.
+    Prefix(String),
+    /// Anything else: the token walk.
+    General,
+}
+
+fn shape_of(tokens: &[Token]) -> Shape {
+    let literal = |ts: &[Token]| -> Option<String> {
+        ts.iter()
+            .map(|t| match t {
+                Token::Literal(c) => Some(*c),
+                _ => None,
+            })
+            .collect()
+    };
+    match tokens {
+        [Token::Star, rest @ ..] if !rest.is_empty() => {
+            literal(rest).map_or(Shape::General, Shape::Suffix)
+        }
+        [rest @ .., Token::Star] if !rest.is_empty() => {
+            literal(rest).map_or(Shape::General, Shape::Prefix)
+        }
+        _ => literal(tokens).map_or(Shape::General, Shape::Exact),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,11 +102,18 @@ impl Pattern {
                 other => tokens.push(Token::Literal(other)),
             }
         }
-        Pattern { tokens }
+        let shape = shape_of(&tokens);
+        Pattern { tokens, shape }
     }
 
     /// Whether the whole of `text` matches (Python `fnmatch.fnmatchcase`).
     pub fn matches(&self, text: &str) -> bool {
+        match &self.shape {
+            Shape::Exact(lit) => return text == lit,
+            Shape::Suffix(lit) => return text.ends_with(lit.as_str()),
+            Shape::Prefix(lit) => return text.starts_with(lit.as_str()),
+            Shape::General => {}
+        }
         let tokens = &self.tokens;
         // Byte positions into `text`, always on char boundaries.
         let (mut t, mut s) = (0usize, 0usize);
@@ -235,5 +278,40 @@ mod tests {
         assert!(Pattern::new("a?b").matches("a/b"));
         assert!(!Pattern::new(".env").matches("x/.env"));
         assert!(Pattern::new(".env.*").matches(".env.local"));
+    }
+
+    #[test]
+    fn fast_shapes_answer_as_the_token_walk() {
+        let patterns = [
+            "*.pem", ".env", ".env.*", "*", "**", "a*b", "*.[ch]", "[!a]*", "?x", "", "*/x",
+        ];
+        let texts = [
+            "",
+            "x",
+            "a/x",
+            ".env",
+            ".env.local",
+            "x/.env",
+            "k.pem",
+            "a/b.pem",
+            ".pem",
+            "ab",
+            "a/b",
+            "f.c",
+            "f.h",
+            "bx",
+            "é.pem",
+            "*.pem",
+        ];
+        for p in patterns {
+            let fast = Pattern::new(p);
+            let slow = Pattern {
+                shape: super::Shape::General,
+                ..fast.clone()
+            };
+            for t in texts {
+                assert_eq!(fast.matches(t), slow.matches(t), "{p:?} on {t:?}");
+            }
+        }
     }
 }

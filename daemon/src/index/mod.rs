@@ -192,6 +192,7 @@ impl Index {
                 &self.rules,
                 &self.gitignore,
                 self.opts.threads,
+                &|rel| self.id_of(rel),
             );
             self.insert_items(&mut fresh, ROOT, ".", items, started);
             skips
@@ -230,8 +231,7 @@ impl Index {
             let Some(&parent_id) = dirs.get(parent) else {
                 continue;
             };
-            let id = self.id_of(&item.rel);
-            let node = tree.add_child(parent_id, name, item.stat, id, false);
+            let node = tree.add_child(parent_id, name, item.stat, item.id, false);
             if item.stat.is_dir() {
                 mark_scanned(tree.node_mut(node), started, self.opts.racy_window_ns);
                 dirs.insert(item.rel, node);
@@ -298,6 +298,46 @@ impl Index {
             }
         }
         out
+    }
+
+    /// Indexed directories (pre-order, root first) whose `lstat` now differs from the one
+    /// their listing was read at, or whose listing was read while that stat was too fresh
+    /// to trust: what a watcher must re-walk once its watches are in place. One `lstat`
+    /// per directory, no listing.
+    pub fn stale_dirs(&self) -> Vec<String> {
+        let mut dirs: Vec<(String, StatKey, bool)> = Vec::new();
+        {
+            let tree = self.read();
+            let trusted = |n: &tree::Node| {
+                n.flags & (flags::SCANNED | flags::SETTLED) == flags::SCANNED | flags::SETTLED
+            };
+            dirs.push((
+                ".".to_owned(),
+                tree.node(ROOT).stat,
+                trusted(tree.node(ROOT)),
+            ));
+            let mut stack = vec![(ROOT, ".".to_owned())];
+            while let Some((dir, rel)) = stack.pop() {
+                for &child in &tree.node(dir).children {
+                    let node = tree.node(child);
+                    if node.is_dir() {
+                        let child_rel = join_rel(&rel, &node.name);
+                        dirs.push((child_rel.clone(), node.stat, trusted(node)));
+                        stack.push((child, child_rel));
+                    }
+                }
+            }
+        }
+        dirs.into_iter()
+            .filter(|(rel, stat, trusted)| {
+                !trusted
+                    || std::fs::symlink_metadata(fs::abs_path(&self.root, rel))
+                        .map(|m| StatKey::of(&m))
+                        .ok()
+                        != Some(*stat)
+            })
+            .map(|(rel, _, _)| rel)
+            .collect()
     }
 
     /// Resolves tool input (opaque id or path) with the containment checks of spec 6.1
@@ -478,6 +518,7 @@ impl Index {
             &self.rules,
             &self.gitignore,
             self.opts.threads,
+            &|rel| self.id_of(rel),
         );
         let mut tree = self.write();
         let Some(node) = self.note_locked(&mut tree, rel, stat) else {

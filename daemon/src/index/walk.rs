@@ -1,8 +1,13 @@
 //! The parallel walk of a subtree, applying the root's rules while walking so excluded
 //! and ignored directories (`node_modules`, `.git`, build output) are never entered.
+//!
+//! One task per directory on a small rayon pool: the directory is listed once
+//! (`getdents`), each admitted child is `lstat`ed relative to the open directory (no
+//! path resolution from the root per file, which is what dominates a stat-only walk of a
+//! deep monorepo), its opaque id is computed on the worker, and each subdirectory becomes
+//! a new task. Symlinks are never followed (their `d_type` says so; they are skipped).
 
 use crate::fs::{FsRules, GitignoreRules, StatKey};
-use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -14,6 +19,8 @@ pub struct WalkItem {
     /// `lstat` taken before the entry's own children were read (for directories), so any
     /// later change to its membership changes the stored stat.
     pub stat: StatKey,
+    /// The index's id key of `rel` (computed on the walk's workers).
+    pub id: u64,
 }
 
 /// Counters of one walk (entries skipped for reasons the operator may want to know).
@@ -36,125 +43,97 @@ pub fn admits(
     !rules.is_child_excluded(rel, name) && !gitignore.is_ignored_entry(rel, is_dir)
 }
 
-fn rel_of<'a>(root: &Path, path: &'a Path) -> Option<&'a str> {
-    path.strip_prefix(root).ok()?.to_str()
+/// What every task of one walk shares.
+struct Walk<'a> {
+    root: &'a Path,
+    rules: &'a FsRules,
+    gitignore: &'a GitignoreRules,
+    id_of: &'a (dyn Fn(&str) -> u64 + Sync),
+    sink: Mutex<(Vec<WalkItem>, WalkSkips)>,
 }
 
 /// Walks everything below `start_rel` (which must be an admitted directory) with
 /// `threads` workers, never following symlinks. The start itself is not returned.
+/// `id_of` gives the id key of a root-relative path.
 pub fn walk_below(
     root: &Path,
     start_rel: &str,
     rules: &FsRules,
     gitignore: &GitignoreRules,
     threads: usize,
+    id_of: &(dyn Fn(&str) -> u64 + Sync),
 ) -> (Vec<WalkItem>, WalkSkips) {
-    let start = crate::fs::abs_path(root, start_rel);
-    let root_owned = root.to_path_buf();
-    let rules_f = rules.clone();
-    let mut builder = WalkBuilder::new(&start);
-    builder
-        .standard_filters(false)
-        .hidden(false)
-        .parents(false)
-        .ignore(false)
-        .git_ignore(false)
-        .git_global(false)
-        .git_exclude(false)
-        .require_git(false)
-        .follow_links(false)
-        .same_file_system(false)
-        .threads(threads.max(1));
-    let gitignore_f = gitignore.clone();
-    let non_utf8 = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let non_utf8_f = non_utf8.clone();
-    builder.filter_entry(move |dent: &DirEntry| {
-        if dent.depth() == 0 {
-            return true;
-        }
-        let Some(ft) = dent.file_type() else {
-            return false;
-        };
-        if ft.is_symlink() {
-            return false;
-        }
-        let (Some(rel), Some(name)) = (rel_of(&root_owned, dent.path()), dent.file_name().to_str())
-        else {
-            non_utf8_f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return false;
-        };
-        admits(&rules_f, &gitignore_f, rel, name, ft.is_dir())
-    });
-    let collected = Mutex::new((Vec::new(), WalkSkips::default()));
-    let mut visitors = Collector {
+    let walk = Walk {
         root,
-        sink: &collected,
+        rules,
+        gitignore,
+        id_of,
+        sink: Mutex::new((Vec::new(), WalkSkips::default())),
     };
-    builder.build_parallel().visit(&mut visitors);
-    let (items, mut skips) = collected.into_inner().unwrap_or_else(|e| e.into_inner());
-    skips.non_utf8 += non_utf8.load(std::sync::atomic::Ordering::Relaxed);
-    (items, skips)
-}
-
-struct Collector<'a> {
-    root: &'a Path,
-    sink: &'a Mutex<(Vec<WalkItem>, WalkSkips)>,
-}
-
-impl<'s> ParallelVisitorBuilder<'s> for Collector<'s> {
-    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
-        Box::new(Worker {
-            root: self.root,
-            sink: self.sink,
-            items: Vec::new(),
-            skips: WalkSkips::default(),
-        })
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("redctx-walk-{i}"))
+        .build();
+    match pool {
+        Ok(pool) => pool.scope(|s| visit(s, &walk, start_rel.to_owned())),
+        // No threads to be had: walk on this one.
+        Err(_) => rayon::scope(|s| visit(s, &walk, start_rel.to_owned())),
     }
+    walk.sink.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-struct Worker<'a> {
-    root: &'a Path,
-    sink: &'a Mutex<(Vec<WalkItem>, WalkSkips)>,
-    items: Vec<WalkItem>,
-    skips: WalkSkips,
-}
-
-impl ParallelVisitor for Worker<'_> {
-    fn visit(&mut self, entry: Result<DirEntry, ignore::Error>) -> WalkState {
-        let Ok(dent) = entry else {
-            self.skips.unreadable += 1;
-            return WalkState::Continue;
-        };
-        if dent.depth() == 0 {
-            return WalkState::Continue;
-        }
-        let Some(rel) = rel_of(self.root, dent.path()) else {
-            self.skips.non_utf8 += 1;
-            return WalkState::Continue;
-        };
-        match std::fs::symlink_metadata(dent.path()) {
-            Ok(meta) if !meta.file_type().is_symlink() => {
-                self.items.push(WalkItem {
-                    rel: rel.to_owned(),
-                    stat: StatKey::of(&meta),
-                });
-                WalkState::Continue
-            }
-            Ok(_) => WalkState::Skip,
-            Err(_) => {
-                self.skips.unreadable += 1;
-                WalkState::Skip
+/// Lists one directory, records its admitted children and queues its subdirectories.
+fn visit<'s>(scope: &rayon::Scope<'s>, walk: &'s Walk<'s>, dir_rel: String) {
+    let mut items = Vec::new();
+    let mut skips = WalkSkips::default();
+    match std::fs::read_dir(crate::fs::abs_path(walk.root, &dir_rel)) {
+        Err(_) => skips.unreadable += 1,
+        Ok(read) => {
+            for dent in read {
+                let Ok(dent) = dent else {
+                    skips.unreadable += 1;
+                    continue;
+                };
+                let Ok(ft) = dent.file_type() else {
+                    skips.unreadable += 1;
+                    continue;
+                };
+                if ft.is_symlink() {
+                    continue;
+                }
+                let name = dent.file_name();
+                let Some(name) = name.to_str() else {
+                    skips.non_utf8 += 1;
+                    continue;
+                };
+                let rel = if dir_rel == "." {
+                    name.to_owned()
+                } else {
+                    format!("{dir_rel}/{name}")
+                };
+                if !admits(walk.rules, walk.gitignore, &rel, name, ft.is_dir()) {
+                    continue;
+                }
+                // `lstat` relative to the open directory (statx on its fd).
+                match dent.metadata() {
+                    Ok(meta) if !meta.file_type().is_symlink() => {
+                        let stat = StatKey::of(&meta);
+                        if stat.is_dir() {
+                            let child = rel.clone();
+                            scope.spawn(move |s| visit(s, walk, child));
+                        }
+                        let id = (walk.id_of)(&rel);
+                        items.push(WalkItem { rel, stat, id });
+                    }
+                    Ok(_) => {}
+                    Err(_) => skips.unreadable += 1,
+                }
             }
         }
     }
-}
-
-impl Drop for Worker<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut sink) = self.sink.lock() {
-            sink.0.append(&mut self.items);
-            sink.1.non_utf8 += self.skips.non_utf8;
-            sink.1.unreadable += self.skips.unreadable;
-        }
+    if let Ok(mut sink) = walk.sink.lock() {
+        sink.0.append(&mut items);
+        sink.1.non_utf8 += skips.non_utf8;
+        sink.1.unreadable += skips.unreadable;
     }
 }

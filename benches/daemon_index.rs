@@ -1,0 +1,672 @@
+//! The daemon on a generated monorepo: cold full index beside `rg`, warm restart, edit
+//! latency, memory and cache size, printed side by side from one run on one tree.
+//!
+//! Run: `cargo bench --bench daemon_index` (needs `rg` on PATH: `apt-get install
+//! ripgrep`; the bench refuses to run without its anchor).
+//!
+//! Knobs (environment): `REDCTX_BENCH_FILES` (default 100000), `REDCTX_BENCH_RUNS`
+//! (paired cold runs and warm restarts, default 2), `REDCTX_BENCH_EDITS` (default 100),
+//! `REDCTX_BENCH_DROP_CACHES=1` (drop the page cache before every cold run and its `rg`
+//! anchor; needs root, and slows everything else on the machine).
+//!
+//! The tree is `gen_monorepo.py --files N --seed 7`, generated once into
+//! `<target>/bench-data/daemon-index-<N>-s7/mono` (reruns reuse it), served with a config
+//! listing the generator's exact terms (kept outside the tree).
+//!
+//! What is measured, and how:
+//! - (a) cold full index: a real `redctxd` with an empty state dir is started; the clock
+//!   runs from spawn until `Roots` reports the root `ready` (every text file walked,
+//!   read, hashed, redacted and queued) and, separately, until the daemon exited after a
+//!   `Shutdown` (the cache writer has committed everything: "persisted"). The anchor is
+//!   `rg -c -uu` with four regexes (AKIA key, email, URL, phone) over the same tree, run
+//!   interleaved with it (rg reads the git-ignored trees too, which the daemon skips).
+//!   Target: persisted ≤ 2× rg.
+//! - (b) warm restart: the same daemon binary restarted on the persisted cache with no
+//!   change: spawn → first answer (the stat-only walk) → `ready`. Content re-reads are
+//!   the `read=` count the daemon logs for the pass. Target ≤ 1 s, 0 reads. Also once
+//!   after `kill -9` of a warm daemon.
+//! - (c) edit latency. Edit-to-visible through the daemon's socket: append a marker line
+//!   to a file, then call `redctx_read` until the marker is served (p50/p99 over
+//!   `REDCTX_BENCH_EDITS` files; target p99 ≤ 250 ms). Re-redaction of one changed file
+//!   uses the library in-process (the same `upsert` + `content` the watcher runs per
+//!   changed file, with the persistent cache), because the daemon does not expose the
+//!   time from an event to the stored redaction; target ≤ 10 ms.
+//! - (d) the daemon's VmHWM/VmRSS from `/proc` at `ready` (cold and warm; target
+//!   ≤ 250 MB) and `cache.redb` size over the raw bytes of the indexed text (≤ 1.5×).
+
+#[path = "../tests/corpus/mod.rs"]
+mod corpus;
+
+use redctx_client::daemon::{Endpoint, connect};
+use redctx_daemon::cache::Cache;
+use redctx_daemon::engine::Engine;
+use redctx_daemon::engine::config::EnvOverrides;
+use redctx_daemon::policy_loader::PolicySource;
+use redctx_daemon::root::{RootOptions, ServedRoot};
+use redctx_daemon::view::RootView;
+use redctx_proto::{Request, Response, RootInfo, RootSpec};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SEED: u64 = 7;
+const RG_PATTERNS: [&str; 4] = [
+    r"AKIA[0-9A-Z]{16}",
+    r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
+    r"https?://[^\s<>]+",
+    r"\+?[0-9][0-9 ().-]{7,}[0-9]",
+];
+
+fn main() {
+    let files = env_usize("REDCTX_BENCH_FILES", 100_000);
+    let runs = env_usize("REDCTX_BENCH_RUNS", 2).max(1);
+    let edits = env_usize("REDCTX_BENCH_EDITS", 100).max(1);
+    let drop_caches = std::env::var("REDCTX_BENCH_DROP_CACHES").is_ok_and(|v| v == "1");
+    if Command::new("rg").arg("--version").output().is_err() {
+        eprintln!(
+            "daemon_index: `rg` (ripgrep) is not on PATH; it is this bench's anchor. \
+             Install it (`apt-get install ripgrep`) and run again."
+        );
+        std::process::exit(2);
+    }
+    let base = target_dir()
+        .join("bench-data")
+        .join(format!("daemon-index-{files}-s{SEED}"));
+    let (root, config) = prepare_tree(&base, files).unwrap_or_else(|e| {
+        eprintln!("daemon_index: cannot prepare the tree: {e}");
+        std::process::exit(1);
+    });
+    let root = root.canonicalize().expect("canonical root");
+    let redctxd = build_redctxd();
+    let work = base.join("work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("vault")).unwrap();
+    let world = World {
+        redctxd,
+        root: root.clone(),
+        config,
+        state: work.join("state"),
+        vault: work.join("vault"),
+        socket: work.join("redctxd.sock"),
+    };
+    let (tree_files, tree_bytes) = tree_size(&root);
+    println!(
+        "daemon_index: {} files ({:.1} MB) in {}; {} cores, load average {}",
+        tree_files,
+        mb(tree_bytes),
+        root.display(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average()
+    );
+    let cache_note = if drop_caches {
+        "page cache dropped before each cold run and its rg"
+    } else {
+        "page cache NOT dropped (warm: both read a tree already in memory)"
+    };
+    println!("page cache: {cache_note}");
+
+    // (a) cold full index, paired with rg.
+    let mut rg_times = Vec::new();
+    let mut cold = Vec::new();
+    let _ = rg(&root); // warm-up: both sides then start from the same page cache
+    for _ in 0..runs {
+        let dropped = drop_caches && drop_page_cache();
+        rg_times.push(rg(&root));
+        if drop_caches {
+            drop_page_cache();
+        }
+        let _ = std::fs::remove_dir_all(&world.state);
+        cold.push(world.cold_run());
+        if drop_caches && !dropped {
+            println!("page cache: could not be dropped (not root?); figures are warm");
+        }
+    }
+    // (b) warm restarts on the cache the last cold run persisted.
+    let mut warm = Vec::new();
+    for _ in 0..runs {
+        warm.push(world.warm_run(false));
+    }
+    let after_kill = world.warm_run(true);
+    // (c) edit-to-visible through a running warm daemon.
+    let visible = world.edit_to_visible(edits);
+    // (c) re-redaction of one changed file, in-process (library).
+    let reredact = world.reredact_in_process(edits);
+
+    let rg_med = median(&rg_times);
+    let ready_med = median(&cold.iter().map(|c| c.ready).collect::<Vec<_>>());
+    let persisted_med = median(&cold.iter().map(|c| c.persisted).collect::<Vec<_>>());
+    let last = cold.last().expect("one cold run");
+    println!();
+    println!(
+        "{:<58} {:>12} {:>12} {:>8}",
+        "", "ours", "anchor", "verdict"
+    );
+    row(
+        "(a) cold full index to ready (s)",
+        format!("{ready_med:.2}"),
+        format!("rg {rg_med:.2}"),
+        "",
+    );
+    row(
+        "(a) cold full index incl. persist (s), ratio to rg",
+        format!("{persisted_med:.2}"),
+        format!("{:.2}x", persisted_med / rg_med),
+        verdict(persisted_med <= 2.0 * rg_med),
+    );
+    row(
+        "    files read / reused / skipped in the cold pass",
+        format!(
+            "{} / {} / {}",
+            last.pass.read, last.pass.reused, last.pass.skipped
+        ),
+        String::new(),
+        "",
+    );
+    let warm_ready = median(&warm.iter().map(|w| w.ready).collect::<Vec<_>>());
+    let warm_first = median(&warm.iter().map(|w| w.first_answer).collect::<Vec<_>>());
+    let warm_reads: u64 = warm.iter().map(|w| w.pass.read).max().unwrap_or(0);
+    row(
+        "(b) warm restart: spawn to first answer (walk) (s)",
+        format!("{warm_first:.3}"),
+        String::new(),
+        "",
+    );
+    row(
+        "(b) warm restart: spawn to ready (s), target <= 1 s",
+        format!("{warm_ready:.3}"),
+        "1.000".to_owned(),
+        verdict(warm_ready <= 1.0),
+    );
+    row(
+        "(b) warm restart: content re-reads (max over runs)",
+        warm_reads.to_string(),
+        "0".to_owned(),
+        verdict(warm_reads == 0),
+    );
+    row(
+        "(b) restart after kill -9 of a warm daemon: ready (s), reads",
+        format!("{:.3}, {}", after_kill.ready, after_kill.pass.read),
+        String::new(),
+        "",
+    );
+    let (v50, v99, vmax) = percentiles(&visible);
+    row(
+        "(c) edit-to-visible via socket p50 / p99 / max (ms)",
+        format!("{v50:.1}/{v99:.1}/{vmax:.1}"),
+        "p99 250".to_owned(),
+        verdict(v99 <= 250.0),
+    );
+    let (r50, r99, rmax) = percentiles(&reredact);
+    row(
+        "(c) re-redact one changed file, p50 / p99 / max (ms)",
+        format!("{r50:.2}/{r99:.2}/{rmax:.2}"),
+        "10".to_owned(),
+        verdict(r99 <= 10.0),
+    );
+    let hwm = cold.iter().map(|c| c.mem.hwm).max().unwrap_or(0);
+    let warm_hwm = warm.iter().map(|w| w.mem.hwm).max().unwrap_or(0);
+    row(
+        "(d) daemon VmHWM cold / warm (MB), target <= 250",
+        format!("{:.0}/{:.0}", mb(hwm), mb(warm_hwm)),
+        "250".to_owned(),
+        verdict(mb(hwm.max(warm_hwm)) <= 250.0),
+    );
+    row(
+        "(d) daemon VmRSS at ready cold / warm (MB)",
+        format!(
+            "{:.0}/{:.0}",
+            mb(last.mem.rss),
+            mb(warm.last().map_or(0, |w| w.mem.rss))
+        ),
+        String::new(),
+        "",
+    );
+    let ratio = last.cache_bytes as f64 / last.text_bytes.max(1) as f64;
+    row(
+        "(d) cache.redb / raw text bytes indexed (MB / MB)",
+        format!(
+            "{:.2}x ({:.0}/{:.0})",
+            ratio,
+            mb(last.cache_bytes),
+            mb(last.text_bytes)
+        ),
+        "1.50x".to_owned(),
+        verdict(ratio <= 1.5),
+    );
+    println!();
+    println!(
+        "runs: rg {:?} s; cold ready {:?} s; cold persisted {:?} s; warm ready {:?} s",
+        rounded(&rg_times),
+        rounded(&cold.iter().map(|c| c.ready).collect::<Vec<_>>()),
+        rounded(&cold.iter().map(|c| c.persisted).collect::<Vec<_>>()),
+        rounded(&warm.iter().map(|w| w.ready).collect::<Vec<_>>()),
+    );
+    println!("load average at the end: {}", load_average());
+}
+
+fn row(what: &str, ours: String, anchor: String, verdict: &str) {
+    println!("{what:<58} {ours:>12} {anchor:>12} {verdict:>8}");
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "ok" } else { "MISSED" }
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn rounded(values: &[f64]) -> Vec<f64> {
+    values
+        .iter()
+        .map(|v| (v * 1000.0).round() / 1000.0)
+        .collect()
+}
+
+/// (p50, p99, max) of millisecond samples.
+fn percentiles(ms: &[f64]) -> (f64, f64, f64) {
+    let mut v = ms.to_vec();
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.99), *v.last().unwrap_or(&0.0))
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| corpus::repo_root().join("target"))
+}
+
+/// The generated tree (once) and a config with the generator's exact terms, outside it.
+fn prepare_tree(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), String> {
+    let root = base.join("mono");
+    let config = base.join("redaction.toml");
+    let stamp = base.join("complete");
+    if stamp.is_file() && root.is_dir() && config.is_file() {
+        return Ok((root, config));
+    }
+    std::fs::create_dir_all(base).map_err(|e| e.to_string())?;
+    println!(
+        "daemon_index: generating {files} files into {} (once)",
+        root.display()
+    );
+    let manifest = corpus::run_gen_monorepo(&root, files, SEED)?;
+    std::fs::write(&config, corpus::config_from_manifest(&manifest)?).map_err(|e| e.to_string())?;
+    std::fs::write(&stamp, b"ok\n").map_err(|e| e.to_string())?;
+    Ok((root, config))
+}
+
+/// Builds the release `redctxd` (another package of the workspace) and returns it.
+fn build_redctxd() -> PathBuf {
+    let target = target_dir();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "-q",
+            "--release",
+            "-p",
+            "redctx-daemon",
+            "--bin",
+            "redctxd",
+        ])
+        .arg("--manifest-path")
+        .arg(corpus::repo_root().join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building redctxd failed");
+    target.join("release").join("redctxd")
+}
+
+fn tree_size(root: &Path) -> (u64, u64) {
+    let (files, _) = corpus::walk(root).expect("walk the tree");
+    let bytes = files
+        .iter()
+        .filter_map(|rel| std::fs::symlink_metadata(root.join(rel)).ok())
+        .map(|m| m.len())
+        .sum();
+    (files.len() as u64, bytes)
+}
+
+/// Seconds `rg -c -uu` with the four anchor regexes takes over the tree.
+fn rg(root: &Path) -> f64 {
+    let mut c = Command::new("rg");
+    c.args(["-c", "-uu", "--no-messages"]);
+    for p in RG_PATTERNS {
+        c.arg("-e").arg(p);
+    }
+    let start = Instant::now();
+    let status = c
+        .arg(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run rg");
+    let took = start.elapsed().as_secs_f64();
+    assert!(status.code().is_some_and(|c| c <= 1), "rg failed: {status}");
+    took
+}
+
+/// Drops the page cache (root only); false when it could not.
+fn drop_page_cache() -> bool {
+    // SAFETY: sync(2) has no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", b"3\n").is_ok()
+}
+
+#[derive(Clone, Copy, Default)]
+struct Mem {
+    hwm: u64,
+    rss: u64,
+}
+
+fn mem_of(pid: u32) -> Mem {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    Mem {
+        hwm: kb("VmHWM:"),
+        rss: kb("VmRSS:"),
+    }
+}
+
+/// The daemon's summary of its last indexing pass (from its log).
+#[derive(Clone, Copy, Default)]
+struct Pass {
+    read: u64,
+    reused: u64,
+    skipped: u64,
+}
+
+struct Cold {
+    ready: f64,
+    persisted: f64,
+    pass: Pass,
+    mem: Mem,
+    cache_bytes: u64,
+    text_bytes: u64,
+}
+
+struct Warm {
+    first_answer: f64,
+    ready: f64,
+    pass: Pass,
+    mem: Mem,
+}
+
+struct World {
+    redctxd: PathBuf,
+    root: PathBuf,
+    config: PathBuf,
+    state: PathBuf,
+    vault: PathBuf,
+    socket: PathBuf,
+}
+
+/// A running daemon of this bench.
+struct Daemon {
+    child: Child,
+    rt: tokio::runtime::Runtime,
+    conn: redctx_client::daemon::Conn,
+    spawned: Instant,
+}
+
+impl World {
+    fn spec(&self) -> RootSpec {
+        RootSpec {
+            path: self.root.clone(),
+            config: Some(self.config.clone()),
+            gitignore: true,
+            ..RootSpec::default()
+        }
+    }
+
+    fn log_path(&self) -> PathBuf {
+        redctx_proto::paths::log_dir(&self.state).join("redctxd.log")
+    }
+
+    fn start(&self) -> Daemon {
+        let _ = std::fs::remove_file(&self.socket);
+        let spawned = Instant::now();
+        let child = Command::new(&self.redctxd)
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--state-dir")
+            .arg(&self.state)
+            .env("REDACTED_CONTEXT_STATE_DIR", &self.vault)
+            .env("REDCTX_LOG", "info")
+            .env_remove("REDACTED_CONTEXT_SALT")
+            .env_remove("REDACTED_CONTEXT_TERMS")
+            .env_remove("REDACTED_CONTEXT_DETECTOR_PROFILE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn redctxd");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let ep = Endpoint {
+            socket: self.socket.clone(),
+            state_dir: self.state.clone(),
+        };
+        let conn = rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                match connect(&ep).await {
+                    Ok(c) => break c,
+                    Err(e) => {
+                        assert!(Instant::now() < deadline, "redctxd did not answer: {e}");
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                    }
+                }
+            }
+        });
+        Daemon {
+            child,
+            rt,
+            conn,
+            spawned,
+        }
+    }
+
+    fn call(&self, d: &Daemon, tool: &str, args: serde_json::Value) -> (String, bool) {
+        let request = Request::CallTool {
+            root: self.spec(),
+            tool: tool.to_owned(),
+            arguments_json: args.to_string(),
+        };
+        match d.rt.block_on(d.conn.request(request)) {
+            Ok(Response::ToolResult(r)) => (r.text, r.is_error),
+            other => panic!("{tool}: unexpected answer {other:?}"),
+        }
+    }
+
+    fn root_info(&self, d: &Daemon) -> RootInfo {
+        match d.rt.block_on(d.conn.request(Request::Roots)) {
+            Ok(Response::Roots(roots)) => roots
+                .into_iter()
+                .find(|r| r.path == self.root)
+                .expect("root registered"),
+            other => panic!("roots: unexpected answer {other:?}"),
+        }
+    }
+
+    /// Registers the root (first answer = the walk), then polls until `ready`.
+    fn until_ready(&self, d: &Daemon) -> (f64, f64, RootInfo) {
+        let (text, is_error) = self.call(d, "redctx_stat", serde_json::json!({"path": "."}));
+        assert!(!is_error, "stat failed: {text}");
+        let first = d.spawned.elapsed().as_secs_f64();
+        loop {
+            let info = self.root_info(d);
+            if info.state == "ready" {
+                return (first, d.spawned.elapsed().as_secs_f64(), info);
+            }
+            assert_ne!(info.state, "blocked", "policy blocked: {:?}", info.policy);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn stop(&self, mut d: Daemon) {
+        let _ = d.rt.block_on(d.conn.request(Request::Shutdown));
+        let _ = d.child.wait();
+    }
+
+    fn last_pass(&self) -> Pass {
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let line = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("indexing pass finished"))
+            .unwrap_or("");
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(u64::MAX)
+        };
+        Pass {
+            read: field("read="),
+            reused: field("reused="),
+            skipped: field("skipped="),
+        }
+    }
+
+    fn cold_run(&self) -> Cold {
+        let d = self.start();
+        let (_, ready, info) = self.until_ready(&d);
+        let mem = mem_of(d.child.id());
+        let spawned = d.spawned;
+        self.stop(d);
+        let persisted = spawned.elapsed().as_secs_f64();
+        let cache_bytes = std::fs::metadata(self.state.join("cache.redb")).map_or(0, |m| m.len());
+        Cold {
+            ready,
+            persisted,
+            pass: self.last_pass(),
+            mem,
+            cache_bytes,
+            text_bytes: info.bytes.unwrap_or(0),
+        }
+    }
+
+    fn warm_run(&self, after_kill: bool) -> Warm {
+        if after_kill {
+            let mut d = self.start();
+            self.until_ready(&d);
+            // SAFETY: kill(2) of the daemon this bench started.
+            unsafe { libc::kill(d.child.id() as i32, libc::SIGKILL) };
+            let _ = d.child.wait();
+        }
+        let d = self.start();
+        let (first_answer, ready, _) = self.until_ready(&d);
+        let mem = mem_of(d.child.id());
+        self.stop(d);
+        Warm {
+            first_answer,
+            ready,
+            pass: self.last_pass(),
+            mem,
+        }
+    }
+
+    /// Text files to edit: every n-th `.py` file of the tree, in walk order.
+    fn edit_targets(&self, count: usize) -> Vec<String> {
+        let (files, _) = corpus::walk(&self.root).expect("walk");
+        let py: Vec<String> = files
+            .into_iter()
+            .filter(|f| f.ends_with(".py") && !f.contains("node_modules") && !f.contains("build/"))
+            .collect();
+        let step = (py.len() / count).max(1);
+        py.into_iter().step_by(step).take(count).collect()
+    }
+
+    fn edit_to_visible(&self, count: usize) -> Vec<f64> {
+        let d = self.start();
+        self.until_ready(&d);
+        let mut out = Vec::new();
+        for (i, rel) in self.edit_targets(count).iter().enumerate() {
+            let path = self.root.join(rel);
+            let original = std::fs::read(&path).unwrap();
+            let marker = format!("benchmark edit marker qzx{i:05}");
+            let mut edited = original.clone();
+            edited.extend_from_slice(format!("\n# {marker}\n").as_bytes());
+            let start = Instant::now();
+            std::fs::write(&path, &edited).unwrap();
+            loop {
+                let (text, _) = self.call(&d, "redctx_read", serde_json::json!({"path": rel}));
+                if text.contains(&marker) {
+                    break;
+                }
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "edit of {rel} never became visible"
+                );
+            }
+            out.push(start.elapsed().as_secs_f64() * 1e3);
+            std::fs::write(&path, &original).unwrap();
+        }
+        self.stop(d);
+        out
+    }
+
+    /// In-process: what the watcher does for one changed file (re-validate it in the
+    /// index, then read, hash, redact and store it), timed per file.
+    fn reredact_in_process(&self, count: usize) -> Vec<f64> {
+        let env = EnvOverrides {
+            state_dir: Some(self.vault.clone()),
+            ..EnvOverrides::default()
+        };
+        let source = PolicySource::new(&self.root, Some(&self.config), None, env, &[])
+            .expect("policy source");
+        let (policy, _) = source.load().expect("policy loads");
+        let engine = Arc::new(Engine::new(Arc::new(policy)).expect("engine"));
+        let cache = Arc::new(Cache::open(&self.state).expect("cache"));
+        let served = ServedRoot::open(&self.root, engine, Some(cache), RootOptions::default())
+            .expect("serve the root");
+        let mut out = Vec::new();
+        for (i, rel) in self.edit_targets(count).iter().enumerate() {
+            let path = self.root.join(rel);
+            let original = std::fs::read(&path).unwrap();
+            let mut edited = original.clone();
+            edited.extend_from_slice(format!("\n# in-process edit {i}\n").as_bytes());
+            std::fs::write(&path, &edited).unwrap();
+            let start = Instant::now();
+            served.upsert(rel);
+            let entry = served.resolve(rel).expect("resolve");
+            served.content(&entry, true).expect("content");
+            out.push(start.elapsed().as_secs_f64() * 1e3);
+            std::fs::write(&path, &original).unwrap();
+        }
+        out
+    }
+}

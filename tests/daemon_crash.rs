@@ -1,0 +1,156 @@
+//! A real `redctxd` killed with SIGKILL while its background pass is in flight, files
+//! changed while it is down, then restarted: every answer must equal what a daemon
+//! with an empty cache gives for the same tree (the cache is used correctly or
+//! rebuilt, never served stale). While the pass is held, metadata and content calls
+//! answer without waiting for it.
+//!
+//! The pass is held at a fixed point with the daemon's test-only
+//! `REDCTX_TEST_PAUSE_INDEX_AFTER` so the kill always lands mid-index.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+use support::{Env, poll};
+
+const FILES: usize = 120;
+const HOLD_AFTER: u64 = 30;
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn file_text(i: usize) -> String {
+    format!(
+        "# module {i}\nAWS_KEY = \"AKIAQ{i:015}\"\nowner = \"dev{i}@example.com\"\nvalue_{i} = {i}\n"
+    )
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// `redctx <args>` on `root`; panics unless it exits 0.
+fn ok(env: &Env, root: &Path, args: &[&str]) -> String {
+    let mut all = vec!["--root", root.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let (code, out, err) = env.run(&all);
+    assert_eq!(code, 0, "redctx {args:?}: {err}");
+    out
+}
+
+/// (state, files indexed) of the first root `redctx status` shows.
+fn status(env: &Env) -> Option<(String, u64)> {
+    let (code, out, _) = env.run(&["status"]);
+    if code != 0 {
+        return None;
+    }
+    let state = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("state: "))?
+        .to_owned();
+    let indexed = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("files: "))
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|s| s.strip_suffix(" indexed"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    Some((state, indexed))
+}
+
+/// What an agent sees of the whole tree: the recursive listing, every file's text, and
+/// a search across all of it.
+fn everything(env: &Env, root: &Path) -> Vec<String> {
+    vec![
+        ok(env, root, &["ls", "-r", "."]),
+        ok(
+            env,
+            root,
+            &[
+                "bundle",
+                "--max-files",
+                "1000",
+                "--max-total-chars",
+                "10000000",
+                ".",
+            ],
+        ),
+        ok(env, root, &["grep", "value_"]),
+    ]
+}
+
+#[test]
+fn kill_9_during_indexing_then_restart_answers_as_an_empty_cache_would() {
+    let env = Env::new();
+    let root = env.root_dir("crash", "svc");
+    for i in 0..FILES {
+        write(&root, &format!("src/d{}/m{i:03}.py", i % 6), &file_text(i));
+    }
+
+    // A daemon whose background pass holds after HOLD_AFTER files.
+    let mut start = env.redctx(&["daemon", "start"]);
+    start.env("REDCTX_TEST_PAUSE_INDEX_AFTER", HOLD_AFTER.to_string());
+    let st = start.status().unwrap();
+    assert!(st.success());
+    ok(&env, &root, &["stat", "."]);
+    poll("the pass to hold", Duration::from_secs(60), || {
+        status(&env).filter(|(state, n)| state == "indexing" && *n >= HOLD_AFTER)
+    });
+
+    // Held mid-pass: listing, stat and content still answer, and the pass is still held.
+    let listing = ok(&env, &root, &["ls", "src/d5"]);
+    assert_eq!(listing.lines().count(), FILES / 6, "{listing}");
+    ok(&env, &root, &["stat", "src/d5/m119.py"]);
+    let text = ok(&env, &root, &["cat", "src/d5/m119.py"]);
+    assert!(text.contains("value_119 = 119"), "{text}");
+    assert!(!text.contains("AKIAQ"), "{text}");
+    let (state, _) = status(&env).unwrap();
+    assert_eq!(state, "indexing");
+
+    let pid = env.daemon_pid().expect("daemon running");
+    // SAFETY: kill(2) of the daemon this test started (its own state dir).
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    env.wait_daemon_gone();
+
+    // Changes while no daemon watches: an edit that keeps the size, a deleted
+    // directory, a new file.
+    let changed = file_text(7).replace("value_7 = 7", "value_7 = 8");
+    write(&root, "src/d1/m007.py", &changed);
+    std::fs::remove_dir_all(root.join("src/d2")).unwrap();
+    write(
+        &root,
+        "src/d0/new.py",
+        "value_new = 1\nowner = \"late@example.com\"\n",
+    );
+
+    // Restart on the crashed state dir; it reaches ready.
+    ok(&env, &root, &["stat", "."]);
+    poll("ready after the restart", Duration::from_secs(60), || {
+        status(&env).filter(|(state, _)| state == "ready")
+    });
+    let after = everything(&env, &root);
+    assert!(after[1].contains("value_7 = 8"), "the edit is served");
+    assert!(
+        !after[0].contains("src/d2"),
+        "the deleted directory is gone"
+    );
+    assert!(after[2].contains("value_new"), "the new file is searched");
+
+    // The same tree through a daemon with an empty cache (same vault, so same salt).
+    let fresh = Env::new();
+    copy_tree(&env.vault(), &fresh.vault());
+    let expected = everything(&fresh, &root);
+    assert_eq!(after, expected);
+}
