@@ -1167,14 +1167,24 @@ async fn receipts_name_the_builtin_detector_layer_and_the_parity_switch_removes_
     let env = Env::new();
     let on = env.root_dir("detect-on", "kb");
     fixture_a(&on, SALT, "");
-    write(&on, "deploy/settings.yaml", "db_password: Zq8vLx2PwR7mKt4s\n");
+    write(
+        &on,
+        "deploy/settings.yaml",
+        "db_password: Zq8vLx2PwR7mKt4s\n",
+    );
     let off = env.root_dir("detect-off", "kb");
     fixture_a(&off, SALT, "detectors = false");
-    write(&off, "deploy/settings.yaml", "db_password: Zq8vLx2PwR7mKt4s\n");
+    write(
+        &off,
+        "deploy/settings.yaml",
+        "db_password: Zq8vLx2PwR7mKt4s\n",
+    );
 
     // Code mode (our default): the value is replaced, the key stays.
     let c = env.client(&on, &[]).await;
-    let a = c.call("redctx_read", json!({"path": "deploy/settings.yaml"})).await;
+    let a = c
+        .call("redctx_read", json!({"path": "deploy/settings.yaml"}))
+        .await;
     assert!(!a.ok().contains("Zq8vLx2PwR7mKt4s"), "{}", a.text);
     assert!(a.ok().contains("db_password: [SECRET_"), "{}", a.text);
     assert_eq!(a.receipt["counts_by_category"]["SECRET"], 1);
@@ -1187,7 +1197,9 @@ async fn receipts_name_the_builtin_detector_layer_and_the_parity_switch_removes_
         "{rules}"
     );
     // Every answer carries it, errors included.
-    let e = c.call("redctx_read", json!({"path": "@p_000000000000"})).await;
+    let e = c
+        .call("redctx_read", json!({"path": "@p_000000000000"}))
+        .await;
     e.err();
     assert_eq!(e.builtin_detector.as_ref(), Some(&entry));
 

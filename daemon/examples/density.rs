@@ -26,7 +26,8 @@ fn main() {
             _ => root = Some(a),
         }
     }
-    let root = root.expect("usage: density [--mode M] [--no-detectors] [--exclude P]... [--ext E]... ROOT");
+    let root = root
+        .expect("usage: density [--mode M] [--no-detectors] [--exclude P]... [--ext E]... ROOT");
     let policy = Policy {
         salt: "density-salt".to_owned(),
         mode,

@@ -109,12 +109,14 @@ pub const PROTOCOL: &str = "2026-07-28";
 pub const USER_AGENT: &str = "redctx/0.10.1 (linux; x86_64) rustc/1.88.0";
 "#;
 
+/// Four-part versions need a version context (`version`, `v1.2.3.4`): a bare
+/// `"6.8.0.101"` is a valid public address and is redacted as one.
 const VERSIONS: &str = r#"[tool.poetry.dependencies]
 python = "^3.11.7"
 numpy = "1.26.4"
 grpcio = "==1.62.1"
 openssl = "3.0.13"
-kernel = "6.8.0.101"
+kernel_version = "6.8.0.101"
 chrome = "124.0.6367.91"
 "#;
 

@@ -169,7 +169,11 @@ fn rule_examples() -> Examples {
 fn by_rule(pack: &RulePack, id: &str, path: &str, text: &str) -> Vec<Candidate> {
     let mut out = Vec::new();
     pack.scan(text, path, &mut out);
-    out.retain(|c| c.detector.split_once('.').is_some_and(|(_, rule)| rule == id));
+    out.retain(|c| {
+        c.detector
+            .split_once('.')
+            .is_some_and(|(_, rule)| rule == id)
+    });
     out
 }
 

@@ -33,11 +33,7 @@ const REPLACED_RULES: &[&str] = &["generic-api-key", "kubernetes-secret-yaml"];
 /// vendored rules in [`REPLACED_RULES`]. Counted on the text, so receipts can name the
 /// packs without compiling them.
 pub(crate) fn active_rule_counts() -> (usize, usize) {
-    let count = |toml: &str| {
-        toml.lines()
-            .filter(|l| l.trim_end() == "[[rules]]")
-            .count()
-    };
+    let count = |toml: &str| toml.lines().filter(|l| l.trim_end() == "[[rules]]").count();
     let replaced = REPLACED_RULES
         .iter()
         .filter(|id| GITLEAKS_TOML.contains(&format!("id = \"{id}\"")))
