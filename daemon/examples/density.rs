@@ -17,12 +17,15 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let (mut mode, mut detectors, mut excludes, mut root) = (Mode::Code, true, Vec::new(), None);
     let mut exts: Vec<String> = Vec::new();
+    let mut show = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--mode" => mode = Mode::parse(&args.next().expect("--mode M")).expect("mode"),
             "--no-detectors" => detectors = false,
             "--exclude" => excludes.push(args.next().expect("--exclude PREFIX")),
             "--ext" => exts.push(args.next().expect("--ext EXT")),
+            // Dev aid: print every redacted line (redacted text only, never raw values).
+            "--show" => show = true,
             _ => root = Some(a),
         }
     }
@@ -65,6 +68,16 @@ fn main() {
             )
             .expect("redact");
         let n: u64 = out.counts.0.values().sum();
+        if show && n > 0 {
+            for (i, line) in out.text.lines().enumerate() {
+                if line.contains("_")
+                    && line.contains('[')
+                    && redctx_daemon::engine::placeholder::PLACEHOLDER_RE.is_match(line)
+                {
+                    println!("{rel}:{}: {}", i + 1, line.trim());
+                }
+            }
+        }
         for (c, k) in &out.counts.0 {
             *by_cat.entry(c.as_str().to_owned()).or_default() += k;
         }
