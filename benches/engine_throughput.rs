@@ -9,7 +9,10 @@
 //! 2. Redacts every text file single-threaded, one call per file, line-count
 //!    preservation off (as the reference's `redact_each_file_as_one_chunk`), in strict,
 //!    balanced and code mode; prints MB/s (raw file bytes / redaction seconds, best of
-//!    `REDCTX_BENCH_ROUNDS` rounds, default 3).
+//!    `REDCTX_BENCH_ROUNDS` rounds, default 3): strict and balanced with the built-in
+//!    detector layer off (the reference's work), code mode with it on (its definition);
+//!    then each mode with the layer off and on, and the time it adds (target: at most
+//!    30%). A CPU-time column gives the per-core figure on a busy machine.
 //! 3. Runs `redctx --root DIR --mode M benchmark --format json` of the reference
 //!    (oracle venv, see `scripts/setup-oracle.sh`) on the same tree and prints its
 //!    `redaction_read_bytes / redact_each_file_as_one_chunk` MB/s and our ratio. The
@@ -29,6 +32,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const TARGET_RATIO: f64 = 50.0;
+/// Issue 6: the detector layer adds at most 30% to the engine's time.
+const TARGET_DETECTOR_OVERHEAD: f64 = 0.30;
 const SALT: &str = "bench-salt";
 
 fn main() {
@@ -63,6 +68,7 @@ fn main() {
         .unwrap_or_else(|| manual_policy(&base.join("mono.manifest.json")));
 
     let mut rows = Vec::new();
+    let mut overhead = Vec::new();
     let mut reference_balanced = None;
     for (name, mode) in [
         ("strict", Mode::Strict),
@@ -72,7 +78,14 @@ fn main() {
         if !wanted_mode(name) {
             continue;
         }
-        let (seconds, cpu_seconds, placeholders) = measure(&policy, mode, &texts, rounds);
+        // Strict and balanced headline rows do the reference's work (`detectors =
+        // false`, the parity switch); code mode is defined by the detector layer, so its
+        // row has it on. Both settings are measured in the same run, so the layer's cost
+        // is read on the same machine load.
+        let off = measure(&policy, mode, false, &texts, rounds);
+        let on = measure(&policy, mode, true, &texts, rounds);
+        overhead.push((name, off.0, on.0));
+        let (seconds, cpu_seconds, placeholders) = if mode == Mode::Code { on } else { off };
         let reference = match (name, python.as_ref()) {
             ("code", _) => reference_balanced,
             (_, Some(python)) => reference_mbps(python, &root, &config, name),
@@ -117,6 +130,28 @@ fn main() {
         };
         println!(
             "{name:<9} {ours:>11.2} {seconds:>9.3} {cpu:>11} {reference_text:>15} {ratio_text:>9}  {verdict}{versus}{note}"
+        );
+    }
+    println!(
+        "detector layer: {:<9} {:>12} {:>11} {:>9}  target <= {:.0}%",
+        "mode",
+        "off MB/s",
+        "on MB/s",
+        "added",
+        TARGET_DETECTOR_OVERHEAD * 100.0
+    );
+    for (name, off, on) in overhead {
+        let added = on / off - 1.0;
+        let verdict = if added <= TARGET_DETECTOR_OVERHEAD {
+            "ok"
+        } else {
+            "ABOVE TARGET"
+        };
+        println!(
+            "detector layer: {name:<9} {:>12.2} {:>11.2} {:>8.1}%  {verdict}",
+            mb(total_bytes) / off,
+            mb(total_bytes) / on,
+            added * 100.0
         );
     }
 }
@@ -166,6 +201,8 @@ fn prepare_corpus(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), Strin
 }
 
 struct Text {
+    /// Root-relative path: the detector layer reads file-kind hints from it.
+    rel: String,
     text: String,
     raw_bytes: usize,
     prose: bool,
@@ -178,6 +215,7 @@ fn load_texts(root: &Path) -> Vec<Text> {
         .filter_map(|rel| {
             let bytes = std::fs::read(root.join(rel)).ok()?;
             corpus::is_probably_text(&bytes).then(|| Text {
+                rel: rel.clone(),
                 text: corpus::decode_like_reference(&bytes),
                 raw_bytes: bytes.len(),
                 prose: is_prose(rel),
@@ -197,7 +235,6 @@ fn is_prose(rel: &str) -> bool {
         || ["readme", "authors", "contributors", "notes", "changelog"].contains(&stem)
 }
 
-/// Best-of-`rounds` seconds to redact every text once, and the placeholders produced.
 /// `REDCTX_BENCH_MODES=strict,code` limits the run to those modes (for profiling).
 fn wanted_mode(name: &str) -> bool {
     match std::env::var("REDCTX_BENCH_MODES") {
@@ -209,9 +246,16 @@ fn wanted_mode(name: &str) -> bool {
 /// Wall seconds (best round), this thread's CPU seconds in that round (Linux), and the
 /// placeholders produced. The CPU figure is the per-core speed even when other processes
 /// share the machine; the wall figure is what the target is checked against.
-fn measure(policy: &Policy, mode: Mode, texts: &[Text], rounds: usize) -> (f64, Option<f64>, u64) {
+fn measure(
+    policy: &Policy,
+    mode: Mode,
+    detectors: bool,
+    texts: &[Text],
+    rounds: usize,
+) -> (f64, Option<f64>, u64) {
     let policy = Policy {
         mode,
+        detectors,
         ..policy.clone()
     };
     let engine = Engine::new(Arc::new(policy)).expect("bench policy compiles");
@@ -229,7 +273,7 @@ fn measure(policy: &Policy, mode: Mode, texts: &[Text], rounds: usize) -> (f64, 
                     RedactOptions {
                         preserve_line_count: false,
                         prose: t.prose,
-                        path: "",
+                        path: &t.rel,
                     },
                 )
                 .expect("redact");

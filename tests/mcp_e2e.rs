@@ -1159,3 +1159,53 @@ fn daemon_restart_and_a_shim_right_after_stop_always_start() {
         assert!(env.daemon_pid().is_some(), "restart {i}: no daemon");
     }
 }
+
+/// Issue 6: receipts name the built-in detector layer (name, version, rule packs) when it
+/// ran, and are the reference's receipts, byte for byte, with `detectors = false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn receipts_name_the_builtin_detector_layer_and_the_parity_switch_removes_it() {
+    let env = Env::new();
+    let on = env.root_dir("detect-on", "kb");
+    fixture_a(&on, SALT, "");
+    write(
+        &on,
+        "deploy/settings.yaml",
+        "db_password: Zq8vLx2PwR7mKt4s\n",
+    );
+    let off = env.root_dir("detect-off", "kb");
+    fixture_a(&off, SALT, "detectors = false");
+    write(
+        &off,
+        "deploy/settings.yaml",
+        "db_password: Zq8vLx2PwR7mKt4s\n",
+    );
+
+    // Code mode (our default): the value is replaced, the key stays.
+    let c = env.client(&on, &[]).await;
+    let a = c
+        .call("redctx_read", json!({"path": "deploy/settings.yaml"}))
+        .await;
+    assert!(!a.ok().contains("Zq8vLx2PwR7mKt4s"), "{}", a.text);
+    assert!(a.ok().contains("db_password: [SECRET_"), "{}", a.text);
+    assert_eq!(a.receipt["counts_by_category"]["SECRET"], 1);
+    let entry = a.builtin_detector.expect("builtin_detector in the receipt");
+    assert_eq!(entry["name"], "redctx-detect");
+    assert_eq!(entry["version"], "0.1.1");
+    let rules = entry["rules"].as_str().unwrap();
+    assert!(
+        rules.starts_with("gitleaks-8.30.1 (") && rules.contains(" rules) + redctx ("),
+        "{rules}"
+    );
+    // Every answer carries it, errors included.
+    let e = c
+        .call("redctx_read", json!({"path": "@p_000000000000"}))
+        .await;
+    e.err();
+    assert_eq!(e.builtin_detector.as_ref(), Some(&entry));
+
+    let c = env.client(&off, STRICT).await;
+    let a = c.call("redctx_read", json!({"path": NOTES})).await;
+    assert_eq!(a.ok(), fixtures::READ_GOLDEN_STRICT);
+    assert_eq!(a.receipt, json_of(fixtures::READ_GOLDEN_RECEIPT));
+    assert_eq!(a.builtin_detector, None);
+}

@@ -128,6 +128,8 @@ enum Current {
     Blocked {
         message: &'static str,
         profile: &'static str,
+        /// The last good policy ran the built-in detector layer (receipt entry).
+        builtin: bool,
     },
 }
 
@@ -349,15 +351,18 @@ impl Service {
                 profile: last
                     .as_ref()
                     .map_or("default", |(p, _)| p.detector_profile.as_str()),
+                builtin: last.as_ref().is_some_and(|(p, _)| p.detectors),
             },
         }
     }
 
-    fn answer(profile: &str, out: ToolOutput) -> ToolResult {
+    /// `head` is the receipt's policy part: (detector profile, built-in detector layer on).
+    fn answer((profile, builtin): (&str, bool), out: ToolOutput) -> ToolResult {
         let receipt = tools::Receipt {
             detector_profile: profile.to_owned(),
             counts: out.counts,
             detectors: None,
+            builtin_detector: builtin,
         };
         ToolResult {
             text: out.text,
@@ -366,9 +371,9 @@ impl Service {
         }
     }
 
-    fn error(profile: &str, message: &str) -> ToolResult {
+    fn error(head: (&str, bool), message: &str) -> ToolResult {
         Self::answer(
-            profile,
+            head,
             ToolOutput {
                 text: message.to_owned(),
                 is_error: true,
@@ -381,11 +386,15 @@ impl Service {
         &self,
         spec: &RootSpec,
         f: impl FnOnce(&Arc<ServedRoot>) -> T,
-    ) -> Result<T, (&'static str, &'static str)> {
-        let handle = self.handle(spec).map_err(|m| (m, "default"))?;
+    ) -> Result<T, (&'static str, (&'static str, bool))> {
+        let handle = self.handle(spec).map_err(|m| (m, ("default", false)))?;
         match self.current(&handle) {
             Current::Ready(root) => Ok(f(&root)),
-            Current::Blocked { message, profile } => Err((message, profile)),
+            Current::Blocked {
+                message,
+                profile,
+                builtin,
+            } => Err((message, (profile, builtin))),
         }
     }
 }
@@ -624,21 +633,25 @@ impl Backend for Service {
     ) -> ToolResult {
         let args = Args::parse(arguments_json);
         match self.with_root(spec, |root| {
-            let profile = root.engine().policy().detector_profile.as_str();
-            run_tool(root, tool, &args).map(|out| Self::answer(profile, out))
+            let policy = root.engine().policy();
+            let head = (policy.detector_profile.as_str(), policy.detectors);
+            run_tool(root, tool, &args).map_or_else(
+                || Self::error(head, "Tool execution failed."),
+                |out| Self::answer(head, out),
+            )
         }) {
-            Ok(Some(result)) => result,
-            Ok(None) => Self::error("default", "Tool execution failed."),
-            Err((message, profile)) => Self::error(profile, message),
+            Ok(result) => result,
+            Err((message, head)) => Self::error(head, message),
         }
     }
 
     fn reject_call(&self, spec: &RootSpec, _tool: &str, message: &str) -> ToolResult {
         match self.with_root(spec, |root| {
-            root.engine().policy().detector_profile.as_str()
+            let policy = root.engine().policy();
+            (policy.detector_profile.as_str(), policy.detectors)
         }) {
-            Ok(profile) => Self::error(profile, message),
-            Err((blocked, profile)) => Self::error(profile, blocked),
+            Ok(head) => Self::error(head, message),
+            Err((blocked, head)) => Self::error(head, blocked),
         }
     }
 

@@ -1,6 +1,7 @@
 //! The receipt of one tool call (spec 5.11): what redaction did, never what it saw.
 
 use crate::engine::Counts;
+use crate::engine::detect::{DETECTOR_NAME, DETECTOR_RELEASE, rules_label};
 use serde_json::{Map, Value, json};
 
 /// Per-call activity of one plugged detector, in load order.
@@ -14,13 +15,18 @@ pub struct DetectorReceipt {
     pub positional: u64,
 }
 
-/// `{"detector_profile": …, "counts_by_category": {…}[, "detectors": […]]}`.
+/// `{"detector_profile": …, "counts_by_category": {…}[, "detectors": […]][,
+/// "builtin_detector": {…}]}`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Receipt {
     pub detector_profile: String,
     pub counts: Counts,
     /// `None` when no plugged detector is loaded (the key is then absent).
     pub detectors: Option<Vec<DetectorReceipt>>,
+    /// The built-in detector layer ran under this call's policy: the receipt then names it
+    /// (`"builtin_detector": {"name", "version", "rules"}`, our addition). Off (the
+    /// `detectors = false` parity switch) leaves the reference's receipt byte for byte.
+    pub builtin_detector: bool,
 }
 
 impl Receipt {
@@ -45,6 +51,12 @@ impl Receipt {
                 .map(|d| json!({"name": d.name, "version": d.version, "nominated": d.nominated, "positional": d.positional}))
                 .collect();
             receipt.insert("detectors".to_owned(), Value::Array(list));
+        }
+        if self.builtin_detector {
+            receipt.insert(
+                "builtin_detector".to_owned(),
+                json!({"name": DETECTOR_NAME, "version": DETECTOR_RELEASE, "rules": rules_label()}),
+            );
         }
         Value::Object(receipt)
     }
@@ -86,6 +98,7 @@ mod tests {
             detector_profile: "default".into(),
             counts,
             detectors: None,
+            builtin_detector: false,
         };
         assert_eq!(
             receipt.to_json(),
@@ -104,10 +117,40 @@ mod tests {
                 nominated: 2,
                 positional: 0,
             }]),
+            builtin_detector: false,
         };
         assert_eq!(
             receipt.to_json(),
             r#"{"detector_profile":"extended","counts_by_category":{},"detectors":[{"name":"patterns","version":"1","nominated":2,"positional":0}]}"#
+        );
+    }
+
+    #[test]
+    fn receipt_names_the_builtin_detector_layer_only_when_it_ran() {
+        let mut counts = Counts::default();
+        counts.add(Category::SECRET, 2);
+        let mut receipt = Receipt {
+            detector_profile: "default".into(),
+            counts,
+            detectors: None,
+            builtin_detector: true,
+        };
+        let label = rules_label();
+        assert!(
+            label.starts_with("gitleaks-8.30.1 (") && label.contains(" rules) + redctx ("),
+            "{label}"
+        );
+        assert_eq!(
+            receipt.to_json(),
+            format!(
+                r#"{{"detector_profile":"default","counts_by_category":{{"SECRET":2}},"builtin_detector":{{"name":"redctx-detect","version":"0.1.1","rules":"{label}"}}}}"#
+            )
+        );
+        // The parity switch: exactly the reference's receipt.
+        receipt.builtin_detector = false;
+        assert_eq!(
+            receipt.to_json(),
+            r#"{"detector_profile":"default","counts_by_category":{"SECRET":2}}"#
         );
     }
 }

@@ -1119,6 +1119,7 @@ Attendees: [PERSON_80947927a2988995ec102c2a299eafb4], [PERSON_e585a9b6a71c612a10
         detector_profile: "default".into(),
         counts: out.counts,
         detectors: None,
+        builtin_detector: false,
     };
     assert_eq!(
         receipt.to_json(),

@@ -32,7 +32,25 @@ use std::sync::{Arc, LazyLock};
 
 /// Version of the detector layer, reported in receipts so a redaction can be traced to
 /// the rules that produced it. Bump it whenever a rule or threshold changes output.
-pub const DETECTOR_VERSION: &str = "redctx-detect/0.1.0+gitleaks-8.30.1";
+pub const DETECTOR_VERSION: &str = "redctx-detect/0.1.1+gitleaks-8.30.1";
+
+/// Name of the detector layer in receipts (`builtin_detector.name`).
+pub const DETECTOR_NAME: &str = "redctx-detect";
+
+/// Release of the detector layer in receipts (`builtin_detector.version`); the part of
+/// [`DETECTOR_VERSION`] between the name and the rule pack.
+pub const DETECTOR_RELEASE: &str = "0.1.1";
+
+/// The rule packs the layer runs, for receipts: `gitleaks-8.30.1 (N rules) + redctx (M
+/// rules)`, counting only the rules that are active (vendored rules that another family
+/// replaces are not counted). Computed from the packs' text, without compiling them.
+pub fn rules_label() -> &'static str {
+    static LABEL: LazyLock<String> = LazyLock::new(|| {
+        let (gitleaks, ours) = rulepack::active_rule_counts();
+        format!("gitleaks-8.30.1 ({gitleaks} rules) + redctx ({ours} rules)")
+    });
+    &LABEL
+}
 
 /// What the detector knows about the text besides its content.
 #[derive(Clone, Copy, Debug, Default)]
@@ -222,5 +240,7 @@ fn drop_contained(cands: &mut Vec<Candidate>) {
     });
 }
 
+#[cfg(test)]
+mod rule_examples;
 #[cfg(test)]
 mod tests;

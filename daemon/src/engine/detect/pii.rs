@@ -571,14 +571,27 @@ fn reserved_domain(d: &str) -> bool {
 /// `min_words` asks for more.
 fn plausible_name(text: &str, s: usize, e: usize, min_words: usize) -> Option<(usize, usize)> {
     let raw = &text[s..e];
-    let v = raw.trim_end_matches(['.', ' ', '\t']);
+    // A name ends with its sentence: `Zachary Rice. All rights reserved`, `Raven Authors.
+    // SPDX-License-Identifier: …` (a word of two or more letters ending in `.`; initials
+    // such as `J.` do not end it).
+    let mut end = raw.len();
+    let mut pos = 0;
+    for piece in raw.split_inclusive([' ', '\t']) {
+        let word = piece.trim_end_matches([' ', '\t']);
+        if word.len() > 2 && word.ends_with('.') {
+            end = pos + word.len();
+            break;
+        }
+        pos += piece.len();
+    }
+    let v = raw[..end].trim_end_matches(['.', ' ', '\t']);
     let words: Vec<&str> = v.split_whitespace().collect();
     if words.len() < min_words || words.len() > 5 || v.len() > 80 {
         return None;
     }
     if words
         .iter()
-        .any(|w| NOT_NAME_WORDS.contains(&w.to_lowercase().as_str()))
+        .any(|w| NOT_NAME_WORDS.contains(&w.trim_end_matches('.').to_lowercase().as_str()))
     {
         return None;
     }
@@ -860,6 +873,15 @@ mod tests {
         assert!(
             found("Copyright (c) 2019 Zachary Rice")
                 .contains(&("Zachary Rice".to_owned(), "PERSON"))
+        );
+        assert!(
+            found("Copyright (c) 2019 Zachary Rice. All rights reserved.")
+                .contains(&("Zachary Rice".to_owned(), "PERSON"))
+        );
+        assert!(
+            found("// Copyright 2024 Raven Authors. SPDX-License-Identifier: Apache-2.0")
+                .iter()
+                .all(|(_, c)| *c != "PERSON")
         );
         assert!(
             found("Copyright (c) 2019 Google Inc.")

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use std::sync::OnceLock;
 
 /// gitleaks' default configuration (MIT, notice in `rules/gitleaks.LICENSE`).
-const GITLEAKS_TOML: &str = include_str!("../../../rules/gitleaks.toml");
+pub(crate) const GITLEAKS_TOML: &str = include_str!("../../../rules/gitleaks.toml");
 /// redctx's own rules in the same schema, for shapes gitleaks lacks.
 const REDCTX_TOML: &str = include_str!("../../../rules/redctx.toml");
 
@@ -28,6 +28,18 @@ const REDCTX_TOML: &str = include_str!("../../../rules/redctx.toml");
 /// ed25519.PrivateKey` and `HashPassword("password", salt)` are not secrets);
 /// `kubernetes-secret-yaml` captures key and value together where S3/S8 take the value.
 const REPLACED_RULES: &[&str] = &["generic-api-key", "kubernetes-secret-yaml"];
+
+/// How many rules of (gitleaks' pack, ours) run: every `[[rules]]` table minus the
+/// vendored rules in [`REPLACED_RULES`]. Counted on the text, so receipts can name the
+/// packs without compiling them.
+pub(crate) fn active_rule_counts() -> (usize, usize) {
+    let count = |toml: &str| toml.lines().filter(|l| l.trim_end() == "[[rules]]").count();
+    let replaced = REPLACED_RULES
+        .iter()
+        .filter(|id| GITLEAKS_TOML.contains(&format!("id = \"{id}\"")))
+        .count();
+    (count(GITLEAKS_TOML) - replaced, count(REDCTX_TOML))
+}
 
 /// Compiled regexes are capped at this many bytes each (gitleaks-sized patterns fit).
 const REGEX_SIZE_LIMIT: usize = 8 << 20;

@@ -1,0 +1,277 @@
+//! Every rule's own examples as tests: the true and false positives that gitleaks' rule
+//! sources list for its default rules (`rules/gitleaks-examples.toml`) and the `tps`/`fps`
+//! of our rules (`rules/redctx.toml`).
+//!
+//! A true positive passes when the rule itself finds it, or else when the detector layer
+//! as a whole redacts it with the whole secret covered (rules that another family
+//! replaces, like `generic-api-key`, are judged that way). A false positive passes when
+//! the rule does not fire on it (gitleaks' own criterion: many are another rule's true
+//! positives, such as Cloudflare's three key kinds). Deliberate misses are listed in
+//! [`ALLOWED_MISSES`] with the reason.
+
+use super::rulepack::RulePack;
+use super::{Candidate, DetectContext, Detector};
+use serde::Deserialize;
+
+const GITLEAKS_EXAMPLES: &str = include_str!("../../../rules/gitleaks-examples.toml");
+const REDCTX_TOML: &str = include_str!("../../../rules/redctx.toml");
+
+/// (rule id, a piece of the example, why the miss is deliberate).
+const ALLOWED_MISSES: &[(&str, &str, &str)] = &[];
+
+#[derive(Deserialize)]
+struct ExamplesFile {
+    forms: Forms,
+    rules: Vec<RuleExamples>,
+}
+
+#[derive(Deserialize)]
+struct Forms {
+    samples: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RuleExamples {
+    id: String,
+    #[serde(default)]
+    generated: Vec<Generated>,
+    #[serde(default)]
+    tps: Vec<String>,
+    #[serde(default)]
+    generated_tps: Vec<String>,
+    #[serde(default)]
+    fps: Vec<String>,
+    #[serde(default)]
+    generated_fps: Vec<String>,
+    #[serde(default)]
+    path_tps: Vec<PathExample>,
+    #[serde(default)]
+    path_fps: Vec<PathExample>,
+}
+
+/// An example that only holds in a file of a given name (rules with a `path`).
+#[derive(Deserialize)]
+struct PathExample {
+    path: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct Generated {
+    identifier: String,
+    secret: String,
+}
+
+/// One true positive: the text, the file it is in, and, when the example says it, the
+/// secret inside it.
+struct Tp {
+    text: String,
+    path: String,
+    secret: Option<String>,
+}
+
+/// One false positive and the file it is in.
+struct Fp {
+    text: String,
+    path: String,
+}
+
+type Examples = Vec<(String, Vec<Tp>, Vec<Fp>)>;
+
+fn rule_examples() -> Examples {
+    let file: ExamplesFile = toml::from_str(GITLEAKS_EXAMPLES).expect("gitleaks-examples.toml");
+    let mut out = Vec::new();
+    for r in file.rules {
+        let mut tps: Vec<Tp> = r
+            .tps
+            .iter()
+            .chain(&r.generated_tps)
+            .map(|t| Tp {
+                text: t.clone(),
+                path: String::new(),
+                secret: None,
+            })
+            .chain(r.path_tps.iter().map(|e| Tp {
+                text: e.text.clone(),
+                path: e.path.clone(),
+                secret: None,
+            }))
+            .collect();
+        for g in &r.generated {
+            for form in &file.forms.samples {
+                let text = form
+                    .replace("{i}", &g.identifier)
+                    .replace("{I}", &g.identifier.to_uppercase())
+                    .replace("{s}", &g.secret);
+                tps.push(Tp {
+                    text,
+                    path: String::new(),
+                    secret: Some(g.secret.clone()),
+                });
+            }
+        }
+        let fps = r
+            .fps
+            .into_iter()
+            .chain(r.generated_fps)
+            .map(|text| Fp {
+                text,
+                path: String::new(),
+            })
+            .chain(r.path_fps.into_iter().map(|e| Fp {
+                text: e.text,
+                path: e.path,
+            }))
+            .collect();
+        out.push((r.id, tps, fps));
+    }
+    #[derive(Deserialize)]
+    struct Pack {
+        rules: Vec<OurRule>,
+    }
+    #[derive(Deserialize)]
+    struct OurRule {
+        id: String,
+        #[serde(default)]
+        tps: Vec<String>,
+        #[serde(default)]
+        fps: Vec<String>,
+    }
+    let ours: Pack = toml::from_str(REDCTX_TOML).expect("redctx.toml");
+    for r in ours.rules {
+        assert!(
+            !r.tps.is_empty() && !r.fps.is_empty(),
+            "redctx rule {} needs tps and fps",
+            r.id
+        );
+        let tps = r
+            .tps
+            .into_iter()
+            .map(|text| Tp {
+                text,
+                path: String::new(),
+                secret: None,
+            })
+            .collect();
+        let fps = r
+            .fps
+            .into_iter()
+            .map(|text| Fp {
+                text,
+                path: String::new(),
+            })
+            .collect();
+        out.push((r.id, tps, fps));
+    }
+    out
+}
+
+fn by_rule(pack: &RulePack, id: &str, path: &str, text: &str) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    pack.scan(text, path, &mut out);
+    out.retain(|c| {
+        c.detector
+            .split_once('.')
+            .is_some_and(|(_, rule)| rule == id)
+    });
+    out
+}
+
+/// Whether the layer's findings cover every byte of the first occurrence of `secret`
+/// (or, without a known secret, whether it redacted anything).
+fn layer_covers(detector: &Detector, path: &str, text: &str, secret: Option<&str>) -> bool {
+    let findings = detector.detect(
+        text,
+        &DetectContext {
+            rel_path: path,
+            prose: false,
+        },
+    );
+    match secret.and_then(|s| text.find(s).map(|at| (at, at + s.len()))) {
+        Some((start, end)) => {
+            let mut pos = start;
+            for f in &findings {
+                if f.start <= pos && f.end > pos {
+                    pos = f.end;
+                }
+                if pos >= end {
+                    return true;
+                }
+            }
+            false
+        }
+        None => secret.is_none() && !findings.is_empty(),
+    }
+}
+
+fn allowed(id: &str, text: &str) -> bool {
+    ALLOWED_MISSES
+        .iter()
+        .any(|(rule, piece, _)| *rule == id && text.contains(piece))
+}
+
+#[test]
+fn every_rule_finds_its_true_positives_and_skips_its_false_positives() {
+    let pack = RulePack::builtin();
+    let detector = Detector::new();
+    let (mut by_the_rule, mut by_the_layer, mut allowed_misses, mut clean_fps) = (0, 0, 0, 0);
+    let mut failures = Vec::new();
+    let examples = rule_examples();
+    for (id, tps, fps) in &examples {
+        for tp in tps {
+            if !by_rule(&pack, id, &tp.path, &tp.text).is_empty() {
+                by_the_rule += 1;
+            } else if layer_covers(&detector, &tp.path, &tp.text, tp.secret.as_deref()) {
+                by_the_layer += 1;
+            } else if allowed(id, &tp.text) {
+                allowed_misses += 1;
+            } else {
+                failures.push(format!("{id}: true positive missed: {:?}", tp.text));
+            }
+        }
+        for fp in fps {
+            if by_rule(&pack, id, &fp.path, &fp.text).is_empty() {
+                clean_fps += 1;
+            } else if allowed(id, &fp.text) {
+                allowed_misses += 1;
+            } else {
+                failures.push(format!("{id}: false positive found: {:?}", fp.text));
+            }
+        }
+    }
+    println!(
+        "rule examples: {} rules; true positives: {by_the_rule} found by their rule, \
+         {by_the_layer} by the layer; {clean_fps} false positives left alone; \
+         {allowed_misses} allowed misses; {} failures",
+        examples.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} rule examples fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_example_names_a_rule_and_every_allowed_miss_is_used() {
+    let examples = rule_examples();
+    let ids: Vec<&str> = examples.iter().map(|(id, _, _)| id.as_str()).collect();
+    let pack_ids: String = [super::rulepack::GITLEAKS_TOML, REDCTX_TOML].concat();
+    for id in &ids {
+        assert!(
+            pack_ids.contains(&format!("id = \"{id}\"")),
+            "examples for unknown rule {id}"
+        );
+    }
+    for (rule, piece, why) in ALLOWED_MISSES {
+        assert!(!why.is_empty());
+        let used = examples.iter().any(|(id, tps, fps)| {
+            id == rule
+                && (tps.iter().any(|t| t.text.contains(piece))
+                    || fps.iter().any(|f| f.text.contains(piece)))
+        });
+        assert!(used, "allowed miss for {rule} matches no example");
+    }
+}
