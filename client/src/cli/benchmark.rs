@@ -10,7 +10,7 @@
 //! (the reference's message on stderr), 2 on usage errors (clap).
 
 use super::files::{self, ByteBudget, Globals, WalkBudget};
-use crate::daemon::{self, Endpoint};
+use crate::daemon;
 use clap::Args;
 use redctx_proto::{BenchmarkParams, BenchmarkReport, Request, Response, RootLimits};
 use std::process::ExitCode;
@@ -150,20 +150,9 @@ pub fn render_json(r: &BenchmarkReport) -> String {
 pub fn run(globals: &Globals, args: &BenchmarkArgs) -> ExitCode {
     // The budget travels with the request, so the root spec stays the one the other
     // commands use (a served root is measured under its live policy, not registered anew).
-    let root = match files::root_spec(globals, None, RootLimits::default()) {
-        Ok(r) => r,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let ep = match Endpoint::from_env() {
-        Ok(ep) => ep,
-        Err(e) => return super::fail(e),
-    };
-    let rt = match super::runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail(e),
+    let (root, ep, rt) = match files::prepare(globals, RootLimits::default()) {
+        Ok(parts) => parts,
+        Err(code) => return code,
     };
     let deadline = args.walk.max_seconds.map(files::seconds);
     let request = Request::Benchmark {

@@ -509,23 +509,27 @@ fn expand_home(p: &std::path::Path) -> PathBuf {
     }
 }
 
+/// What a command answered by the daemon needs first: the root as the daemon should
+/// serve it, the socket, and a runtime. On failure the message is already printed.
+pub(super) fn prepare(
+    globals: &Globals,
+    limits: RootLimits,
+) -> Result<(RootSpec, Endpoint, tokio::runtime::Runtime), ExitCode> {
+    let root = root_spec(globals, None, limits).map_err(|msg| {
+        eprintln!("{msg}");
+        ExitCode::FAILURE
+    })?;
+    let ep = Endpoint::from_env().map_err(super::fail)?;
+    let rt = super::runtime().map_err(super::fail)?;
+    Ok((root, ep, rt))
+}
+
 /// Run one file command against the daemon and print its answer.
 pub fn run(globals: &Globals, command: &FileCommand) -> ExitCode {
     let call = command.call();
-    let root = match root_spec(globals, None, call.limits.clone()) {
-        Ok(r) => r,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let ep = match Endpoint::from_env() {
-        Ok(ep) => ep,
-        Err(e) => return super::fail(e),
-    };
-    let rt = match super::runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail(e),
+    let (root, ep, rt) = match prepare(globals, call.limits.clone()) {
+        Ok(parts) => parts,
+        Err(code) => return code,
     };
     rt.block_on(async move {
         let (conn, _) = match daemon::connect_or_start(&ep, daemon::START_TIMEOUT).await {

@@ -284,15 +284,24 @@ impl Index {
     /// Every indexed directory, root (`.`) first: the set a watcher should watch
     /// (excluded and ignored trees are not in it).
     pub fn dirs(&self) -> Vec<String> {
+        self.dirs_with(|_| ())
+            .into_iter()
+            .map(|(rel, ())| rel)
+            .collect()
+    }
+
+    /// Every indexed directory (root first, then depth-first) with `of(node)`, read
+    /// under one lock.
+    fn dirs_with<T>(&self, of: impl Fn(&tree::Node) -> T) -> Vec<(String, T)> {
         let tree = self.read();
-        let mut out = vec![".".to_owned()];
+        let mut out = vec![(".".to_owned(), of(tree.node(ROOT)))];
         let mut stack = vec![(ROOT, ".".to_owned())];
         while let Some((dir, rel)) = stack.pop() {
             for &child in &tree.node(dir).children {
                 let node = tree.node(child);
                 if node.is_dir() {
                     let child_rel = join_rel(&rel, &node.name);
-                    out.push(child_rel.clone());
+                    out.push((child_rel.clone(), of(node)));
                     stack.push((child, child_rel));
                 }
             }
@@ -305,38 +314,20 @@ impl Index {
     /// to trust: what a watcher must re-walk once its watches are in place. One `lstat`
     /// per directory, no listing.
     pub fn stale_dirs(&self) -> Vec<String> {
-        let mut dirs: Vec<(String, StatKey, bool)> = Vec::new();
-        {
-            let tree = self.read();
-            let trusted = |n: &tree::Node| {
-                n.flags & (flags::SCANNED | flags::SETTLED) == flags::SCANNED | flags::SETTLED
-            };
-            dirs.push((
-                ".".to_owned(),
-                tree.node(ROOT).stat,
-                trusted(tree.node(ROOT)),
-            ));
-            let mut stack = vec![(ROOT, ".".to_owned())];
-            while let Some((dir, rel)) = stack.pop() {
-                for &child in &tree.node(dir).children {
-                    let node = tree.node(child);
-                    if node.is_dir() {
-                        let child_rel = join_rel(&rel, &node.name);
-                        dirs.push((child_rel.clone(), node.stat, trusted(node)));
-                        stack.push((child, child_rel));
-                    }
-                }
-            }
-        }
+        let dirs = self.dirs_with(|n| {
+            let settled =
+                n.flags & (flags::SCANNED | flags::SETTLED) == flags::SCANNED | flags::SETTLED;
+            (n.stat, settled)
+        });
         dirs.into_iter()
-            .filter(|(rel, stat, trusted)| {
+            .filter(|(rel, (stat, trusted))| {
                 !trusted
                     || std::fs::symlink_metadata(fs::abs_path(&self.root, rel))
                         .map(|m| StatKey::of(&m))
                         .ok()
                         != Some(*stat)
             })
-            .map(|(rel, _, _)| rel)
+            .map(|(rel, _)| rel)
             .collect()
     }
 
