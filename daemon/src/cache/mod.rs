@@ -396,29 +396,6 @@ impl Cache {
         rec.map(Arc::new)
     }
 
-    /// Whether a content record exists (without decoding its text).
-    pub fn has_content(&self, key: &ContentKey) -> bool {
-        if self
-            .pending
-            .content
-            .lock()
-            .map(|p| p.contains_key(key))
-            .unwrap_or(false)
-        {
-            return true;
-        }
-        let Some(db) = self.reader() else {
-            return false;
-        };
-        let found = (|| -> Result<bool, redb::Error> {
-            let r = db.begin_read()?;
-            let t = r.open_table(CONTENT)?;
-            Ok(t.get(key.as_slice())?
-                .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT)))
-        })();
-        found.unwrap_or(false)
-    }
-
     /// Queues a file record (and optionally new content) for the writer; readers of this
     /// cache see it immediately.
     pub fn put(
