@@ -19,7 +19,9 @@
 //!    reference has no `code` mode; code is compared with reference balanced.
 //!    Target: at least 50x per core in every mode.
 //!
-//! `REDCTX_BENCH_MODES=strict` (comma-separated) measures only the named modes.
+//! `REDCTX_BENCH_MODES=strict` (comma-separated) measures only the named modes;
+//! `REDCTX_BENCH_DETECTORS=on` (or `off`) only that setting of the layer (for profiling;
+//! the headline row then shows the setting measured).
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;
@@ -82,10 +84,19 @@ fn main() {
         // false`, the parity switch); code mode is defined by the detector layer, so its
         // row has it on. Both settings are measured in the same run, so the layer's cost
         // is read on the same machine load.
-        let off = measure(&policy, mode, false, &texts, rounds);
-        let on = measure(&policy, mode, true, &texts, rounds);
-        overhead.push((name, off.0, on.0));
-        let (seconds, cpu_seconds, placeholders) = if mode == Mode::Code { on } else { off };
+        let (off, on) = match std::env::var("REDCTX_BENCH_DETECTORS").as_deref() {
+            Ok("on") => (None, Some(measure(&policy, mode, true, &texts, rounds))),
+            Ok("off") => (Some(measure(&policy, mode, false, &texts, rounds)), None),
+            _ => (
+                Some(measure(&policy, mode, false, &texts, rounds)),
+                Some(measure(&policy, mode, true, &texts, rounds)),
+            ),
+        };
+        if let (Some(off), Some(on)) = (off, on) {
+            overhead.push((name, off.0, on.0));
+        }
+        let headline = if mode == Mode::Code { on.or(off) } else { off.or(on) };
+        let (seconds, cpu_seconds, placeholders) = headline.expect("one setting measured");
         let reference = match (name, python.as_ref()) {
             ("code", _) => reference_balanced,
             (_, Some(python)) => reference_mbps(python, &root, &config, name),
