@@ -487,7 +487,7 @@ impl Engine {
                     let category = categories.get(&key).copied();
                     call.redact(category.unwrap_or(Category::SENSITIVE), m)
                 };
-                match single_word_matches(&values, &w.text) {
+                match ascii_value_matches(&values, &w.text) {
                     Some(spans) => {
                         if let Some(changed) = replace_spans(&w.text, &spans, &mut redact) {
                             w.set(changed);
@@ -643,28 +643,43 @@ fn nominated_pattern(values: &[String]) -> PyPattern {
 }
 
 /// The matches of [`nominated_pattern`] found without compiling it, when every value is
-/// one ASCII word (the common case: tokens, passwords, addresses): a case-insensitive
-/// Aho-Corasick scan lists every occurrence, and at each start the first value in
-/// pattern order whose guards hold wins, as Python's alternation does. Compiling a
-/// regex per file cost more than the rest of balanced mode. `None` when a value has a
-/// space or non-ASCII characters, or `hay` holds one of the non-ASCII characters
-/// Python's IGNORECASE equates with ASCII letters (`İ ı ſ K`).
-fn single_word_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize)>> {
-    if values.iter().any(|v| !v.is_ascii() || v.contains(' '))
-        || hay.contains(['\u{130}', '\u{131}', '\u{17F}', '\u{212A}'])
-    {
+/// ASCII (the common case: tokens, passwords, addresses, `Name Surname`): a
+/// case-insensitive Aho-Corasick scan lists where each value's first word occurs, the
+/// remaining words are checked there (one or more Python `\s` between words), and at each
+/// start the first value in pattern order whose guards hold wins, as Python's alternation
+/// does. Compiling a regex per file cost more than the rest of balanced mode. `None` when
+/// a value has non-ASCII characters or whitespace other than single spaces, or `hay`
+/// holds one of the non-ASCII characters Python's IGNORECASE equates with ASCII letters
+/// (`İ ı ſ K`).
+fn ascii_value_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize)>> {
+    let plain = |v: &String| {
+        v.is_ascii()
+            && !v
+                .bytes()
+                .any(|b| b.is_ascii_whitespace() && b != b' ' || (0x1c..=0x1f).contains(&b))
+            && !v.contains("  ")
+            && !v.starts_with(' ')
+            && !v.ends_with(' ')
+    };
+    if !values.iter().all(plain) || hay.contains(['\u{130}', '\u{131}', '\u{17F}', '\u{212A}']) {
         return None;
     }
+    let words: Vec<Vec<&str>> = values.iter().map(|v| v.split(' ').collect()).collect();
     let finder = aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .build(values)
+        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+        .build(words.iter().map(|w| w[0]))
         .ok()?;
     let bytes = hay.as_bytes();
     let alnum_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphanumeric);
     let mut candidates: Vec<(usize, usize, usize)> = finder
         .find_overlapping_iter(hay)
-        .filter(|m| !m.start().checked_sub(1).is_some_and(alnum_at) && !alnum_at(m.end()))
-        .map(|m| (m.start(), m.pattern().as_usize(), m.end()))
+        .filter(|m| !m.start().checked_sub(1).is_some_and(alnum_at))
+        .filter_map(|m| {
+            let value = m.pattern().as_usize();
+            let end = rest_of_value(hay, m.end(), &words[value][1..])?;
+            (!alnum_at(end)).then_some((m.start(), value, end))
+        })
         .collect();
     candidates.sort_unstable();
     let mut spans = Vec::new();
@@ -676,6 +691,28 @@ fn single_word_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize
         }
     }
     Some(spans)
+}
+
+/// Where a value whose first word ends at `at` ends, if its remaining `words` follow,
+/// each after one or more Python whitespace characters (ASCII case-insensitively).
+fn rest_of_value(hay: &str, mut at: usize, words: &[&str]) -> Option<usize> {
+    let is_space = |c: char| c.is_whitespace() || ('\x1c'..='\x1f').contains(&c);
+    for word in words {
+        let gap = hay[at..]
+            .char_indices()
+            .find(|&(_, c)| !is_space(c))
+            .map_or(hay.len() - at, |(i, _)| i);
+        if gap == 0 {
+            return None;
+        }
+        at += gap;
+        let next = hay.as_bytes().get(at..at + word.len())?;
+        if !next.eq_ignore_ascii_case(word.as_bytes()) {
+            return None;
+        }
+        at += word.len();
+    }
+    Some(at)
 }
 
 /// `text` with each of `spans` (ascending, disjoint) replaced; `None` when there are none.
@@ -921,10 +958,13 @@ mod tests {
     }
 
     #[test]
-    fn single_word_scan_equals_the_nominated_alternation() {
-        let words = ["ab", "AB1", "b1", "a", "ab1c", "x-y", "1", "k"];
+    fn ascii_value_scan_equals_the_nominated_alternation() {
+        let words = [
+            "ab", "AB1", "b1", "a", "ab1c", "x-y", "1", "k", "ab c", "a b1", "x y k",
+        ];
         let pieces = [
-            "ab", "B1", "c", " ", "-", "y", "x", "1", "\u{e9}", "K", "\u{e000}",
+            "ab", "B1", "c", " ", "-", "y", "x", "1", "\u{e9}", "K", "\u{e000}", "  ", "\n", "\t",
+            "\u{a0}", "\u{1c}", "\u{2003}",
         ];
         let mut state = 5u64;
         let mut next = |n: usize| {
@@ -939,7 +979,7 @@ mod tests {
                 .collect();
             values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
             values.dedup_by(|a, b| placeholder::casefold(a) == placeholder::casefold(b));
-            let hay: String = (0..10).map(|_| pieces[next(pieces.len())]).collect();
+            let hay: String = (0..12).map(|_| pieces[next(pieces.len())]).collect();
             let pattern = nominated_pattern(&values);
             let mut expected = Vec::new();
             let mut at = 0;
@@ -948,7 +988,7 @@ mod tests {
                 at = e.max(s + 1);
             }
             assert_eq!(
-                single_word_matches(&values, &hay),
+                ascii_value_matches(&values, &hay),
                 Some(expected),
                 "{values:?} in {hay:?}"
             );

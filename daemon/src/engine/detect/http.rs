@@ -3,10 +3,9 @@
 //! `Authorization: Token …`/bare tokens, Digest `response=`, `curl -u user:pass`, and
 //! cookies whose name says session, sid, token, auth or jwt.
 
-use super::util;
+use super::util::{self, KeywordHits, WordIds};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
-use aho_corasick::AhoCorasick;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -34,44 +33,39 @@ static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
-/// Trigger words, found in one case-insensitive pass: (scheme words, authorization,
-/// digest, curl).
-static TRIGGERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build([
-            "bearer",
-            "basic",
-            "ntlm",
-            "negotiate",
-            "authorization",
-            "digest",
-            "curl",
-        ])
-        .expect("static automaton")
-});
+/// Trigger words, found by the shared keyword scan (indexes into [`TRIGGER_WORDS`]).
+pub const TRIGGER_WORDS: &[&str] = &[
+    "bearer",
+    "basic",
+    "ntlm",
+    "negotiate",
+    "authorization",
+    "digest",
+    "curl",
+    "sess",
+    "sid",
+    "token",
+    "auth",
+    "jwt",
+    "csrf",
+    "xsrf",
+    "remember",
+];
 
-/// Appends S5 candidates.
-pub fn scan(text: &str, out: &mut Vec<Candidate>) {
-    let mut seen = 0u8;
-    for m in TRIGGERS.find_iter(text) {
-        seen |= 1 << m.pattern().as_usize();
-        if seen == 0x7f {
-            break;
-        }
-    }
-    let lower_has = |needle: &str| {
-        let bit = match needle {
-            "bearer" => 0,
-            "basic" => 1,
-            "ntlm" => 2,
-            "negotiate" => 3,
-            "authorization" => 4,
-            "digest" => 5,
-            _ => 6,
-        };
-        seen & (1 << bit) != 0
+/// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
+pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
+    let lower_has = |word: &str| {
+        let i = TRIGGER_WORDS
+            .iter()
+            .position(|w| *w == word)
+            .expect("a trigger word");
+        hits.has(ids, i)
     };
+    let cookie_word = [
+        "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
+    ]
+    .iter()
+    .any(|w| lower_has(w));
     if lower_has("bearer") || lower_has("basic") || lower_has("ntlm") || lower_has("negotiate") {
         for caps in SCHEME.captures_iter(text) {
             let scheme = caps.get(1).expect("group").as_str().to_ascii_lowercase();
@@ -102,6 +96,9 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
                 out.push(cand(p.start(), p.end(), "S5.curl-user"));
             }
         }
+    }
+    if !cookie_word || !text.contains('=') {
+        return;
     }
     for caps in COOKIE.captures_iter(text) {
         let v = caps.get(2).expect("group");

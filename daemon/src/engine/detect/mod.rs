@@ -104,13 +104,30 @@ struct Compiled {
     rules: rulepack::RulePack,
     structural: structural::Structural,
     pii: pii::Pii,
+    /// One pass finds the trigger words of every family below.
+    keywords: util::KeywordScan,
+    rule_words: util::WordIds,
+    stem_words: util::WordIds,
+    pii_words: util::WordIds,
+    http_words: util::WordIds,
 }
 
 static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
+    let rules = rulepack::RulePack::builtin();
+    let mut words = util::KeywordBuilder::default();
+    let rule_words = words.add(rules.keywords());
+    let stem_words = words.add(structural::Structural::words());
+    let pii_words = words.add(pii::Pii::words());
+    let http_words = words.add(http::TRIGGER_WORDS);
     Arc::new(Compiled {
-        rules: rulepack::RulePack::builtin(),
+        rules,
         structural: structural::Structural::new(),
         pii: pii::Pii::new(),
+        keywords: words.build(),
+        rule_words,
+        stem_words,
+        pii_words,
+        http_words,
     })
 });
 
@@ -159,14 +176,16 @@ impl Detector {
         let c = &*self.compiled;
         let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
         let mut out = Vec::new();
+        let hits = c.keywords.scan(text);
         keys::scan(text, &mut out);
-        c.rules.scan(text, ctx.rel_path, &mut out);
-        c.structural.scan(text, kind, &mut out);
+        c.rules
+            .scan_selected(text, ctx.rel_path, |k| hits.has(c.rule_words, k), &mut out);
+        c.structural.scan(text, kind, &hits, c.stem_words, &mut out);
         urls::scan(text, ctx.rel_path, &mut out);
-        http::scan(text, &mut out);
+        http::scan(text, &hits, c.http_words, &mut out);
         hashes::scan(text, &mut out);
         if depth == 0 {
-            c.pii.scan(text, kind, &mut out);
+            c.pii.scan(text, kind, &hits, c.pii_words, &mut out);
         }
         out
     }

@@ -10,7 +10,7 @@
 //! - P5 person names only in structured places: `Name <email>`, `Signed-off-by:` and other
 //!   trailers, `@author`, manifest author/maintainer fields, copyright lines.
 
-use super::util::FileKind;
+use super::util::{self, FileKind, KeywordHits, WordIds};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -280,7 +280,6 @@ pub struct Pii {
     email: Regex,
     phone_e164: Regex,
     phone_local: Regex,
-    phone_context: Regex,
     card: Regex,
     iban: Regex,
     ssn: Regex,
@@ -292,6 +291,29 @@ pub struct Pii {
     manifest_author: Regex,
     copyright: Regex,
 }
+
+/// The words [`Pii::scan`] needs from the shared keyword scan: first the triggers of the
+/// structured-name regexes, then the context words of a local phone number (longest
+/// first where one begins another: a leftmost-first match takes `telephone` over `tel`).
+const WORDS: &[&str] = &[
+    "-by:",
+    "author",
+    "maintainer",
+    "contributor",
+    "developer",
+    "copyright",
+    "phone",
+    "telephone",
+    "tel",
+    "mobile",
+    "cell",
+    "fax",
+    "whatsapp",
+    "sms",
+    "call",
+];
+/// Index in [`WORDS`] of the first phone context word.
+const PHONE_WORDS_FROM: usize = 6;
 
 fn re(src: &str) -> Regex {
     Regex::new(src).expect("static regex")
@@ -311,7 +333,6 @@ impl Pii {
             phone_local: re(
                 r"(?:^|[^\w\-/.])(\(?\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{3,5}|\d{10,11})(?:$|[^\w\-/.])",
             ),
-            phone_context: re(r"(?i)\b(?:phone|tel|telephone|mobile|cell|fax|whatsapp|sms|call)\b"),
             card: re(r"(?:^|[^\w\-.])(\d(?:[ \-]?\d){12,18})(?:$|[^\w\-.])"),
             iban: re(r"\b([A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)\b"),
             ssn: re(r"(?:^|[^\w\-.])(\d{3})-(\d{2})-(\d{4})(?:$|[^\w\-.])"),
@@ -336,13 +357,26 @@ impl Pii {
     }
 
     /// Appends PII candidates.
-    pub fn scan(&self, text: &str, _kind: FileKind, out: &mut Vec<Candidate>) {
+    /// The words whose occurrences [`Pii::scan`] needs from the shared keyword scan.
+    pub fn words() -> &'static [&'static str] {
+        WORDS
+    }
+
+    /// Appends PII candidates; `hits` holds the occurrences of [`Pii::words`] under `ids`.
+    pub fn scan(
+        &self,
+        text: &str,
+        _kind: FileKind,
+        hits: &KeywordHits,
+        ids: WordIds,
+        out: &mut Vec<Candidate>,
+    ) {
         if text.contains('@') {
             self.emails(text, out);
             self.names_with_email(text, out);
         }
-        self.names_structured(text, out);
-        self.phones(text, out);
+        self.names_structured(text, hits, ids, out);
+        self.phones(text, hits, ids, out);
         self.cards(text, out);
         self.ibans(text, out);
         self.ssns(text, out);
@@ -394,11 +428,19 @@ impl Pii {
         }
     }
 
-    fn names_structured(&self, text: &str, out: &mut Vec<Candidate>) {
-        let lower_has = |n: &str| {
-            text.as_bytes()
-                .windows(n.len())
-                .any(|w| w.eq_ignore_ascii_case(n.as_bytes()))
+    fn names_structured(
+        &self,
+        text: &str,
+        hits: &KeywordHits,
+        ids: WordIds,
+        out: &mut Vec<Candidate>,
+    ) {
+        let lower_has = |word: &str| {
+            let i = WORDS[..PHONE_WORDS_FROM]
+                .iter()
+                .position(|w| *w == word)
+                .expect("a structured-name trigger");
+            hits.has(ids, i)
         };
         if lower_has("-by:") {
             for caps in self.trailer.captures_iter(text) {
@@ -444,7 +486,7 @@ impl Pii {
         }
     }
 
-    fn phones(&self, text: &str, out: &mut Vec<Candidate>) {
+    fn phones(&self, text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
         if text.contains('+') {
             for caps in self.phone_e164.captures_iter(text) {
                 let m = caps.get(1).expect("group");
@@ -454,9 +496,13 @@ impl Pii {
                 }
             }
         }
-        for ctx in self.phone_context.find_iter(text) {
+        let context_words = hits
+            .leftmost_first(ids.from(PHONE_WORDS_FROM))
+            .into_iter()
+            .filter(|&(s, e, _)| util::is_word_bounded(text, s, e));
+        for (_, ctx_end, _) in context_words {
             // The number must follow the context word on the same line, within 40 bytes.
-            let from = ctx.end();
+            let from = ctx_end;
             let line_end = text[from..].find('\n').map_or(text.len(), |i| from + i);
             let to = super::util::floor_boundary(text, (from + 40).min(line_end));
             for caps in self.phone_local.captures_iter(&text[from..to]) {
@@ -477,6 +523,9 @@ impl Pii {
     }
 
     fn cards(&self, text: &str, out: &mut Vec<Candidate>) {
+        if !util::has_digit_run(text, 13) {
+            return;
+        }
         for caps in self.card.captures_iter(text) {
             let m = caps.get(1).expect("group");
             if valid_card(m.as_str()) {
@@ -486,6 +535,9 @@ impl Pii {
     }
 
     fn ibans(&self, text: &str, out: &mut Vec<Candidate>) {
+        if !util::has_iban_start(text) {
+            return;
+        }
         for caps in self.iban.captures_iter(text) {
             let m = caps.get(1).expect("group");
             if valid_iban(m.as_str()) {
@@ -751,7 +803,10 @@ mod tests {
 
     fn found(text: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
-        Pii::new().scan(text, FileKind::Code, &mut out);
+        let mut words = util::KeywordBuilder::default();
+        let ids = words.add(Pii::words());
+        let hits = words.build().scan(text);
+        Pii::new().scan(text, FileKind::Code, &hits, ids, &mut out);
         super::super::resolve(text, out)
             .into_iter()
             .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))

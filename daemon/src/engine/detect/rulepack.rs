@@ -12,7 +12,7 @@
 use super::util::shannon_entropy;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use regex::bytes::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::sync::OnceLock;
@@ -196,8 +196,8 @@ struct Rule {
 /// A compiled set of gitleaks-schema rules.
 pub struct RulePack {
     rules: Vec<Rule>,
-    /// Keyword automaton; pattern i belongs to rules `kw_rules[i]`.
-    keywords: Option<AhoCorasick>,
+    /// The rules' keywords; keyword i belongs to rules `kw_rules[i]`.
+    keyword_list: Vec<String>,
     kw_rules: Vec<Vec<usize>>,
     always: Vec<usize>,
     global: Vec<Allowlist>,
@@ -412,20 +412,9 @@ impl RulePack {
                 }
             }
         }
-        let keywords = if patterns.is_empty() {
-            None
-        } else {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::Standard)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(&patterns)
-                .map_err(|e| errors.push(format!("keyword automaton: {e}")))
-                .ok()
-        };
         RulePack {
             rules,
-            keywords,
+            keyword_list: patterns,
             kw_rules,
             always,
             global,
@@ -450,8 +439,31 @@ impl RulePack {
             .collect()
     }
 
-    /// Appends the pack's findings in `text` to `out`.
+    /// The rules' keywords (lowercase, deduplicated): [`RulePack::scan_selected`] asks
+    /// which of them occur by their index in this list.
+    pub fn keywords(&self) -> &[String] {
+        &self.keyword_list
+    }
+
+    /// Appends the pack's findings in `text` to `out`, finding the keywords itself (the
+    /// detector layer shares one keyword pass between families instead).
+    #[cfg(test)]
     pub fn scan(&self, text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
+        let mut words = super::util::KeywordBuilder::default();
+        let ids = words.add(&self.keyword_list);
+        let hits = words.build().scan(text);
+        self.scan_selected(text, rel_path, |k| hits.has(ids, k), out);
+    }
+
+    /// Appends the pack's findings in `text` to `out`; `keyword_present(i)` says whether
+    /// keyword `i` of [`RulePack::keywords`] occurs in `text` (ASCII case-insensitively).
+    pub fn scan_selected(
+        &self,
+        text: &str,
+        rel_path: &str,
+        keyword_present: impl Fn(usize) -> bool,
+        out: &mut Vec<Candidate>,
+    ) {
         if self
             .global_paths
             .iter()
@@ -463,15 +475,10 @@ impl RulePack {
         for &i in &self.always {
             active[i] = true;
         }
-        if let Some(ac) = &self.keywords {
-            let mut seen = vec![false; self.kw_rules.len()];
-            for m in ac.find_overlapping_iter(text.as_bytes()) {
-                let p = m.pattern().as_usize();
-                if !seen[p] {
-                    seen[p] = true;
-                    for &r in &self.kw_rules[p] {
-                        active[r] = true;
-                    }
+        for (k, rules) in self.kw_rules.iter().enumerate() {
+            if keyword_present(k) {
+                for &r in rules {
+                    active[r] = true;
                 }
             }
         }

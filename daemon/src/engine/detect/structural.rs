@@ -14,10 +14,9 @@
 //! dropped. In source code a bare value is an expression, so it is kept only when it
 //! reads as a literal token.
 
-use super::util::{self, FileKind};
+use super::util::{self, FileKind, KeywordHits, WordIds};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 /// Word stems that may start a sensitive key (matched ASCII-case-insensitively).
@@ -372,7 +371,6 @@ struct KeyClass {
 
 /// The compiled S3 scanner.
 pub struct Structural {
-    stems: AhoCorasick,
     identified_by: Regex,
     key_value_pair: Regex,
 }
@@ -380,12 +378,6 @@ pub struct Structural {
 impl Structural {
     pub fn new() -> Structural {
         Structural {
-            stems: AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .match_kind(MatchKind::LeftmostFirst)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(STEMS)
-                .expect("static stems"),
             identified_by: Regex::new(r#"(?i)\bidentified\s+by\s+(?:password\s+)?['"]([^'"\n]{1,200})['"]"#)
                 .expect("static regex"),
             key_value_pair: Regex::new(
@@ -395,14 +387,28 @@ impl Structural {
         }
     }
 
-    /// Appends S3/S7 candidates for `text`.
-    pub fn scan(&self, text: &str, kind: FileKind, out: &mut Vec<Candidate>) {
+    /// The word stems whose occurrences [`Structural::scan`] needs from the shared
+    /// keyword scan.
+    pub fn words() -> &'static [&'static str] {
+        STEMS
+    }
+
+    /// Appends S3/S7 candidates for `text`; `hits` holds the occurrences of
+    /// [`Structural::words`] under the ids `stems`.
+    pub fn scan(
+        &self,
+        text: &str,
+        kind: FileKind,
+        hits: &KeywordHits,
+        stems: WordIds,
+        out: &mut Vec<Candidate>,
+    ) {
         let mut last_key_end = 0;
-        for m in self.stems.find_iter(text) {
-            if m.start() < last_key_end {
+        for (start, end, _) in hits.leftmost_first(stems) {
+            if start < last_key_end {
                 continue;
             }
-            let (ks, ke) = key_token(text, m.start(), m.end());
+            let (ks, ke) = key_token(text, start, end);
             last_key_end = ke;
             self.key_at(text, ks, ke, kind, out);
         }
@@ -687,6 +693,27 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
 
 /// Judges a key name by its head word.
 fn classify(name: &str) -> Option<KeyClass> {
+    // Key names repeat within and across files (`token`, `api_key`, `keyboard`), and
+    // classifying one splits it into words twice: remember the answers per thread.
+    const MEMO_CAP: usize = 32_768;
+    thread_local! {
+        static MEMO: std::cell::RefCell<std::collections::HashMap<Box<str>, Option<KeyClass>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    MEMO.with_borrow_mut(|memo| {
+        if let Some(class) = memo.get(name) {
+            return *class;
+        }
+        let class = classify_uncached(name);
+        if memo.len() >= MEMO_CAP {
+            memo.clear();
+        }
+        memo.insert(name.into(), class);
+        class
+    })
+}
+
+fn classify_uncached(name: &str) -> Option<KeyClass> {
     let tier = classify_tier(name)?;
     let words = split_words(name);
     let password = words.iter().any(|w| {
