@@ -429,6 +429,17 @@ impl RulePack {
         self.rules.len()
     }
 
+    /// Whether the pack runs the rule `id` (replaced and path-only rules are not loaded),
+    /// so tests can tell a rule's own verdict from a vacuous one.
+    #[cfg(test)]
+    pub fn loads(&self, id: &str) -> bool {
+        self.rules.iter().any(|r| {
+            r.detector
+                .split_once('.')
+                .is_some_and(|(_, rule)| rule == id)
+        })
+    }
+
     /// Builds every rule's automaton now; returns the patterns that fail to build.
     #[cfg(test)]
     pub fn compile_all(&self) -> Vec<String> {
