@@ -712,6 +712,71 @@ async fn scenario_34_lowered_and_raised_limits_are_honoured() {
 
 /// 34: `redctx_refresh_index` under `--max-traversal-entries 0` fails like every other
 /// walk (the reference answers `Traversal entry limit exceeded.`).
+/// Whole-root search and retrieve succeed with the default limits on a tree larger than
+/// the reference's 50,000,000-byte per-call cap (COMPAT "Defaults"); the flag still
+/// lowers the cap, with the reference's message. The tree is generated here: twelve
+/// identical 4.5 MB files (54 MB) plus one small file; with the detector layer off
+/// identical files share one cache entry, so the daemon redacts the big text once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_root_search_and_retrieve_pass_the_old_byte_cap_by_default() {
+    let env = Env::new();
+    let root = env.root_dir("bigroot", "mono");
+    write(
+        &root,
+        ".agent-context-redactor.toml",
+        fixtures::fixture_a_config(SALT, "detectors = false"),
+    );
+    let line = "fn handle(request: &Request) -> Response { route(request, 42) }\n";
+    let body = line.repeat(4_500_000 / line.len());
+    for i in 0..12 {
+        write(&root, &format!("pkg{i:02}/src/handlers.rs"), &body);
+    }
+    write(
+        &root,
+        "pkg11/src/needle.rs",
+        "const MARKER: &str = \"findme-42\";\n",
+    );
+    let needle = path_id(SALT, "pkg11/src/needle.rs");
+
+    let c = env.client(&root, &[]).await;
+    let r = c.call("redctx_search", json!({"query": "FINDME-42"})).await;
+    assert_eq!(
+        r.ok(),
+        format!("{needle}:1:pkg11/src/needle.rs:const MARKER: &str = \"findme-42\";\n")
+    );
+    let r = c
+        .call("redctx_search", json!({"query": "absent-everywhere"}))
+        .await;
+    assert_eq!(r.ok(), "No matches.\n");
+    // Every line of the big files matches: the answer stops at max_results.
+    let r = c
+        .call(
+            "redctx_search",
+            json!({"query": "route(", "max_results": 3}),
+        )
+        .await;
+    assert_eq!(r.ok().lines().count(), 4, "{}", r.text);
+    assert!(r.text.ends_with("[TRUNCATED]\n"), "{}", r.text);
+    let r = c.call("redctx_retrieve", json!({"query": "marker"})).await;
+    assert!(
+        r.ok().starts_with(&format!(
+            "--- {needle} pkg11/src/needle.rs lines 1-1 score="
+        )),
+        "{}",
+        r.text
+    );
+    drop(c);
+
+    // A lowered cap is still applied to the same whole-root calls.
+    let c = env
+        .client(&root, &["--max-total-raw-bytes", "20000000"])
+        .await;
+    let r = c.call("redctx_search", json!({"query": "findme-42"})).await;
+    assert_eq!(r.err(), "Total raw byte limit exceeded.");
+    let r = c.call("redctx_retrieve", json!({"query": "marker"})).await;
+    assert_eq!(r.err(), "Total raw byte limit exceeded.");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_34_refresh_index_honours_a_zero_entry_budget() {
     let env = Env::new();

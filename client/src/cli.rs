@@ -82,7 +82,7 @@ struct McpArgs {
     /// Refuse files larger than this many bytes (default 5000000).
     #[arg(long, value_name = "BYTES")]
     max_raw_bytes_per_file: Option<u64>,
-    /// Byte budget of one call across files (default 50000000).
+    /// Byte budget of one call across files (default 4000000000).
     #[arg(long, value_name = "BYTES")]
     max_total_raw_bytes: Option<u64>,
     /// Entry budget of one directory walk (default 1000000).

@@ -118,14 +118,6 @@ impl std::fmt::Debug for ServedRoot {
     }
 }
 
-fn to_doc(text: &str, counts: &cache::record::StoredCounts) -> Result<RedactedDoc, ViewError> {
-    let counts = cache::record::load_counts(counts).ok_or(ViewError::Internal)?;
-    Ok(RedactedDoc {
-        text: Arc::from(text),
-        counts,
-    })
-}
-
 fn lower_thread_priority() {
     // Background indexing yields the CPU to tool calls. On Linux a thread is a task, so
     // PRIO_PROCESS with its tid renices just this thread.
@@ -480,20 +472,24 @@ impl ServedRoot {
         }
         self.index.note(rel, stat);
         if let Some(cache) = &self.cache
-            && let Some(rec) = cache.get_file(&self.root_key, rel)
+            && let Some((rec, content)) = cache.get_file_and_content(&self.root_key, rel, |rec| {
+                rec.trusted_for(&stat)
+                    .then_some(rec.text)
+                    .flatten()
+                    .map(|info| self.content_key(&info.hash, rel))
+            })
             && rec.trusted_for(&stat)
         {
-            match rec.text {
-                None => return Err(ViewError::NotText),
-                Some(info) => {
-                    if let Some(content) = cache.get_content(&self.content_key(&info.hash, rel)) {
-                        return Ok(Loaded {
-                            content,
-                            lines: info.lines,
-                            read: false,
-                        });
-                    }
+            match (rec.text, content) {
+                (None, _) => return Err(ViewError::NotText),
+                (Some(info), Some(content)) => {
+                    return Ok(Loaded {
+                        content,
+                        lines: info.lines,
+                        read: false,
+                    });
                 }
+                (Some(_), None) => {}
             }
         }
         let observed = now_ns();
@@ -565,19 +561,19 @@ impl ServedRoot {
                 )
                 .map_err(|_| ViewError::Internal)?;
             PlainVariant::Different(StoredText {
-                text: plain.text,
-                counts: cache::record::store_counts(&plain.counts),
+                text: Arc::from(plain.text),
+                counts: plain.counts,
             })
         } else {
             PlainVariant::SameText {
-                counts: cache::record::store_counts(&preserved.counts),
+                counts: preserved.counts.clone(),
             }
         };
         self.counters.redactions.fetch_add(1, Ordering::Relaxed);
         Ok(ContentRecord {
             preserved: StoredText {
-                text: preserved.text,
-                counts: cache::record::store_counts(&preserved.counts),
+                text: Arc::from(preserved.text),
+                counts: preserved.counts,
             },
             plain,
         })
@@ -689,7 +685,10 @@ impl RootView for ServedRoot {
         }
         let loaded = self.load(&file.rel)?;
         let (text, counts) = loaded.content.variant(preserve_line_count);
-        to_doc(text, counts)
+        Ok(RedactedDoc {
+            text: text.clone(),
+            counts: counts.clone(),
+        })
     }
 
     fn stat_line_count(&self, file: &Entry) -> Result<u64, ViewError> {

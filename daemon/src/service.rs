@@ -216,7 +216,7 @@ impl Service {
                 .unwrap_or(defaults.max_raw_bytes_per_file),
             max_total_raw_bytes: l
                 .max_total_raw_bytes
-                .unwrap_or(defaults.max_total_raw_bytes),
+                .unwrap_or(tools::DEFAULT_TOTAL_RAW_BYTES),
             max_traversal_entries: l
                 .max_traversal_entries
                 .unwrap_or(tools::DEFAULT_TRAVERSAL_ENTRIES),

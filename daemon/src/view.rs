@@ -51,7 +51,9 @@ pub struct RedactedPath {
     pub counts: Counts,
 }
 
-/// Operator limits (spec 6.5), with our defaults.
+/// Operator limits (spec 6.5). `Default` gives the reference's values; a served root
+/// replaces the traversal and per-call byte budgets it was not given with ours
+/// (`tools::DEFAULT_TRAVERSAL_ENTRIES`, `tools::DEFAULT_TOTAL_RAW_BYTES`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub max_raw_bytes_per_file: u64,

@@ -58,7 +58,7 @@ impl Globals {
 /// `--max-entries` and `--max-seconds`: the budget every command has.
 #[derive(Args, Debug, Clone, Default)]
 pub struct WalkBudget {
-    /// Most directory entries one walk may visit (default 10000).
+    /// Most directory entries one walk may visit (default 1000000).
     #[arg(long, value_name = "N")]
     pub max_entries: Option<u64>,
     /// Give up after this many seconds with `Operation deadline exceeded.` (default: no
@@ -73,7 +73,7 @@ pub struct ByteBudget {
     /// Refuse files larger than this many bytes (default 5000000).
     #[arg(long, value_name = "BYTES")]
     pub max_raw_bytes_per_file: Option<u64>,
-    /// Most raw bytes one command may read across files (default 50000000).
+    /// Most raw bytes one command may read across files (default 4000000000).
     #[arg(long, value_name = "BYTES")]
     pub max_total_raw_bytes: Option<u64>,
 }

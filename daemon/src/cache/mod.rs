@@ -385,15 +385,83 @@ impl Cache {
             return Some(rec.clone());
         }
         let bytes = self.read_value(CONTENT, key)?;
-        let rec = record::decode_content(&bytes).filter(|r| {
-            record::load_counts(&r.preserved.counts).is_some()
-                && record::load_counts(r.variant(false).1).is_some()
-        });
+        self.content_or_delete(key, &bytes)
+    }
+
+    /// Decodes a stored content value; one that does not decode is counted, queued for
+    /// deletion and answered as a miss.
+    fn content_or_delete(&self, key: &ContentKey, bytes: &[u8]) -> Option<Arc<ContentRecord>> {
+        let rec = record::decode_content(bytes);
         if rec.is_none() {
             self.stats.decode_errors.fetch_add(1, Ordering::Relaxed);
             self.send(Op::DeleteContent(*key));
         }
         rec.map(Arc::new)
+    }
+
+    /// The file record of `rel` under a root and, when `content_key` names a key for it,
+    /// that content record: what serving a file from the cache needs, read in one
+    /// transaction and decoded straight from the database's pages (the hot path of
+    /// whole-root search and retrieve).
+    pub fn get_file_and_content(
+        &self,
+        root: &[u8; 32],
+        rel: &str,
+        content_key: impl FnOnce(&FileRecord) -> Option<ContentKey>,
+    ) -> Option<(FileRecord, Option<Arc<ContentRecord>>)> {
+        let fkey = file_key(root, rel);
+        let pending = self.pending.files.lock().ok()?.get(&fkey).map(|(_, r)| *r);
+        let db = self.reader();
+        let mut txn = None;
+        let file = match pending {
+            Some(rec) => rec,
+            None => {
+                let found = (|| -> Result<Option<Option<FileRecord>>, redb::Error> {
+                    let Some(db) = &db else { return Ok(None) };
+                    let r = txn.insert(db.begin_read()?);
+                    let t = r.open_table(FILES)?;
+                    Ok(t.get(fkey.as_slice())?
+                        .map(|g| record::decode::<FileRecord>(g.value())))
+                })();
+                match self.settle(found)? {
+                    Some(rec) => rec,
+                    None => {
+                        self.stats.decode_errors.fetch_add(1, Ordering::Relaxed);
+                        self.send(Op::DeleteFile(fkey));
+                        return None;
+                    }
+                }
+            }
+        };
+        let Some(ckey) = content_key(&file) else {
+            return Some((file, None));
+        };
+        if let Some((_, rec)) = self.pending.content.lock().ok()?.get(&ckey) {
+            return Some((file, Some(rec.clone())));
+        }
+        let found = (|| -> Result<Option<Option<Arc<ContentRecord>>>, redb::Error> {
+            let Some(db) = &db else { return Ok(None) };
+            let r = match txn.take() {
+                Some(r) => r,
+                None => db.begin_read()?,
+            };
+            let t = r.open_table(CONTENT)?;
+            Ok(t.get(ckey.as_slice())?
+                .map(|g| self.content_or_delete(&ckey, g.value())))
+        })();
+        Some((file, self.settle(found).flatten()))
+    }
+
+    /// The value of a read, or `None` (counted and logged) when the database failed.
+    fn settle<T>(&self, found: Result<Option<T>, redb::Error>) -> Option<T> {
+        match found {
+            Ok(value) => value,
+            Err(err) => {
+                self.stats.read_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %err, "cache read failed; answering without the cache");
+                None
+            }
+        }
     }
 
     /// Queues a file record (and optionally new content) for the writer; readers of this

@@ -4,50 +4,31 @@
 use crate::engine::{Category, Counts};
 use crate::fs::StatKey;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// Format byte of every value written by this build.
 pub const RECORD_FORMAT: u8 = 1;
 
-/// Per-category counts in a self-contained form (category names, not indices).
-pub type StoredCounts = Vec<(String, u64)>;
-
-/// Converts engine counts for storage.
-pub fn store_counts(counts: &Counts) -> StoredCounts {
-    counts
-        .0
-        .iter()
-        .map(|(c, n)| (c.as_str().to_owned(), *n))
-        .collect()
-}
-
-/// Converts stored counts back; `None` when a category is unknown to this build.
-pub fn load_counts(stored: &StoredCounts) -> Option<Counts> {
-    let mut counts = Counts::default();
-    for (name, n) in stored {
-        counts.add(Category::from_name(name)?, *n);
-    }
-    Some(counts)
-}
-
-/// One redacted variant of a content.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One redacted variant of a content, as served: the text is shared, so handing it to a
+/// renderer copies nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredText {
-    pub text: String,
-    pub counts: StoredCounts,
+    pub text: Arc<str>,
+    pub counts: Counts,
 }
 
 /// The non-line-preserving variant, stored in full only when its text differs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlainVariant {
     /// Same text as the line-preserving variant; only the counts are kept.
     SameText {
-        counts: StoredCounts,
+        counts: Counts,
     },
     Different(StoredText),
 }
 
 /// What the cache keeps for one (content, policy, prose) key: redacted text only.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContentRecord {
     /// `preserve_line_count: true` (read, search, retrieve).
     pub preserved: StoredText,
@@ -57,12 +38,66 @@ pub struct ContentRecord {
 
 impl ContentRecord {
     /// The text and counts of one variant.
-    pub fn variant(&self, preserve_line_count: bool) -> (&str, &StoredCounts) {
+    pub fn variant(&self, preserve_line_count: bool) -> (&Arc<str>, &Counts) {
         match (&self.plain, preserve_line_count) {
             (_, true) => (&self.preserved.text, &self.preserved.counts),
             (PlainVariant::SameText { counts }, false) => (&self.preserved.text, counts),
             (PlainVariant::Different(plain), false) => (&plain.text, &plain.counts),
         }
+    }
+}
+
+/// Per-category counts on disk: category names, not indices, so a record from another
+/// build with an unknown category is detected (and is a miss).
+type WireCounts<'a> = Vec<(&'a str, u64)>;
+
+/// The stored shape of a [`StoredText`] (postcard; borrowed when decoding, so the text is
+/// copied once, into its `Arc`).
+#[derive(Serialize, Deserialize)]
+struct WireText<'a> {
+    #[serde(borrow)]
+    text: &'a str,
+    #[serde(borrow)]
+    counts: WireCounts<'a>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum WirePlain<'a> {
+    SameText {
+        #[serde(borrow)]
+        counts: WireCounts<'a>,
+    },
+    #[serde(borrow)]
+    Different(WireText<'a>),
+}
+
+#[derive(Serialize, Deserialize)]
+struct WireRecord<'a> {
+    #[serde(borrow)]
+    preserved: WireText<'a>,
+    #[serde(borrow)]
+    plain: WirePlain<'a>,
+}
+
+fn wire_counts(counts: &Counts) -> WireCounts<'static> {
+    counts.0.iter().map(|(c, n)| (c.as_str(), *n)).collect()
+}
+
+/// `None` when a category is unknown to this build.
+fn load_counts(stored: &WireCounts<'_>) -> Option<Counts> {
+    let mut counts = Counts::default();
+    for (name, n) in stored {
+        counts.add(Category::from_name(name)?, *n);
+    }
+    Some(counts)
+}
+
+impl WireText<'_> {
+    fn load(&self) -> Option<StoredText> {
+        Some(StoredText {
+            text: Arc::from(self.text),
+            counts: load_counts(&self.counts)?,
+        })
     }
 }
 
@@ -165,13 +200,29 @@ pub const MAX_DECODED_CONTENT: usize = 1 << 30;
 /// Redacted source compresses to roughly a third, which keeps the cache file smaller
 /// than the text it serves; decompression costs microseconds per file.
 pub fn encode_content(value: &ContentRecord) -> Vec<u8> {
-    let body = postcard::to_allocvec(value).unwrap_or_default();
+    fn text(t: &StoredText) -> WireText<'_> {
+        WireText {
+            text: &t.text,
+            counts: wire_counts(&t.counts),
+        }
+    }
+    let wire = WireRecord {
+        preserved: text(&value.preserved),
+        plain: match &value.plain {
+            PlainVariant::SameText { counts } => WirePlain::SameText {
+                counts: wire_counts(counts),
+            },
+            PlainVariant::Different(plain) => WirePlain::Different(text(plain)),
+        },
+    };
+    let body = postcard::to_allocvec(&wire).unwrap_or_default();
     let mut out = vec![RECORD_FORMAT];
     out.extend(lz4_flex::block::compress_prepend_size(&body));
     out
 }
 
-/// Decodes a value written by [`encode_content`] of this format; `None` otherwise.
+/// Decodes a value written by [`encode_content`] of this format; `None` otherwise
+/// (including a category unknown to this build).
 pub fn decode_content(bytes: &[u8]) -> Option<ContentRecord> {
     let (&format, body) = bytes.split_first()?;
     if format != RECORD_FORMAT {
@@ -182,7 +233,15 @@ pub fn decode_content(bytes: &[u8]) -> Option<ContentRecord> {
         return None;
     }
     let raw = lz4_flex::block::decompress_size_prepended(body).ok()?;
-    postcard::from_bytes(&raw).ok()
+    let wire: WireRecord<'_> = postcard::from_bytes(&raw).ok()?;
+    let preserved = wire.preserved.load()?;
+    let plain = match &wire.plain {
+        WirePlain::SameText { counts } => PlainVariant::SameText {
+            counts: load_counts(counts)?,
+        },
+        WirePlain::Different(plain) => PlainVariant::Different(plain.load()?),
+    };
+    Some(ContentRecord { preserved, plain })
 }
 
 #[cfg(test)]
@@ -191,14 +250,14 @@ mod tests {
 
     #[test]
     fn content_records_round_trip_and_garbage_is_a_miss() {
+        let mut counts = Counts::default();
+        counts.add(Category::from_name("SECRET").unwrap(), 50);
         let rec = ContentRecord {
             preserved: StoredText {
-                text: "a [SECRET_x]\n".repeat(50),
-                counts: vec![("SECRET".into(), 50)],
+                text: Arc::from("a [SECRET_x]\n".repeat(50)),
+                counts: counts.clone(),
             },
-            plain: PlainVariant::SameText {
-                counts: vec![("SECRET".into(), 50)],
-            },
+            plain: PlainVariant::SameText { counts },
         };
         let bytes = encode_content(&rec);
         assert!(bytes.len() < rec.preserved.text.len());

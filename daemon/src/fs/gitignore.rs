@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// Larger `.gitignore` files are treated as absent (a guard against reading huge files).
@@ -25,6 +26,9 @@ pub struct GitignoreRules {
     enabled: bool,
     /// Shared so walk workers and the index see one cache.
     matchers: Arc<RwLock<HashMap<String, Option<Arc<Gitignore>>>>>,
+    /// Bumped after every invalidation, so callers memoising verdicts can tell theirs
+    /// may be stale.
+    generation: Arc<AtomicU64>,
 }
 
 impl GitignoreRules {
@@ -34,6 +38,7 @@ impl GitignoreRules {
             root: root.to_path_buf(),
             enabled,
             matchers: Arc::new(RwLock::new(HashMap::new())),
+            generation: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -47,6 +52,7 @@ impl GitignoreRules {
         if let Ok(mut map) = self.matchers.write() {
             map.remove(dir_rel);
         }
+        self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Forgets every cached matcher.
@@ -54,6 +60,13 @@ impl GitignoreRules {
         if let Ok(mut map) = self.matchers.write() {
             map.clear();
         }
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Changes after each invalidation (bumped once the matcher is gone, so a verdict
+    /// computed after reading a generation never used a matcher older than it).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     fn matcher(&self, dir_rel: &str) -> Option<Arc<Gitignore>> {

@@ -71,7 +71,14 @@ pub struct Index {
     opts: IndexOptions,
     tree: RwLock<Tree>,
     skips: Mutex<WalkSkips>,
+    /// Memoised [`Index::admitted`] verdicts of directories, with the `.gitignore`
+    /// generation they were computed at: every file a whole-root call serves is checked,
+    /// and its ancestors' verdicts are shared by all files below them.
+    dir_verdicts: RwLock<HashMap<Box<str>, (u64, bool)>>,
 }
+
+/// The directory verdict memo is dropped wholesale past this size.
+const MAX_DIR_VERDICTS: usize = 1 << 18;
 
 fn kind_of(stat: &StatKey) -> EntryKind {
     if stat.is_dir() {
@@ -127,6 +134,7 @@ impl Index {
             opts,
             tree: RwLock::new(Tree::new(stat, root_id)),
             skips: Mutex::new(WalkSkips::default()),
+            dir_verdicts: RwLock::new(HashMap::new()),
         })
     }
 
@@ -164,14 +172,38 @@ impl Index {
         if self.rules.is_excluded(rel) {
             return false;
         }
-        let mut from = 0;
-        while let Some(pos) = rel[from..].find('/') {
-            if self.rules.is_excluded(&rel[..from + pos]) {
-                return false;
-            }
-            from += pos + 1;
+        if let Some(end) = rel.rfind('/')
+            && !self.dir_admitted(&rel[..end])
+        {
+            return false;
         }
-        !self.gitignore.is_ignored(rel, is_dir)
+        !self.gitignore.is_ignored_entry(rel, is_dir)
+    }
+
+    /// [`Index::admitted`] of an ancestor directory (never `.`), memoised: the rules
+    /// are fixed for the index's life and `.gitignore` changes bump the generation.
+    fn dir_admitted(&self, dir: &str) -> bool {
+        let generation = self.gitignore.generation();
+        if let Some(&(seen, verdict)) = self
+            .dir_verdicts
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(dir)
+            && seen == generation
+        {
+            return verdict;
+        }
+        let verdict = !self.rules.is_excluded(dir)
+            && dir
+                .rfind('/')
+                .is_none_or(|end| self.dir_admitted(&dir[..end]))
+            && !self.gitignore.is_ignored_entry(dir, true);
+        let mut memo = self.dir_verdicts.write().unwrap_or_else(|e| e.into_inner());
+        if memo.len() >= MAX_DIR_VERDICTS {
+            memo.clear();
+        }
+        memo.insert(dir.into(), (generation, verdict));
+        verdict
     }
 
     /// Walks the whole root and replaces the tree. Metadata calls keep answering from the

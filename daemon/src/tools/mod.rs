@@ -40,7 +40,7 @@ pub use report::{
 };
 pub use retrieve::{RetrieveArgs, retrieve};
 pub use search::{SearchArgs, search};
-pub use walk::{Budget, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};
+pub use walk::{Budget, DEFAULT_TOTAL_RAW_BYTES, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};
 
 use crate::engine::{Counts, EngineError};
 use crate::view::{Entry, EntryKind, RootView, ViewError};

@@ -141,8 +141,9 @@ struct DocScan {
     candidates: Vec<Candidate>,
 }
 
-/// One document's redacted text, content counts, redacted path and scan.
-type ScannedDoc = (Arc<str>, Counts, RedactedPath, DocScan);
+/// One document's redacted text (kept only when it has a candidate passage), content
+/// counts, redacted path and scan.
+type ScannedDoc = (Option<Arc<str>>, Counts, RedactedPath, DocScan);
 
 /// Splits `text` into the reference's passages and scores their terms.
 fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocScan {
@@ -318,12 +319,15 @@ fn retrieve_inner(
             let content = view.content(entry, true)?;
             let path = view.path(&entry.rel);
             let scan = scan_document(doc, &content.text, &terms);
-            Ok((content.text, content.counts, path, scan))
+            // Only documents with a candidate are printed from; the rest are let go now,
+            // so a whole-root call holds the text of matching files only.
+            let text = (!scan.candidates.is_empty()).then_some(content.text);
+            Ok((text, content.counts, path, scan))
         })
         .collect();
 
     // Sum in walk order, failing where the reference would.
-    let mut texts: Vec<Arc<str>> = Vec::with_capacity(scanned.len());
+    let mut texts: Vec<Option<Arc<str>>> = Vec::with_capacity(scanned.len());
     let mut paths = Vec::with_capacity(scanned.len());
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut passages = 0u64;
@@ -388,7 +392,7 @@ fn retrieve_inner(
             candidate.start_line,
             candidate.end_line,
             candidate.score,
-            passage_text(&texts[candidate.doc], candidate)
+            passage_text(texts[candidate.doc].as_deref().unwrap_or(""), candidate)
         );
         let entry_chars = char_len(&entry);
         if output_chars + entry_chars + marker_chars > max_chars {

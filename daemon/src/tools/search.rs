@@ -217,12 +217,13 @@ fn search_file(
     prefilter: bool,
     context: usize,
 ) -> FileResult {
-    if prefilter && !view.is_text(entry) {
-        return FileResult::Skipped;
-    }
+    // Under the raw prefilter a file that is not text is skipped, never an error. The
+    // content is asked for first (from the cache it answers `NotText` for such a file
+    // at no cost), and the text check runs only to classify a failure.
     let doc = match view.content(entry, true) {
         Ok(doc) => doc,
         Err(ViewError::NotText) if prefilter => return FileResult::Skipped,
+        Err(_) if prefilter && !view.is_text(entry) => return FileResult::Skipped,
         Err(error) => return FileResult::Failed(error.into()),
     };
     let matches = matcher.matching_lines(&doc.text, prefilter);

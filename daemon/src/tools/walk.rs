@@ -17,6 +17,19 @@ use crate::view::{Entry, EntryKind, Limits, RootView, ViewError};
 /// and still stops a runaway call on a pathological tree.
 pub const DEFAULT_TRAVERSAL_ENTRIES: u64 = 1_000_000;
 
+/// The raw-byte budget per call we recommend as the daemon's default
+/// (`Limits::max_total_raw_bytes`).
+///
+/// The reference's 50,000,000 bytes bound the fresh reads and the (slow) redaction one
+/// call may trigger; a whole-root search or retrieve on a generated 20,000-file monorepo
+/// (87 MB) already failed on it. Our calls answer from the cache of redacted text, and a
+/// cold file costs milliseconds, so the default is sized to let whole-root calls succeed
+/// on real monorepos: 4,000,000,000 bytes is six times the 665 MB, 106 k-file corpus of
+/// the perf anchors and twice the largest repositories we know of (about 2 GB), while a
+/// call over a pathological tree (a home directory, a log archive) still stops. A limit
+/// the operator sets is applied exactly, with the reference's message.
+pub const DEFAULT_TOTAL_RAW_BYTES: u64 = 4_000_000_000;
+
 /// What one call may consume: traversal entries, files read, raw bytes (spec 6.5).
 /// `None` means unlimited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
