@@ -227,12 +227,53 @@ impl PrivateHosts {
 
 impl Finder for PrivateHosts {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        let url = Self::next_private(&self.url, hay, start);
-        let domain = Self::next_private(&self.domain, hay, start);
-        match (url, domain) {
-            (Some(u), Some(d)) => Some(if d.0 < u.0 { d } else { u }),
-            (u, d) => u.or(d),
+        self.find_from_cached(hay, start, &mut Vec::new())
+    }
+
+    /// Remembers which pattern has no private match left, and skips the bare-domain
+    /// search in a text that holds none of the private suffixes: a domain match there can
+    /// never be private, and that search was the costliest stage of code mode. Found
+    /// matches are searched again from each `start`, as `find_from` always did.
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut Vec<Option<Option<(usize, usize)>>>,
+    ) -> Option<(usize, usize)> {
+        static SUFFIXES: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(PRIVATE_HOST_SUFFIXES)
+                .expect("static suffixes")
+        });
+        if cache.is_empty() {
+            let domain_slot = if SUFFIXES.is_match(hay) {
+                None
+            } else {
+                Some(None)
+            };
+            cache.extend([None, domain_slot]);
         }
+        let mut best: Option<(usize, usize)> = None;
+        for (p, slot) in [&self.url, &self.domain].into_iter().zip(cache.iter_mut()) {
+            let next = match *slot {
+                Some(None) => None,
+                _ => {
+                    let found = Self::next_private(p, hay, start);
+                    if found.is_none() {
+                        *slot = Some(None);
+                    }
+                    found
+                }
+            };
+            // On equal starts the URL wins, as before.
+            if let Some((s, e)) = next
+                && best.is_none_or(|(bs, _)| s < bs)
+            {
+                best = Some((s, e));
+            }
+        }
+        best
     }
 
     fn uses_word_boundary(&self) -> bool {
@@ -399,3 +440,49 @@ pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
         .with_after(not_legacy_suffix);
     (placeholder, token)
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The private-host stage finds, match after match, what searching both patterns
+    /// afresh from every start finds (the suffix gate and the no-match memory change
+    /// nothing), on generated text mixing private and public hosts, URLs and IPs.
+    #[test]
+    fn private_hosts_equal_a_fresh_search_from_every_start() {
+        let pieces = [
+            "db01.corp", "api.example.com", "https://10.0.0.7/x", "http://build.internal:8080",
+            "cache.LAN", "docs.rs", "x.local", "www.acme.io", " ", "\n", ".", "-", "a", "/",
+            "home.arpa", "svc.private", "https://docs.rs/regex", "192.168.1.9",
+        ];
+        let mut state = 3u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        let hosts = &*PRIVATE_HOSTS;
+        for _ in 0..2000 {
+            let hay: String = (0..1 + next(10)).map(|_| pieces[next(pieces.len())]).collect();
+            let fresh = |start: usize| {
+                let url = PrivateHosts::next_private(&hosts.url, &hay, start);
+                let domain = PrivateHosts::next_private(&hosts.domain, &hay, start);
+                match (url, domain) {
+                    (Some(u), Some(d)) => Some(if d.0 < u.0 { d } else { u }),
+                    (u, d) => u.or(d),
+                }
+            };
+            let mut cache = Vec::new();
+            let mut start = 0;
+            loop {
+                let got = hosts.find_from_cached(&hay, start, &mut cache);
+                assert_eq!(got, fresh(start), "from {start} in {hay:?}");
+                match got {
+                    Some((s, e)) => start = e.max(s + 1),
+                    None => break,
+                }
+            }
+        }
+    }
+}
