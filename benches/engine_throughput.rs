@@ -95,7 +95,11 @@ fn main() {
         if let (Some(off), Some(on)) = (off, on) {
             overhead.push((name, off.0, on.0));
         }
-        let headline = if mode == Mode::Code { on.or(off) } else { off.or(on) };
+        let headline = if mode == Mode::Code {
+            on.or(off)
+        } else {
+            off.or(on)
+        };
         let (seconds, cpu_seconds, placeholders) = headline.expect("one setting measured");
         let reference = match (name, python.as_ref()) {
             ("code", _) => reference_balanced,

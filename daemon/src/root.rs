@@ -110,6 +110,10 @@ pub struct ServedRoot {
     paused: Mutex<bool>,
     resumed: Condvar,
     pause_after: Option<u64>,
+    /// A pass was spawned and has not finished its warm-restart check yet (see
+    /// [`ServedRoot::wait_warm_check`]).
+    warm_check: Mutex<bool>,
+    warm_checked: Condvar,
 }
 
 impl std::fmt::Debug for ServedRoot {
@@ -175,6 +179,8 @@ impl ServedRoot {
             paused: Mutex::new(false),
             resumed: Condvar::new(),
             pause_after: opts.pause_indexing_after,
+            warm_check: Mutex::new(false),
+            warm_checked: Condvar::new(),
         })
     }
 
@@ -254,13 +260,38 @@ impl ServedRoot {
         }
     }
 
-    /// Runs [`ServedRoot::index_all`] on a background thread.
+    /// Runs [`ServedRoot::index_all`] on a background thread. Until that pass has checked
+    /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks.
     pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        self.set_warm_check(true);
         let me = self.clone();
         std::thread::Builder::new()
             .name("redctx-indexer".into())
-            .spawn(move || me.index_all())
+            .spawn(move || {
+                me.index_all();
+                me.set_warm_check(false);
+            })
             .expect("spawning the indexer thread")
+    }
+
+    fn set_warm_check(&self, pending: bool) {
+        *self.warm_check.lock().unwrap_or_else(|e| e.into_inner()) = pending;
+        if !pending {
+            self.warm_checked.notify_all();
+        }
+    }
+
+    /// Blocks while a spawned pass is still checking the cache against the walk (the
+    /// part of a warm restart that "ready" waits for), so work that can wait, such as
+    /// registering the file watches, does not take the CPU from it. Returns at once when
+    /// no pass is pending. Gives up after `timeout` and returns false if the check is still pending.
+    pub fn wait_warm_check(&self, timeout: std::time::Duration) -> bool {
+        let pending = self.warm_check.lock().unwrap_or_else(|e| e.into_inner());
+        let (pending, _) = self
+            .warm_checked
+            .wait_timeout_while(pending, timeout, |pending| *pending)
+            .unwrap_or_else(|e| e.into_inner());
+        !*pending
     }
 
     /// Redacts every indexed text file into the cache, in parallel at low priority.
@@ -290,6 +321,7 @@ impl ServedRoot {
         p.files_pending.store(files.len() as u64, Ordering::Relaxed);
         let todo = self.reuse_cached(&files);
         let verified = started.elapsed();
+        self.set_warm_check(false);
         let work = |(rel, stat): &(String, StatKey)| {
             self.wait_while_paused();
             let outcome = self.index_one(rel, stat);
