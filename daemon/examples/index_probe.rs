@@ -76,7 +76,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    if edits > 0 {
+    if let Some(edits) = std::num::NonZeroUsize::new(edits) {
         let mut py: Vec<String> = served
             .index()
             .files()
@@ -86,6 +86,7 @@ fn main() {
             .collect();
         py.sort();
         let step = (py.len() / edits).max(1);
+        let edits = edits.get();
         let mut times = Vec::new();
         for (i, rel) in py.iter().step_by(step).take(edits).enumerate() {
             let path = served.root().join(rel);
