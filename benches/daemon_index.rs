@@ -696,6 +696,9 @@ impl World {
         let cache = Arc::new(Cache::open(&self.state).expect("cache"));
         let served = ServedRoot::open(&self.root, engine, Some(cache), RootOptions::default())
             .expect("serve the root");
+        // As in the daemon, whose background pass (here a warm one: nothing to redact)
+        // runs before any edit arrives; it also warms the engine's matchers.
+        served.index_all();
         let mut out = Vec::new();
         for (i, rel) in self.edit_targets(count).iter().enumerate() {
             let path = self.root.join(rel);

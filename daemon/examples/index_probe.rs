@@ -70,6 +70,31 @@ fn main() {
         p.files_seen, p.files_read, p.files_indexed, p.files_skipped, p.files_failed
     );
     drop(watcher);
+    // REDCTX_PROBE_FILE=rel: time redacting one file a few times in a row (first-use cost
+    // against steady state).
+    if let Ok(rel) = std::env::var("REDCTX_PROBE_FILE") {
+        let text = std::fs::read_to_string(served.root().join(&rel)).expect("read");
+
+        for round in 0..3 {
+            let t = Instant::now();
+            let out = served
+                .engine()
+                .redact(
+                    &text,
+                    redctx_daemon::engine::RedactOptions {
+                        preserve_line_count: true,
+                        prose: false,
+                        path: &rel,
+                    },
+                )
+                .expect("redact");
+            println!(
+                "redact {rel} round {round}: {:.2} ms ({} bytes out)",
+                t.elapsed().as_secs_f64() * 1e3,
+                out.text.len()
+            );
+        }
+    }
     // REDCTX_PROBE_EDITS=N: the bench's in-process re-redaction of N edited `.py` files,
     // printing the slow ones.
     let edits: usize = std::env::var("REDCTX_PROBE_EDITS")
