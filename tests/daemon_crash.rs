@@ -6,6 +6,9 @@
 //!
 //! The pass is held at a fixed point with the daemon's test-only
 //! `REDCTX_TEST_PAUSE_INDEX_AFTER` so the kill always lands mid-index.
+//!
+//! A warm restart answers before its file watches are in place: files created right
+//! after the first answer and right after "ready" are seen by the very next answers.
 
 mod support;
 
@@ -153,4 +156,54 @@ fn kill_9_during_indexing_then_restart_answers_as_an_empty_cache_would() {
     copy_tree(&env.vault(), &fresh.vault());
     let expected = everything(&fresh, &root);
     assert_eq!(after, expected);
+}
+
+#[test]
+fn files_created_right_after_a_warm_restart_are_visible_at_once() {
+    let env = Env::new();
+    let root = env.root_dir("warm", "svc");
+    for i in 0..FILES {
+        write(&root, &format!("src/d{}/m{i:03}.py", i % 6), &file_text(i));
+    }
+    // Index once, persist, stop.
+    ok(&env, &root, &["stat", "."]);
+    poll("the first pass", Duration::from_secs(60), || {
+        status(&env).filter(|(state, _)| state == "ready")
+    });
+    let (code, _, err) = env.run(&["daemon", "stop"]);
+    assert_eq!(code, 0, "daemon stop: {err}");
+    env.wait_daemon_gone();
+
+    // Warm restart: right after the first answer, before the watches can be in place.
+    ok(&env, &root, &["stat", "."]);
+    write(&root, "src/d3/early.py", "value_early = 1\n");
+    write(&root, "src/brand/new/deep.py", "value_deep = 2\n");
+    let listing = ok(&env, &root, &["ls", "src/d3"]);
+    assert!(listing.contains("early.py"), "{listing}");
+    let text = ok(&env, &root, &["cat", "src/brand/new/deep.py"]);
+    assert!(text.contains("value_deep = 2"), "{text}");
+
+    // Right after "ready": created and edited files are seen by the very next answers.
+    poll("ready after the restart", Duration::from_secs(60), || {
+        status(&env).filter(|(state, _)| state == "ready")
+    });
+    write(&root, "src/d4/after_ready.py", "value_after_ready = 3\n");
+    write(&root, "src/d5/m011.py", "value_11 = 111\n");
+    write(&root, "src/other/after.py", "value_other = 4\n");
+    let tree = ok(&env, &root, &["ls", "-r", "."]);
+    for name in ["after_ready.py", "after.py", "early.py", "deep.py"] {
+        assert!(tree.contains(name), "{name} missing from\n{tree}");
+    }
+    let hits = ok(&env, &root, &["grep", "value_"]);
+    for needle in [
+        "value_after_ready = 3",
+        "value_other = 4",
+        "value_early",
+        "value_deep",
+        "value_11 = 111",
+    ] {
+        assert!(hits.contains(needle), "{needle} missing from\n{hits}");
+    }
+    let text = ok(&env, &root, &["cat", "src/d5/m011.py"]);
+    assert!(text.contains("value_11 = 111"), "{text}");
 }

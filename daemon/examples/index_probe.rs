@@ -9,6 +9,8 @@ use redctx_daemon::engine::Engine;
 use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::policy_loader::PolicySource;
 use redctx_daemon::root::{RootOptions, ServedRoot};
+use redctx_daemon::view::RootView;
+use redctx_daemon::watch::Watcher;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -53,10 +55,92 @@ fn main() {
     let t = Instant::now();
     cache.flush();
     let flush_s = t.elapsed().as_secs_f64();
+    let served = Arc::new(served);
+    let (t, c) = (Instant::now(), cpu());
+    let watcher = Watcher::start(served.clone(), Vec::new(), || {}).expect("watcher");
+    let watch_s = t.elapsed().as_secs_f64();
+    let watch_cpu = cpu() - c;
+    let watches = watcher.stats().watches_used;
     let p = served.progress();
     println!(
         "policy {policy_s:.3}s cache-open {open_s:.3}s walk {walk_s:.3}s (cpu {walk_cpu:.3}s) \
-         pass {pass_s:.3}s (cpu {pass_cpu:.3}s) flush {flush_s:.3}s; files {} read {} indexed {} skipped {} failed {}",
+         pass {pass_s:.3}s (cpu {pass_cpu:.3}s) flush {flush_s:.3}s \
+         watch {watch_s:.3}s (cpu {watch_cpu:.3}s, {watches} dirs); \
+         files {} read {} indexed {} skipped {} failed {}",
         p.files_seen, p.files_read, p.files_indexed, p.files_skipped, p.files_failed
     );
+    drop(watcher);
+    // REDCTX_PROBE_FILE=rel: time redacting one file a few times in a row (first-use cost
+    // against steady state).
+    if let Ok(rel) = std::env::var("REDCTX_PROBE_FILE") {
+        let text = std::fs::read_to_string(served.root().join(&rel)).expect("read");
+
+        for round in 0..3 {
+            let t = Instant::now();
+            let out = served
+                .engine()
+                .redact(
+                    &text,
+                    redctx_daemon::engine::RedactOptions {
+                        preserve_line_count: true,
+                        prose: false,
+                        path: &rel,
+                    },
+                )
+                .expect("redact");
+            println!(
+                "redact {rel} round {round}: {:.2} ms ({} bytes out)",
+                t.elapsed().as_secs_f64() * 1e3,
+                out.text.len()
+            );
+        }
+    }
+    // REDCTX_PROBE_EDITS=N: the bench's in-process re-redaction of N edited `.py` files,
+    // printing the slow ones.
+    let edits: usize = std::env::var("REDCTX_PROBE_EDITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if let Some(edits) = std::num::NonZeroUsize::new(edits) {
+        let mut py: Vec<String> = served
+            .index()
+            .files()
+            .into_iter()
+            .map(|(rel, _)| rel)
+            .filter(|r| r.ends_with(".py"))
+            .collect();
+        py.sort();
+        let step = (py.len() / edits).max(1);
+        let edits = edits.get();
+        let mut times = Vec::new();
+        for (i, rel) in py.iter().step_by(step).take(edits).enumerate() {
+            let path = served.root().join(rel);
+            let original = std::fs::read(&path).unwrap();
+            let mut edited = original.clone();
+            edited.extend_from_slice(format!("\n# in-process edit {i}\n").as_bytes());
+            std::fs::write(&path, &edited).unwrap();
+            let t = Instant::now();
+            served.upsert(rel);
+            let t1 = t.elapsed().as_secs_f64() * 1e3;
+            let entry = served.resolve(rel).expect("resolve");
+            let t2 = t.elapsed().as_secs_f64() * 1e3;
+            served.content(&entry, true).expect("content");
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            if ms > 3.0 {
+                println!(
+                    "edit {i}: {ms:.2} ms (upsert {t1:.2}, resolve {:.2}), {} bytes",
+                    t2 - t1,
+                    original.len()
+                );
+            }
+            times.push(ms);
+            std::fs::write(&path, &original).unwrap();
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "edits: p50 {:.2} ms, max {:.2} ms",
+            times[times.len() / 2],
+            times[times.len() - 1]
+        );
+    }
 }

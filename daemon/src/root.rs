@@ -110,6 +110,10 @@ pub struct ServedRoot {
     paused: Mutex<bool>,
     resumed: Condvar,
     pause_after: Option<u64>,
+    /// A pass was spawned and has not finished its warm-restart check yet (see
+    /// [`ServedRoot::wait_warm_check`]).
+    warm_check: Mutex<bool>,
+    warm_checked: Condvar,
 }
 
 impl std::fmt::Debug for ServedRoot {
@@ -167,6 +171,8 @@ impl ServedRoot {
             paused: Mutex::new(false),
             resumed: Condvar::new(),
             pause_after: opts.pause_indexing_after,
+            warm_check: Mutex::new(false),
+            warm_checked: Condvar::new(),
         })
     }
 
@@ -246,13 +252,38 @@ impl ServedRoot {
         }
     }
 
-    /// Runs [`ServedRoot::index_all`] on a background thread.
+    /// Runs [`ServedRoot::index_all`] on a background thread. Until that pass has checked
+    /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks.
     pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
+        self.set_warm_check(true);
         let me = self.clone();
         std::thread::Builder::new()
             .name("redctx-indexer".into())
-            .spawn(move || me.index_all())
+            .spawn(move || {
+                me.index_all();
+                me.set_warm_check(false);
+            })
             .expect("spawning the indexer thread")
+    }
+
+    fn set_warm_check(&self, pending: bool) {
+        *self.warm_check.lock().unwrap_or_else(|e| e.into_inner()) = pending;
+        if !pending {
+            self.warm_checked.notify_all();
+        }
+    }
+
+    /// Blocks while a spawned pass is still checking the cache against the walk (the
+    /// part of a warm restart that "ready" waits for), so work that can wait, such as
+    /// registering the file watches, does not take the CPU from it. Returns at once when
+    /// no pass is pending. Gives up after `timeout` and returns false if the check is still pending.
+    pub fn wait_warm_check(&self, timeout: std::time::Duration) -> bool {
+        let pending = self.warm_check.lock().unwrap_or_else(|e| e.into_inner());
+        let (pending, _) = self
+            .warm_checked
+            .wait_timeout_while(pending, timeout, |pending| *pending)
+            .unwrap_or_else(|e| e.into_inner());
+        !*pending
     }
 
     /// Redacts every indexed text file into the cache, in parallel at low priority.
@@ -282,6 +313,7 @@ impl ServedRoot {
         p.files_pending.store(files.len() as u64, Ordering::Relaxed);
         let todo = self.reuse_cached(&files);
         let verified = started.elapsed();
+        self.set_warm_check(false);
         let work = |(rel, stat): &(String, StatKey)| {
             self.wait_while_paused();
             let outcome = self.index_one(rel, stat);
@@ -312,6 +344,51 @@ impl ServedRoot {
         );
         p.running.store(false, Ordering::SeqCst);
         p.finished.store(true, Ordering::SeqCst);
+        if snap.files_read == 0 {
+            // Nothing was redacted (a warm restart): warm the engine after "ready".
+            self.warm_up_engine(&files);
+        }
+    }
+
+    /// Runs the engine over a sample of the root's own text files (read, redacted and
+    /// dropped: nothing is stored) so that a file changed later does not pay for the
+    /// matchers' lazily built state: on a fresh engine the first files cost tens of
+    /// milliseconds each instead of well under one, which a file edited right after a
+    /// warm restart (nothing else redacted yet) would otherwise wait for.
+    pub fn warm_up_engine(&self, files: &[(String, StatKey)]) {
+        const MAX_FILES: usize = 24;
+        const MAX_BYTES: u64 = 512 << 10;
+        let text_files: Vec<&(String, StatKey)> = files
+            .iter()
+            .filter(|(rel, stat)| {
+                stat.is_regular()
+                    && (512..=(96 << 10)).contains(&stat.size)
+                    && fs::has_text_extension(rel.rsplit('/').next().unwrap_or(rel))
+            })
+            .collect();
+        let step = (text_files.len() / MAX_FILES).max(1);
+        let mut budget = MAX_BYTES;
+        for (rel, stat) in text_files.into_iter().step_by(step).take(MAX_FILES) {
+            if stat.size > budget {
+                break;
+            }
+            budget -= stat.size;
+            let Ok((bytes, _)) = fs::read_verified(
+                &fs::abs_path(&self.root, rel),
+                self.limits.max_raw_bytes_per_file,
+            ) else {
+                continue;
+            };
+            let text = fs::decode_text(&bytes);
+            let _ = self.engine.redact(
+                &text,
+                RedactOptions {
+                    preserve_line_count: true,
+                    prose: is_prose_path(rel),
+                    path: rel,
+                },
+            );
+        }
     }
 
     fn count(&self, outcome: Outcome, size: u64) {

@@ -16,7 +16,7 @@ use crate::root::{RootOptions, ServedRoot};
 use crate::server::{Backend, Cancel};
 use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
-use crate::watch::Watcher;
+use crate::watch::{WatchOptions, Watcher};
 use redctx_proto::{
     BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
     ResourceText, RootInfo, RootSpec, ToolResult,
@@ -253,14 +253,17 @@ impl Service {
         root.spawn_indexing();
         let policy_paths: Vec<PathBuf> = stamps.paths().map(Path::to_path_buf).collect();
         // Policy edits are caught by the per-request stamp check; the watcher keeps the
-        // tree (new, deleted, renamed files) fresh.
-        let watcher = match Watcher::start(root.clone(), policy_paths, || {}) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!("file watcher unavailable, relying on per-request checks: {e}");
-                None
-            }
-        };
+        // tree (new, deleted, renamed files) fresh. Its watches are added in the
+        // background once the pass's warm-restart check is done: the first answer and
+        // "ready" do not wait for them (answers check the disk themselves).
+        let watcher =
+            match Watcher::spawn(root.clone(), policy_paths, WatchOptions::default(), || {}) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!("file watcher unavailable, relying on per-request checks: {e}");
+                    None
+                }
+            };
         Ok(Snapshot::Ready {
             policy,
             stamps,

@@ -69,6 +69,9 @@ pub struct WatchOptions {
     /// Most watches this root may use (leaving room for editors and other tools); going
     /// over it degrades exactly as the kernel limit does. `None`: only the kernel limit.
     pub watch_budget: Option<u64>,
+    /// Set by [`Watcher::spawn`]: wait for the root's warm-restart check before adding
+    /// watches, and treat an unwatchable root as degraded rather than as an error.
+    pub background_start: bool,
 }
 
 impl Default for WatchOptions {
@@ -80,6 +83,7 @@ impl Default for WatchOptions {
             reindex: true,
             reconcile_on_start: true,
             watch_budget: None,
+            background_start: false,
         }
     }
 }
@@ -106,6 +110,9 @@ pub struct WatchStats {
     /// Some directories could not be watched (watch limit, or no inotify at all):
     /// changes there show up at the next periodic re-walk.
     pub degraded: bool,
+    /// The initial watches are in place (or given up on) and the start reconcile ran:
+    /// from here on, changes are followed by events.
+    pub started: bool,
 }
 
 /// Why a watcher could not start.
@@ -156,6 +163,7 @@ struct Shared {
     batches: AtomicU64,
     degraded: AtomicBool,
     warned: AtomicBool,
+    started: AtomicBool,
     queue: Mutex<ReindexQueue>,
     queue_cv: Condvar,
     stop: AtomicBool,
@@ -208,9 +216,46 @@ impl Watcher {
         opts: WatchOptions,
         on_policy_change: impl Fn() + Send + Sync + 'static,
     ) -> Result<Watcher, WatchError> {
+        let (watcher, ready) = Watcher::launch(root, policy_paths, opts, on_policy_change)?;
+        match ready.recv() {
+            Ok(Ok(())) => Ok(watcher),
+            Ok(Err(err)) => Err(err),
+            Err(_) => Err(WatchError::Spawn),
+        }
+    }
+
+    /// Starts watching without waiting for the watches: returns at once, and the
+    /// background thread first lets the root's warm-restart check finish
+    /// ([`ServedRoot::wait_warm_check`]), then watches every indexed directory and
+    /// reconciles what changed since the walk ([`WatchStats::started`] says when). A
+    /// daemon answers meanwhile: content answers check the file on disk, listings re-read
+    /// a directory whose stat moved, and the reconcile indexes what was created before
+    /// its directory was watched. A root that cannot be watched degrades to periodic
+    /// re-walks (logged) instead of failing.
+    pub fn spawn(
+        root: Arc<ServedRoot>,
+        policy_paths: Vec<PathBuf>,
+        opts: WatchOptions,
+        on_policy_change: impl Fn() + Send + Sync + 'static,
+    ) -> Result<Watcher, WatchError> {
+        let opts = WatchOptions {
+            background_start: true,
+            ..opts
+        };
+        Watcher::launch(root, policy_paths, opts, on_policy_change).map(|(w, _)| w)
+    }
+
+    /// Starts the threads; the receiver says when the initial watches are in place.
+    #[allow(clippy::type_complexity)]
+    fn launch(
+        root: Arc<ServedRoot>,
+        policy_paths: Vec<PathBuf>,
+        opts: WatchOptions,
+        on_policy_change: impl Fn() + Send + Sync + 'static,
+    ) -> Result<(Watcher, Receiver<Result<(), WatchError>>), WatchError> {
         let shared = Arc::new(Shared::default());
         let (tx, rx) = mpsc::channel::<Msg>();
-        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), WatchError>>(1);
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<(), WatchError>>();
 
         let reindexer = if opts.reindex {
             let root = root.clone();
@@ -249,11 +294,7 @@ impl Watcher {
         let worker = worker.map_err(|_| WatchError::Spawn)?;
         watcher.thread_ids.push(worker.thread().id());
         watcher.worker = Some(worker);
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(watcher),
-            Ok(Err(err)) => Err(err),
-            Err(_) => Err(WatchError::Spawn),
-        }
+        Ok((watcher, ready_rx))
     }
 
     /// Counters and state now.
@@ -269,6 +310,7 @@ impl Watcher {
             reindexed: s.reindexed.load(Ordering::Relaxed),
             batches: s.batches.load(Ordering::Relaxed),
             degraded: s.degraded.load(Ordering::Relaxed),
+            started: s.started.load(Ordering::SeqCst),
         }
     }
 
@@ -456,14 +498,27 @@ impl Worker {
         }
     }
 
-    fn run(
-        &mut self,
-        tx: Sender<Msg>,
-        rx: Receiver<Msg>,
-        ready: mpsc::SyncSender<Result<(), WatchError>>,
-    ) {
+    fn run(&mut self, tx: Sender<Msg>, rx: Receiver<Msg>, ready: Sender<Result<(), WatchError>>) {
+        let started = Instant::now();
+        if self.opts.background_start {
+            while !self.root.wait_warm_check(Duration::from_millis(100)) {
+                if self.shared.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+            }
+        }
         match std::panic::catch_unwind(AssertUnwindSafe(|| self.setup(tx))) {
             Ok(Ok(())) => {}
+            Ok(Err(err)) if self.opts.background_start => {
+                tracing::warn!(
+                    "{err}; new, deleted and renamed files show up through a rescan every {} s",
+                    self.opts.poll_interval.as_secs()
+                );
+                self.backend = None;
+                self.shared.watches().clear();
+                self.shared.watches_used.store(0, Ordering::Relaxed);
+                self.set_degraded();
+            }
             Ok(Err(err)) => {
                 let _ = ready.send(Err(err));
                 return;
@@ -476,9 +531,19 @@ impl Worker {
             }
         }
         let _ = ready.send(Ok(()));
+        if self.shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
         if self.opts.reconcile_on_start {
             self.guarded(|w| w.reconcile());
         }
+        self.shared.started.store(true, Ordering::SeqCst);
+        tracing::info!(
+            root = %self.root_path.display(),
+            watches = self.shared.watches_used.load(Ordering::Relaxed),
+            ms = started.elapsed().as_millis() as u64,
+            "file watches in place"
+        );
         self.event_loop(&rx);
         // Dropping the backend stops its thread and removes every watch.
         self.backend = None;
@@ -515,6 +580,10 @@ impl Worker {
         }
         let dirs = self.root.index().dirs();
         for rel in &dirs {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                // Dropped while starting (a policy reload, a shutdown): stop adding.
+                return Ok(());
+            }
             match self.add_watch(&self.abs(rel), FOR_INDEX, false) {
                 Added::Yes => {}
                 Added::Limit => break,

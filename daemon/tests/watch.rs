@@ -152,6 +152,44 @@ fn a_created_file_is_indexed_and_listed() {
 }
 
 #[test]
+fn a_spawned_watcher_returns_at_once_and_files_made_before_its_watches_are_found() {
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("d{i}/sub/f.txt"), format!("file {i}\n")))
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(r, c)| (r.as_str(), c.as_str()))
+        .collect();
+    let (_dir, root, served) = fixture(&borrowed);
+    served.spawn_indexing();
+    let watcher =
+        Watcher::spawn(served.clone(), Vec::new(), WatchOptions::default(), || {}).unwrap();
+    // Right away, whether or not the watches are in place yet: a file in an existing
+    // directory and one in a new directory tree.
+    write(&root, "d7/sub/early.txt", "early\n");
+    write(&root, "fresh/deep/x.txt", "x\n");
+    // Answers never wait for the watcher: a listing and a read see a new file at once.
+    write(&root, "d9/sub/now.txt", "now\n");
+    assert_eq!(child_names(&served, "d9/sub"), ["f.txt", "now.txt"]);
+    let entry = served.resolve("d9/sub/now.txt").unwrap();
+    assert_eq!(
+        &*served.content(&entry, true).unwrap().text,
+        redacted(&served, "now\n")
+    );
+    // The watcher (events or its start reconcile) indexes the others by itself.
+    eventually("the early files are indexed", || {
+        served.index().contains("d7/sub/early.txt") && served.index().contains("fresh/deep/x.txt")
+    });
+    eventually("the watcher has started", || watcher.stats().started);
+    assert!(watcher.watched_dirs().contains(&root.join("fresh/deep")));
+    assert!(watcher.watched_dirs().contains(&root.join("d39/sub")));
+    write(&root, "fresh/deep/later.txt", "later\n");
+    eventually("a later file arrives by its own event", || {
+        served.index().contains("fresh/deep/later.txt")
+    });
+}
+
+#[test]
 fn files_written_right_after_mkdir_p_are_indexed_and_their_directories_watched() {
     let (_dir, root, served) = fixture(&[("keep.txt", "k\n")]);
     let watcher = watch(&served);
