@@ -98,10 +98,7 @@ fn main() -> ExitCode {
 /// collect this function alone (`valgrind --tool=callgrind --collect-atstart=no
 /// --toggle-collect='*timed_pass*'`).
 #[inline(never)]
-fn timed_pass(
-    detector: &Detector,
-    files: &[(String, String)],
-) -> BTreeMap<&'static str, usize> {
+fn timed_pass(detector: &Detector, files: &[(String, String)]) -> BTreeMap<&'static str, usize> {
     let mut per_detector: BTreeMap<&'static str, usize> = BTreeMap::new();
     for (rel, text) in files {
         for f in detector.detect(

@@ -451,9 +451,24 @@ mod tests {
     #[test]
     fn private_hosts_equal_a_fresh_search_from_every_start() {
         let pieces = [
-            "db01.corp", "api.example.com", "https://10.0.0.7/x", "http://build.internal:8080",
-            "cache.LAN", "docs.rs", "x.local", "www.acme.io", " ", "\n", ".", "-", "a", "/",
-            "home.arpa", "svc.private", "https://docs.rs/regex", "192.168.1.9",
+            "db01.corp",
+            "api.example.com",
+            "https://10.0.0.7/x",
+            "http://build.internal:8080",
+            "cache.LAN",
+            "docs.rs",
+            "x.local",
+            "www.acme.io",
+            " ",
+            "\n",
+            ".",
+            "-",
+            "a",
+            "/",
+            "home.arpa",
+            "svc.private",
+            "https://docs.rs/regex",
+            "192.168.1.9",
         ];
         let mut state = 3u64;
         let mut next = |n: usize| {
@@ -464,7 +479,9 @@ mod tests {
         };
         let hosts = &*PRIVATE_HOSTS;
         for _ in 0..2000 {
-            let hay: String = (0..1 + next(10)).map(|_| pieces[next(pieces.len())]).collect();
+            let hay: String = (0..1 + next(10))
+                .map(|_| pieces[next(pieces.len())])
+                .collect();
             let fresh = |start: usize| {
                 let url = PrivateHosts::next_private(&hosts.url, &hay, start);
                 let domain = PrivateHosts::next_private(&hosts.domain, &hay, start);
