@@ -302,6 +302,7 @@ const WORDS: &[&str] = &[
     "contributor",
     "developer",
     "copyright",
+    "owner",
     "phone",
     "telephone",
     "tel",
@@ -313,7 +314,7 @@ const WORDS: &[&str] = &[
     "call",
 ];
 /// Index in [`WORDS`] of the first phone context word.
-const PHONE_WORDS_FROM: usize = 6;
+const PHONE_WORDS_FROM: usize = 7;
 
 fn re(src: &str) -> Regex {
     Regex::new(src).expect("static regex")
@@ -442,17 +443,47 @@ impl Pii {
                 .expect("a structured-name trigger");
             hits.has(ids, i)
         };
+        // Every structured-name regex matches within one line, so each runs only on the
+        // lines that hold one of its trigger words (the whole file was scanned before).
+        let lines_with = |words: &[&str]| {
+            let mut starts: Vec<usize> = words
+                .iter()
+                .map(|w| {
+                    WORDS
+                        .iter()
+                        .position(|x| x == w)
+                        .expect("a structured-name trigger")
+                })
+                .flat_map(|i| hits.starts_of(ids, i))
+                .collect();
+            starts.sort_unstable();
+            let mut lines: Vec<(usize, usize)> = Vec::new();
+            for at in starts {
+                if lines.last().is_some_and(|&(_, end)| at < end) {
+                    continue;
+                }
+                let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+                lines.push((start, end));
+            }
+            lines
+        };
+        // Captures of group 1 of `re` on the given lines, as offsets into `text`.
+        let names_on = |re: &Regex, lines: &[(usize, usize)]| {
+            let mut found = Vec::new();
+            for &(ls, le) in lines {
+                for caps in re.captures_iter(&text[ls..le]) {
+                    let n = caps.get(1).expect("group");
+                    found.push((ls + n.start(), ls + n.end()));
+                }
+            }
+            found
+        };
         if lower_has("-by:") {
-            for caps in self.trailer.captures_iter(text) {
-                let n = caps.get(1).expect("group");
-                let v = n.as_str().trim();
+            for (s, e) in names_on(&self.trailer, &lines_with(&["-by:"])) {
+                let v = text[s..e].trim();
                 if !v.is_empty() && v.len() <= 80 && !v.contains('@') {
-                    out.push(cand(
-                        n.start(),
-                        n.start() + v.len(),
-                        Category::PERSON,
-                        "P5.trailer",
-                    ));
+                    out.push(cand(s, s + v.len(), Category::PERSON, "P5.trailer"));
                 }
             }
         }
@@ -469,17 +500,16 @@ impl Pii {
             || lower_has("contributor")
             || lower_has("developer")
         {
-            for caps in self.manifest_author.captures_iter(text) {
-                let n = caps.get(1).expect("group");
-                if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 2) {
+            let lines = lines_with(&["author", "maintainer", "contributor", "developer", "owner"]);
+            for (s, e) in names_on(&self.manifest_author, &lines) {
+                if let Some((s, e)) = plausible_name(text, s, e, 2) {
                     out.push(cand(s, e, Category::PERSON, "P5.manifest-author"));
                 }
             }
         }
         if lower_has("copyright") {
-            for caps in self.copyright.captures_iter(text) {
-                let n = caps.get(1).expect("group");
-                if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 2) {
+            for (s, e) in names_on(&self.copyright, &lines_with(&["copyright"])) {
+                if let Some((s, e)) = plausible_name(text, s, e, 2) {
                     out.push(cand(s, e, Category::PERSON, "P5.copyright"));
                 }
             }

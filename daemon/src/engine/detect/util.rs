@@ -585,6 +585,12 @@ impl KeywordHits {
         self.present[id / 64] & (1 << (id % 64)) != 0
     }
 
+    /// Start offsets of every occurrence of word `i` of the family `ids`, ascending.
+    pub fn starts_of(&self, ids: WordIds, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let id = ids.base + i as u32;
+        self.matches.iter().filter(move |m| m.2 == id).map(|m| m.0)
+    }
+
     /// The family's matches as a leftmost-first, non-overlapping Aho-Corasick search over
     /// its list alone would report them: (start, end, word index), ascending.
     pub fn leftmost_first(&self, ids: WordIds) -> Vec<(usize, usize, usize)> {
