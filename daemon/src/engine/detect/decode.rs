@@ -13,8 +13,8 @@ const MAX_DEPTH: u8 = 2;
 
 static B64: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_\-]{20,}={0,2}").expect("static regex"));
-static HEX: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(?:[0-9a-fA-F]{2}){16,}\b").expect("static regex"));
+/// Shortest hex word taken for an encoded segment (16 bytes).
+const MIN_HEX: usize = 32;
 static PCT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:%[0-9A-Fa-f]{2}|[A-Za-z0-9._~+\-=&:/@]){12,}").expect("static regex")
 });
@@ -38,20 +38,21 @@ fn rescan_at(
         return;
     }
     let mut segments: Vec<(usize, usize, Vec<u8>, &'static str)> = Vec::new();
-    for m in B64.find_iter(text) {
-        let s = m.as_str();
+    let runs: Vec<(usize, usize)> = B64.find_iter(text).map(|m| (m.start(), m.end())).collect();
+    for &(start, end) in &runs {
+        let s = &text[start..end];
         // Identifiers and paths are long runs of letters too; demand base64 texture.
         let digits = s.bytes().filter(u8::is_ascii_digit).count();
         if digits == 0 && !s.contains(['+', '/', '=']) {
             continue;
         }
         if let Some(d) = base64_decode(s) {
-            segments.push((m.start(), m.end(), d, "S8.base64"));
+            segments.push((start, end, d, "S8.base64"));
         }
     }
-    for m in HEX.find_iter(text) {
-        if let Some(d) = hex_decode(m.as_str()) {
-            segments.push((m.start(), m.end(), d, "S8.hex"));
+    for (start, end) in hex_words_in_runs(text, &runs) {
+        if let Some(d) = hex_decode(&text[start..end]) {
+            segments.push((start, end, d, "S8.hex"));
         }
     }
     if text.contains('%') {
@@ -81,6 +82,57 @@ fn rescan_at(
             });
         }
     }
+}
+
+/// The matches of `\b(?:[0-9a-fA-F]{2}){16,}\b` in `text`, found inside the base64
+/// runs `runs` (spans of [`B64`]) instead of by a second regex pass over the text: hex
+/// digits are base64 characters, so every hex word of [`MIN_HEX`] or more characters
+/// lies in one of those runs. A word counts when it is made of hex digits only, has an
+/// even length of at least [`MIN_HEX`], and no word character touches it.
+fn hex_words_in_runs(text: &str, runs: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    static WORD_CHAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\w").expect("static regex"));
+    let b = text.as_bytes();
+    let ascii_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let word_char = |c: Option<char>| {
+        c.is_some_and(|c| {
+            if c.is_ascii() {
+                ascii_word(c as u8)
+            } else {
+                WORD_CHAR.is_match(c.encode_utf8(&mut [0; 4]))
+            }
+        })
+    };
+    let mut out = Vec::new();
+    for &(run_start, run_end) in runs {
+        if run_end - run_start < MIN_HEX {
+            continue;
+        }
+        let mut i = run_start;
+        while i < run_end {
+            if !ascii_word(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < run_end && ascii_word(b[i]) {
+                i += 1;
+            }
+            // Inside the run a neighbour is `+ / - =` (not word characters); at the run's
+            // edges the text decides (a non-ASCII letter would extend the word).
+            let bounded_before = start > run_start || !word_char(text[..start].chars().next_back());
+            let bounded_after = i < run_end || !word_char(text[i..].chars().next());
+            let len = i - start;
+            if bounded_before
+                && bounded_after
+                && len >= MIN_HEX
+                && len % 2 == 0
+                && b[start..i].iter().all(u8::is_ascii_hexdigit)
+            {
+                out.push((start, i));
+            }
+        }
+    }
+    out
 }
 
 fn mostly_printable(s: &str) -> bool {
@@ -184,6 +236,58 @@ fn percent_decode(s: &str) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    /// Hex words found inside the base64 runs are exactly the matches of the hex regex
+    /// they replace, on generated text mixing hex, other word characters, base64
+    /// punctuation, `=` padding and non-ASCII letters and marks.
+    #[test]
+    fn hex_words_in_runs_equal_the_hex_regex() {
+        let hex = regex::Regex::new(r"\b(?:[0-9a-fA-F]{2}){16,}\b").unwrap();
+        let pieces = [
+            "0123456789abcdef",
+            "DEADBEEF",
+            "a",
+            "f0",
+            "g",
+            "_",
+            "-",
+            "+",
+            "/",
+            "=",
+            " ",
+            ".",
+            "\u{e9}",
+            "\u{301}",
+            "\u{2014}",
+            "\n",
+            "x",
+            "00",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut with_matches = 0;
+        for _ in 0..4000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 9) as usize + 1 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let piece = pieces[(seed % pieces.len() as u64) as usize];
+                text.push_str(&piece.repeat((seed >> 20) as usize % 4 + 1));
+            }
+            let runs: Vec<(usize, usize)> = super::B64
+                .find_iter(&text)
+                .map(|m| (m.start(), m.end()))
+                .collect();
+            let want: Vec<(usize, usize)> =
+                hex.find_iter(&text).map(|m| (m.start(), m.end())).collect();
+            with_matches += usize::from(!want.is_empty());
+            assert_eq!(super::hex_words_in_runs(&text, &runs), want, "{text:?}");
+        }
+        assert!(
+            with_matches > 200,
+            "only {with_matches} texts held a hex word"
+        );
+    }
+
     use super::*;
 
     #[test]
