@@ -652,6 +652,18 @@ fn nominated_pattern(values: &[String]) -> PyPattern {
 /// holds one of the non-ASCII characters Python's IGNORECASE equates with ASCII letters
 /// (`İ ı ſ K`).
 fn ascii_value_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize)>> {
+    ascii_value_matches_with(values, hay, SMALL_VALUE_SET)
+}
+
+/// Up to this many nominated values are searched one by one instead of by an automaton.
+const SMALL_VALUE_SET: usize = 24;
+
+/// [`ascii_value_matches`] with the size up to which values are searched one by one.
+fn ascii_value_matches_with(
+    values: &[String],
+    hay: &str,
+    small_set: usize,
+) -> Option<Vec<(usize, usize)>> {
     let plain = |v: &String| {
         v.is_ascii()
             && !v
@@ -665,20 +677,42 @@ fn ascii_value_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize
         return None;
     }
     let words: Vec<Vec<&str>> = values.iter().map(|v| v.split(' ').collect()).collect();
-    let finder = aho_corasick::AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-        .build(words.iter().map(|w| w[0]))
-        .ok()?;
     let bytes = hay.as_bytes();
     let alnum_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphanumeric);
-    let mut candidates: Vec<(usize, usize, usize)> = finder
-        .find_overlapping_iter(hay)
-        .filter(|m| !m.start().checked_sub(1).is_some_and(alnum_at))
-        .filter_map(|m| {
-            let value = m.pattern().as_usize();
-            let end = rest_of_value(hay, m.end(), &words[value][1..])?;
-            (!alnum_at(end)).then_some((m.start(), value, end))
+    // Every (start, value, first-word end) where a value's first word occurs, overlapping
+    // occurrences included.
+    let mut firsts: Vec<(usize, usize, usize)> = Vec::new();
+    if values.len() <= small_set {
+        // A few values (the usual case per file): one vectorised substring search per
+        // first word over a lower-cased copy; building an automaton cost more.
+        let lower = hay.to_ascii_lowercase();
+        for (value, w) in words.iter().enumerate() {
+            let needle = w[0].to_ascii_lowercase();
+            let finder = memchr::memmem::Finder::new(needle.as_bytes());
+            let mut at = 0;
+            while let Some(i) = finder.find(&lower.as_bytes()[at..]) {
+                firsts.push((at + i, value, at + i + needle.len()));
+                at += i + 1;
+            }
+        }
+    } else {
+        let finder = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
+            .build(words.iter().map(|w| w[0]))
+            .ok()?;
+        firsts.extend(
+            finder
+                .find_overlapping_iter(hay)
+                .map(|m| (m.start(), m.pattern().as_usize(), m.end())),
+        );
+    }
+    let mut candidates: Vec<(usize, usize, usize)> = firsts
+        .into_iter()
+        .filter(|&(start, _, _)| !start.checked_sub(1).is_some_and(alnum_at))
+        .filter_map(|(start, value, first_end)| {
+            let end = rest_of_value(hay, first_end, &words[value][1..])?;
+            (!alnum_at(end)).then_some((start, value, end))
         })
         .collect();
     candidates.sort_unstable();
@@ -998,8 +1032,13 @@ mod tests {
             }
             assert_eq!(
                 ascii_value_matches(&values, &hay),
-                Some(expected),
+                Some(expected.clone()),
                 "{values:?} in {hay:?}"
+            );
+            assert_eq!(
+                ascii_value_matches_with(&values, &hay, 0),
+                Some(expected),
+                "automaton path: {values:?} in {hay:?}"
             );
         }
     }
