@@ -14,7 +14,9 @@ use crate::cache::{
 use crate::engine::{Counts, Engine, RedactOptions};
 use crate::fs::{self, StatKey, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
-use crate::view::{Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, ViewError};
+use crate::view::{
+    Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
+};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -714,6 +716,42 @@ impl RootView for ServedRoot {
             return Err(ViewError::NotADirectory);
         }
         self.index.children(&dir.rel)
+    }
+
+    /// From the index ([`Index::members`]: ids kept in the tree, no per-file `lstat`),
+    /// names from the memo under one lock per directory; a name seen for the first time
+    /// is redacted after the lock is released.
+    fn tree_children(&self, dir: &Entry) -> Result<Vec<TreeRow>, ViewError> {
+        if dir.kind != EntryKind::Dir {
+            return Err(ViewError::NotADirectory);
+        }
+        let mut memo = None;
+        let mut missing: Vec<(usize, Box<str>)> = Vec::new();
+        let mut at = 0;
+        let mut rows = self.index.members(&dir.rel, |child| {
+            let known = memo
+                .get_or_insert_with(|| self.names.lock().ok())
+                .as_ref()
+                .and_then(|names| names.get(child.name).cloned());
+            if known.is_none() {
+                missing.push((at, child.name.into()));
+            }
+            at += 1;
+            TreeRow {
+                id: child.id,
+                name: known.unwrap_or_default(),
+                dir: child.stat.is_dir().then(|| Entry {
+                    rel: Arc::from(child.rel),
+                    kind: EntryKind::Dir,
+                    size: child.stat.size,
+                }),
+            }
+        })?;
+        drop(memo);
+        for (i, name) in missing {
+            rows[i].name = self.name(&name);
+        }
+        Ok(rows)
     }
 
     fn is_text(&self, file: &Entry) -> bool {

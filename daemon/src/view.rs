@@ -32,6 +32,44 @@ impl Entry {
     }
 }
 
+/// The 48 bits of an opaque path id `@p_<12hex>`, held as a number so a listing of
+/// thousands of entries carries its ids without one string allocation each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PathId(pub u64);
+
+impl PathId {
+    /// Parses `@p_` followed by exactly 12 hex digits.
+    pub fn parse(id: &str) -> Option<PathId> {
+        let hex = id.strip_prefix("@p_")?;
+        if hex.len() != 12 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u64::from_str_radix(hex, 16).ok().map(PathId)
+    }
+
+    /// Appends the id as the engine spells it (`@p_` and 12 lowercase hex digits).
+    pub fn push_to(self, out: &mut String) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        out.push_str("@p_");
+        for shift in (0..12).rev() {
+            out.push(char::from(HEX[((self.0 >> (shift * 4)) & 15) as usize]));
+        }
+    }
+}
+
+/// One line of a `tree`: a child's opaque id, its name redacted alone, and for a
+/// directory the entry to expand. Files carry no entry: a tree prints thousands of them
+/// and needs nothing else of theirs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeRow {
+    /// The id of the child's root-relative path.
+    pub id: PathId,
+    /// `RootView::name` of the child's last path component.
+    pub name: RedactedPath,
+    /// `Some` for a directory, `None` for a file.
+    pub dir: Option<Entry>,
+}
+
 /// Redacted text of a file in one variant (line-preserving or not).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RedactedDoc {
@@ -137,6 +175,24 @@ pub trait RootView: Send + Sync {
     /// Children of a directory in reference order (directories first, then files, each by
     /// casefolded name); excluded, protected and symlinked entries omitted.
     fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError>;
+
+    /// The children of `children`, in the same order and as fresh in membership and
+    /// kinds, each with its id and redacted name: what `tree` prints. A tree shows no
+    /// sizes, so a view may hand out the sizes it indexed instead of re-reading each
+    /// file's metadata. The default builds the rows from `children`, `engine().path_id`
+    /// and `name`.
+    fn tree_children(&self, dir: &Entry) -> Result<Vec<TreeRow>, ViewError> {
+        self.children(dir)?
+            .into_iter()
+            .map(|entry| {
+                let id =
+                    PathId::parse(&self.engine().path_id(&entry.rel)).ok_or(ViewError::Internal)?;
+                let name = self.name(entry.name());
+                let dir = (entry.kind == EntryKind::Dir).then_some(entry);
+                Ok(TreeRow { id, name, dir })
+            })
+            .collect()
+    }
 
     /// Whether a file is served as text (extension list or content sniff, spec 6.3).
     fn is_text(&self, file: &Entry) -> bool;

@@ -245,6 +245,94 @@ fn children_come_directories_first_then_files_by_casefolded_name() {
     );
 }
 
+/// Sets a directory's mtime an hour back, so that the next change to its entries moves
+/// its stat whatever the filesystem's timestamp granularity.
+fn age(path: &Path) {
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::open(path)
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
+}
+
+/// The depth-3 tree a user expects for `rows` (rel, is_dir) in pre-order, from the
+/// view's own path ids and name redaction.
+fn expected_tree(view: &ServedRoot, rows: &[(&str, bool)]) -> String {
+    let mut out = format!("{} ./\n", view.path(".").id);
+    for (rel, is_dir) in rows {
+        let depth = rel.matches('/').count() + 1;
+        let name = rel.rsplit('/').next().unwrap();
+        out.push_str(&format!(
+            "{}{} {}{}\n",
+            "  ".repeat(depth),
+            view.path(rel).id,
+            view.name(name).text,
+            if *is_dir { "/" } else { "" }
+        ));
+    }
+    out
+}
+
+#[test]
+fn tree_answers_are_fresh_without_restating_each_file_and_never_show_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(&root, "docs/a.txt", "a\n");
+    write(&root, "docs/b.txt", "b\n");
+    write(dir.path(), "outside.txt", "outside secret\n");
+    age(&root);
+    age(&root.join("docs"));
+    // Listings are trusted as soon as they are read (no racy window), the case where a
+    // missed change would show.
+    let view = ServedRoot::open(&root, engine(), None, opts(true, 0)).unwrap();
+    let tree = || redctx_daemon::tools::tree(&view, &redctx_daemon::tools::TreeArgs::default());
+    let initial = expected_tree(
+        &view,
+        &[("docs", true), ("docs/a.txt", false), ("docs/b.txt", false)],
+    );
+    assert_eq!(tree().text, initial);
+    // A rewrite in place leaves the directory alone; the tree shows no sizes.
+    std::fs::write(root.join("docs/a.txt"), "a much longer text than before\n").unwrap();
+    assert_eq!(tree().text, initial);
+
+    // A file swapped for a symlink to a file outside the root disappears.
+    std::fs::remove_file(root.join("docs/b.txt")).unwrap();
+    symlink(dir.path().join("outside.txt"), root.join("docs/b.txt")).unwrap();
+    assert_eq!(
+        tree().text,
+        expected_tree(&view, &[("docs", true), ("docs/a.txt", false)])
+    );
+
+    // A file replaced by a directory is shown, and expanded, as one; a new file appears.
+    age(&root.join("docs"));
+    assert_eq!(
+        tree().text,
+        expected_tree(&view, &[("docs", true), ("docs/a.txt", false)])
+    );
+    std::fs::remove_file(root.join("docs/a.txt")).unwrap();
+    write(&root, "docs/a.txt/inner.txt", "inner\n");
+    write(&root, "docs/c.txt", "c\n");
+    assert_eq!(
+        tree().text,
+        expected_tree(
+            &view,
+            &[
+                ("docs", true),
+                ("docs/a.txt", true),
+                ("docs/a.txt/inner.txt", false),
+                ("docs/c.txt", false)
+            ]
+        )
+    );
+
+    // A directory swapped for a symlink to a directory is neither shown nor entered.
+    age(&root);
+    assert!(tree().text.contains(" docs/\n"));
+    std::fs::rename(root.join("docs"), dir.path().join("moved")).unwrap();
+    symlink(dir.path().join("moved"), root.join("docs")).unwrap();
+    assert_eq!(tree().text, expected_tree(&view, &[]));
+}
+
 #[test]
 fn a_rewrite_with_the_same_size_and_mtime_is_still_seen() {
     let dir = tempfile::tempdir().unwrap();

@@ -616,7 +616,7 @@ impl Engine {
 
     /// The opaque `@p_<12hex>` id of a root-relative POSIX path (`.` for the root).
     pub fn path_id(&self, rel: &str) -> String {
-        placeholder::path_id(&self.policy.salt, rel)
+        self.key.path_id(rel)
     }
 }
 

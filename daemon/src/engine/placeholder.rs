@@ -139,6 +139,11 @@ impl SaltKey {
         }
     }
 
+    /// [`path_id`] with this key (no key schedule per id: a walk ids every entry).
+    pub fn path_id(&self, rel_posix: &str) -> String {
+        format!("@p_{}", self.hex(&[rel_posix.as_bytes()], 12))
+    }
+
     /// The first `hex_len` lowercase hex digits of HMAC(salt, concatenated `message`).
     fn hex(&self, message: &[&[u8]], hex_len: usize) -> String {
         let mut mac = self.mac.clone();
@@ -290,6 +295,14 @@ mod tests {
             ordinary_placeholder("redacted-context-mcp-v1", Category::PERSON, "Alice Example"),
             "[PERSON_c56f2354f419277d8c8c714a3166f107]"
         );
+    }
+
+    #[test]
+    fn keyed_path_ids_match_the_golden_ones() {
+        let key = SaltKey::new("golden-salt");
+        assert_eq!(key.path_id("docs/recovery.txt"), "@p_edc1e3a0cbb2");
+        assert_eq!(SaltKey::new("spec-salt").path_id("."), "@p_950fe0c0dd4a");
+        assert_eq!(SaltKey::new("").path_id("a/b"), path_id("", "a/b"));
     }
 
     #[test]

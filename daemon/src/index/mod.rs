@@ -13,7 +13,7 @@ pub mod walk;
 
 use crate::engine::Engine;
 use crate::fs::{self, FsRules, GitignoreRules, PathInput, StatKey};
-use crate::view::{Entry, EntryKind, ViewError};
+use crate::view::{Entry, EntryKind, PathId, ViewError};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -60,6 +60,19 @@ pub fn now_ns() -> i64 {
 /// alter it.
 pub fn is_settled(stat: &StatKey, observed_ns: i64, racy_window_ns: i64) -> bool {
     observed_ns.saturating_sub(stat.mtime_ns.max(stat.ctime_ns)) >= racy_window_ns
+}
+
+/// One child of a listed directory, borrowed from the index while it is listed.
+#[derive(Clone, Copy, Debug)]
+pub struct Member<'a> {
+    /// Root-relative POSIX path.
+    pub rel: &'a str,
+    /// Last path component.
+    pub name: &'a str,
+    /// The stat the index holds (a file's may predate an in-place rewrite).
+    pub stat: &'a StatKey,
+    /// Opaque id of `rel`.
+    pub id: PathId,
 }
 
 /// The index of one root under one policy.
@@ -178,6 +191,16 @@ impl Index {
             return false;
         }
         !self.gitignore.is_ignored_entry(rel, is_dir)
+    }
+
+    /// [`Index::admitted`] of a directory, memoised below the root: a listing checks the
+    /// directory it lists, and a tree lists a thousand of them per call.
+    fn dir_is_admitted(&self, rel: &str) -> bool {
+        if rel == "." {
+            self.admitted(rel, true)
+        } else {
+            self.dir_admitted(rel)
+        }
     }
 
     /// [`Index::admitted`] of an ancestor directory (never `.`), memoised: the rules
@@ -562,7 +585,7 @@ impl Index {
         if !dir_stat.is_dir() {
             return Err(ViewError::NotADirectory);
         }
-        if !self.admitted(rel, true) {
+        if !self.dir_is_admitted(rel) {
             return Err(ViewError::Excluded);
         }
         let (listed, reread) = match self.listing(rel, Some(&dir_stat)) {
@@ -601,9 +624,64 @@ impl Index {
         Ok(out)
     }
 
+    /// Children of an admitted directory in reference order with their ids, as fresh in
+    /// membership and kinds as [`Index::children`] but with the sizes indexed: what a
+    /// tree prints. The directory itself is validated on disk (no symlink component) and
+    /// re-read when its `lstat` changed or was too recent to trust, exactly as for
+    /// `children`; its files are not re-`lstat`ed. That is still a fresh answer, because
+    /// every change to the set of names in a directory or to their kinds (create,
+    /// unlink, mkdir, rmdir, rename in, out or over, a symlink put in a file's place)
+    /// goes through the directory entry and so moves the directory's mtime and ctime,
+    /// and a listing is trusted only while the directory's stat is the settled one it
+    /// was read at (a file's type cannot change in place). Symlinks never enter a
+    /// listing (the walk and the re-read skip them), so none is shown or expanded.
+    ///
+    /// `row` maps each child, under the index's read lock.
+    pub fn members<T>(
+        &self,
+        rel: &str,
+        mut row: impl FnMut(Member<'_>) -> T,
+    ) -> Result<Vec<T>, ViewError> {
+        let meta = fs::validate_components(&self.root, rel)?;
+        let dir_stat = StatKey::of(&meta);
+        if !dir_stat.is_dir() {
+            return Err(ViewError::NotADirectory);
+        }
+        if !self.dir_is_admitted(rel) {
+            return Err(ViewError::Excluded);
+        }
+        let mut member = |child_rel: &str, node: &tree::Node| {
+            row(Member {
+                rel: child_rel,
+                name: &node.name,
+                stat: &node.stat,
+                id: PathId(node.id),
+            })
+        };
+        if let Some(rows) = self.listing_with(rel, Some(&dir_stat), &mut member) {
+            return Ok(rows);
+        }
+        self.read_dir_into_index(rel, dir_stat);
+        self.listing_with(rel, None, &mut member)
+            .ok_or(ViewError::Missing)
+    }
+
     /// The indexed children of `rel` as (rel, stat); with `if_fresh`, only when the
     /// directory was read at exactly that stat and the stat was settled then.
     fn listing(&self, rel: &str, if_fresh: Option<&StatKey>) -> Option<Vec<(String, StatKey)>> {
+        self.listing_with(rel, if_fresh, |child_rel, node| {
+            (child_rel.to_owned(), node.stat)
+        })
+    }
+
+    /// [`Index::listing`] with each child mapped by `row(child_rel, node)` under the
+    /// same read lock.
+    fn listing_with<T>(
+        &self,
+        rel: &str,
+        if_fresh: Option<&StatKey>,
+        mut row: impl FnMut(&str, &tree::Node) -> T,
+    ) -> Option<Vec<T>> {
         let tree = self.read();
         let n = tree.node(tree.find(rel)?);
         if !n.is_dir() {
@@ -615,12 +693,19 @@ impl Index {
                 return None;
             }
         }
+        let mut child_rel = String::new();
         Some(
             n.children
                 .iter()
                 .map(|&c| {
                     let child = tree.node(c);
-                    (join_rel(rel, &child.name), child.stat)
+                    child_rel.clear();
+                    if rel != "." {
+                        child_rel.push_str(rel);
+                        child_rel.push('/');
+                    }
+                    child_rel.push_str(&child.name);
+                    row(&child_rel, child)
                 })
                 .collect(),
         )

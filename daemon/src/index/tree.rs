@@ -38,6 +38,8 @@ pub(crate) struct Node {
     /// Directories only; sorted by [`order`].
     pub children: Vec<NodeId>,
     pub stat: StatKey,
+    /// Id key of the node's path (see [`id_key`]), kept so listings need no HMAC.
+    pub id: u64,
     pub flags: u8,
 }
 
@@ -94,6 +96,7 @@ impl Tree {
             name: ".".into(),
             children: Vec::new(),
             stat: root_stat,
+            id: root_id,
             flags: flags::ALIVE,
         };
         let mut ids = HashMap::new();
@@ -184,6 +187,7 @@ impl Tree {
             name: name.into(),
             children: Vec::new(),
             stat,
+            id,
             flags: flags::ALIVE,
         };
         let slot = match self.free.pop() {
@@ -273,6 +277,7 @@ impl Tree {
                     name: "".into(),
                     children: Vec::new(),
                     stat: StatKey::default(),
+                    id: u64::MAX,
                     flags: 0,
                 },
             );

@@ -4,7 +4,7 @@
 use super::walk::{Budget, walk};
 use super::{ToolError, ToolOutput, format_entry};
 use crate::engine::Counts;
-use crate::view::{EntryKind, RootView};
+use crate::view::{EntryKind, RootView, TreeRow};
 
 /// Arguments of `redctx_list` / `ls`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +83,11 @@ pub fn list(view: &dyn RootView, args: &ListArgs) -> ToolOutput {
 /// pre-order walk to `max_depth`, two spaces per level, `<ref> <name>` with `/` after
 /// directories. The start is always named `.`; other names are the last path component
 /// redacted alone (`RootView::name`), so their counts are those of the names.
+///
+/// The walk is [`walk`]'s (the start costs one entry, each child of an expanded
+/// directory one more, charged when the directory is expanded; counts are those of the
+/// lines printed before a failure), over `RootView::tree_children`, whose rows carry the
+/// ids and names: a depth-3 tree of a monorepo prints some ten thousand lines.
 pub fn tree(view: &dyn RootView, args: &TreeArgs) -> ToolOutput {
     let mut counts = Counts::default();
     let mut out = String::new();
@@ -92,20 +97,45 @@ pub fn tree(view: &dyn RootView, args: &TreeArgs) -> ToolOutput {
             format_entry(view, &start, &mut counts, &mut out);
             return Ok(());
         }
-        let engine = view.engine();
         let mut budget = Budget::from_limits(view.limits());
-        for item in walk(view, start, args.max_depth, true, &mut budget) {
-            let (entry, depth) = item?;
-            let name = view.name(if depth == 0 { "." } else { entry.name() });
-            counts.merge(&name.counts);
+        budget.consume_entry()?;
+        let name = view.name(".");
+        counts.merge(&name.counts);
+        out.push_str(&view.engine().path_id(&start.rel));
+        out.push(' ');
+        out.push_str(&name.text);
+        out.push_str("/\n");
+        let expands = |depth: u32| args.max_depth.is_none_or(|max| depth < max);
+        let mut stack: Vec<(std::vec::IntoIter<TreeRow>, u32)> = Vec::new();
+        let mut expand = expands(0).then_some((start, 0));
+        loop {
+            if let Some((dir, depth)) = expand.take() {
+                let rows = view.tree_children(&dir)?;
+                for _ in &rows {
+                    budget.consume_entry()?;
+                }
+                stack.push((rows.into_iter(), depth + 1));
+            }
+            let Some((rows, depth)) = stack.last_mut() else {
+                break;
+            };
+            let depth = *depth;
+            let Some(row) = rows.next() else {
+                stack.pop();
+                continue;
+            };
+            counts.merge(&row.name.counts);
             for _ in 0..depth {
                 out.push_str("  ");
             }
-            out.push_str(&engine.path_id(&entry.rel));
+            row.id.push_to(&mut out);
             out.push(' ');
-            out.push_str(&name.text);
-            if entry.kind == EntryKind::Dir {
+            out.push_str(&row.name.text);
+            if let Some(dir) = row.dir {
                 out.push('/');
+                if expands(depth) {
+                    expand = Some((dir, depth));
+                }
             }
             out.push('\n');
         }

@@ -942,6 +942,49 @@ fn list_and_tree_count_every_printed_path_or_name() {
     );
 }
 
+#[test]
+fn tree_charges_the_traversal_budget_as_the_walk_does() {
+    let view = |budget: u64| {
+        let mut view = corpus_a()
+            .redacted_name(
+                "design.md",
+                "[ENTITY_d].md",
+                counts(&[(Category::ENTITY, 1)]),
+            )
+            .redacted_name("tools", "[CLIENT_t]", counts(&[(Category::CLIENT, 1)]));
+        view.limits.max_traversal_entries = budget;
+        view
+    };
+    // Every budget and depth: the tree fails exactly when `list -r` over the same walk
+    // does.
+    for budget in 1..=13 {
+        for depth in [Some(0), Some(1), Some(2), Some(3), None] {
+            let view = view(budget);
+            let tree_out = tree(&view, &tree_args(".", depth));
+            let list_out = list(&view, &list_args(".", true, depth));
+            assert_eq!(tree_out.is_error, list_out.is_error, "{budget} {depth:?}");
+            if tree_out.is_error {
+                assert_eq!(tree_out.text, "Traversal entry limit exceeded.");
+            }
+        }
+    }
+    // 12 entries in all; `tools` costs its 2 children (10 + 2) when expanded, after
+    // its own line was printed: the receipt counts the names printed before the failure.
+    let full = tree(&view(12), &tree_args(".", None));
+    assert!(!full.is_error);
+    assert_eq!(full.text.lines().count(), 12);
+    let out = tree(&view(10), &tree_args(".", None));
+    assert!(out.is_error);
+    assert_eq!(
+        out.counts,
+        counts(&[(Category::ENTITY, 1), (Category::CLIENT, 1)])
+    );
+    // Expanding `notes` (7 + 2) fails before `tools` is printed.
+    let out = tree(&view(8), &tree_args(".", None));
+    assert!(out.is_error);
+    assert_eq!(out.counts, counts(&[(Category::ENTITY, 1)]));
+}
+
 fn doctor_policy() -> Policy {
     Policy {
         salt: SALT.into(),
