@@ -430,63 +430,6 @@ pub fn looks_random(v: &str, min_len: usize, min_entropy: f64) -> bool {
     shannon_entropy(v) >= min_entropy
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entropy_of_uniform_and_constant_strings() {
-        assert_eq!(shannon_entropy("aaaa"), 0.0);
-        assert!((shannon_entropy("abcd") - 2.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn placeholders_and_references_are_not_values() {
-        for v in [
-            "${DB_PASSWORD}",
-            "{{ .Values.password }}",
-            "<password>",
-            "$PASS",
-            "%(password)s",
-            "%DB_PASS%",
-            "null",
-            "None",
-            "true",
-            "12345",
-            "changeme",
-            "****",
-            "xxxxxx",
-            "{0}",
-            "{ctf_name} reset",
-            "your_api_key_here",
-            "/run/secrets/db",
-            "%s",
-        ] {
-            assert!(is_placeholder(v), "{v}");
-        }
-        for v in [
-            "hunter2",
-            "s3cr3t!",
-            "$2a$10$abcdefghijklmnopqrstuv",
-            "{\\\"a\\\":\\\"b\\\"}",
-            "123456",
-            "p%40ss",
-        ] {
-            assert!(!is_placeholder(v), "{v}");
-        }
-    }
-
-    #[test]
-    fn file_kinds_follow_extensions() {
-        assert_eq!(FileKind::of("a/b/.env", false), FileKind::Config);
-        assert_eq!(FileKind::of("a/_.env.local.txt", false), FileKind::Config);
-        assert_eq!(FileKind::of("src/main.go", false), FileKind::Code);
-        assert_eq!(FileKind::of("config.yml", false), FileKind::Config);
-        assert_eq!(FileKind::of("README.md", false), FileKind::Prose);
-        assert_eq!(FileKind::of("main.go", true), FileKind::Prose);
-    }
-}
-
 /// The trigger words of every family, found in one ASCII-case-insensitive pass over a
 /// text. Each family used to run its own Aho-Corasick pass (about 20 instructions per
 /// byte each); one shared pass costs the same as one of them.
@@ -663,4 +606,131 @@ pub fn is_word_bounded(text: &str, start: usize, end: usize) -> bool {
     let first = text[start..end].chars().next().is_some_and(word);
     let last = text[start..end].chars().next_back().is_some_and(word);
     before != first && after != last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entropy_of_uniform_and_constant_strings() {
+        assert_eq!(shannon_entropy("aaaa"), 0.0);
+        assert!((shannon_entropy("abcd") - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn placeholders_and_references_are_not_values() {
+        for v in [
+            "${DB_PASSWORD}",
+            "{{ .Values.password }}",
+            "<password>",
+            "$PASS",
+            "%(password)s",
+            "%DB_PASS%",
+            "null",
+            "None",
+            "true",
+            "12345",
+            "changeme",
+            "****",
+            "xxxxxx",
+            "{0}",
+            "{ctf_name} reset",
+            "your_api_key_here",
+            "/run/secrets/db",
+            "%s",
+        ] {
+            assert!(is_placeholder(v), "{v}");
+        }
+        for v in [
+            "hunter2",
+            "s3cr3t!",
+            "$2a$10$abcdefghijklmnopqrstuv",
+            "{\\\"a\\\":\\\"b\\\"}",
+            "123456",
+            "p%40ss",
+        ] {
+            assert!(!is_placeholder(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn file_kinds_follow_extensions() {
+        assert_eq!(FileKind::of("a/b/.env", false), FileKind::Config);
+        assert_eq!(FileKind::of("a/_.env.local.txt", false), FileKind::Config);
+        assert_eq!(FileKind::of("src/main.go", false), FileKind::Code);
+        assert_eq!(FileKind::of("config.yml", false), FileKind::Config);
+        assert_eq!(FileKind::of("README.md", false), FileKind::Prose);
+        assert_eq!(FileKind::of("main.go", true), FileKind::Prose);
+    }
+
+    /// The shared scan reports, per family, what a leftmost-first Aho-Corasick search over
+    /// that family's words alone reports, on generated text where words of two families
+    /// overlap, nest and repeat.
+    #[test]
+    fn leftmost_first_per_family_equals_a_family_automaton() {
+        let fam_a = ["key", "keys", "ey", "sk", "pass", "password", "s."];
+        let fam_b = ["token", "ke", "word", "sess", "session", "k"];
+        let pieces = [
+            "key", "KEYS", "pass", "word", "tok", "en", "s", ".", " ", "se", "ssion", "x",
+        ];
+        let mut words = KeywordBuilder::default();
+        let a = words.add(fam_a);
+        let b = words.add(fam_b);
+        let scan = words.build();
+        let own = |list: &[&str]| {
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                .build(list)
+                .unwrap()
+        };
+        let (own_a, own_b) = (own(&fam_a), own(&fam_b));
+        let mut state = 7u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..12 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            let hits = scan.scan(&text);
+            for (ids, ac, list) in [(a, &own_a, &fam_a[..]), (b, &own_b, &fam_b[..])] {
+                let want: Vec<(usize, usize, usize)> = ac
+                    .find_iter(&text)
+                    .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+                    .collect();
+                assert_eq!(hits.leftmost_first(ids), want, "{text:?}");
+                for (i, w) in list.iter().enumerate() {
+                    let lower = text.to_ascii_lowercase();
+                    assert_eq!(hits.has(ids, i), lower.contains(w), "{w} in {text:?}");
+                }
+            }
+        }
+    }
+
+    /// The card and IBAN gates never say no where their regex would match.
+    #[test]
+    fn card_and_iban_gates_pass_every_match() {
+        let card = regex::Regex::new(r"\d(?:[ \-]?\d){12,18}").unwrap();
+        let iban = regex::Regex::new(r"[A-Z]{2}\d{2}").unwrap();
+        let pieces = [
+            "4", "12", "DE", "89", " ", "-", "--", "x", "GB", "0000", "a",
+        ];
+        let mut state = 9u64;
+        for _ in 0..5000 {
+            let mut text = String::new();
+            for _ in 0..14 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            if card.is_match(&text) {
+                assert!(has_digit_run(&text, 13), "{text:?}");
+            }
+            assert_eq!(has_iban_start(&text), iban.is_match(&text), "{text:?}");
+        }
+    }
 }
