@@ -33,7 +33,9 @@ fn body(rec: &ContentRecord) -> Vec<u8> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let src = args.next().expect("usage: cache_layout_probe <cache.redb> <out dir> [variant…]");
+    let src = args
+        .next()
+        .expect("usage: cache_layout_probe <cache.redb> <out dir> [variant…]");
     let out = std::path::PathBuf::from(args.next().expect("out dir"));
     let mut variants: Vec<String> = args.collect();
     if variants.is_empty() {

@@ -92,7 +92,10 @@ fn read_chunks(
     let last = chunk_key(key, u32::MAX);
     let mut value: Vec<u8> = Vec::new();
     let mut expected = None;
-    for (n, item) in table.range::<&[u8]>(first.as_slice()..=last.as_slice())?.enumerate() {
+    for (n, item) in table
+        .range::<&[u8]>(first.as_slice()..=last.as_slice())?
+        .enumerate()
+    {
         let (k, v) = item?;
         if k.value()[32..] != (n as u32).to_be_bytes() {
             return Ok(Some(None));
@@ -954,7 +957,12 @@ mod tests {
         let file = FileRecord::new(&crate::fs::StatKey::default(), true, None);
         {
             let cache = Cache::open(dir.path()).unwrap();
-            cache.put(&[7u8; 32], "a.txt", file, Some((key, record(noisy(40_000, 1)))));
+            cache.put(
+                &[7u8; 32],
+                "a.txt",
+                file,
+                Some((key, record(noisy(40_000, 1)))),
+            );
             cache.shutdown();
         }
         let path = dir.path().join(CACHE_FILE);

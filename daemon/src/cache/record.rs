@@ -317,7 +317,10 @@ mod tests {
         };
         let bytes = encode_content(&rec).unwrap();
         assert!(bytes.len() < rec.preserved.text.len() / 4);
-        assert_eq!(content_value_len(&bytes[..CONTENT_HEADER]), Some(bytes.len()));
+        assert_eq!(
+            content_value_len(&bytes[..CONTENT_HEADER]),
+            Some(bytes.len())
+        );
         assert_eq!(decode_content(&bytes), Some(rec));
         assert_eq!(decode_content(b""), None);
         // Truncated, overlong, a lying decoded length, an older format: all misses.
