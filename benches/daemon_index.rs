@@ -168,6 +168,15 @@ fn main() {
         verdict(persisted_med <= 2.0 * rg_med),
     );
     row(
+        "    daemon CPU at ready, user + system (s)",
+        format!(
+            "{:.1}",
+            median(&cold.iter().map(|c| c.cpu).collect::<Vec<_>>())
+        ),
+        String::new(),
+        "",
+    );
+    row(
         "    files read / reused / skipped in the cold pass",
         format!(
             "{} / {} / {}",
@@ -409,6 +418,22 @@ struct Mem {
     rss: u64,
 }
 
+/// User + system CPU seconds of a process so far (`/proc/<pid>/stat`).
+fn cpu_of(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the parenthesised command name start at field 3 (state).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let field = |n: usize| {
+        rest.split_whitespace()
+            .nth(n - 3)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (field(14) + field(15)) / ticks
+}
+
 fn mem_of(pid: u32) -> Mem {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let kb = |key: &str| {
@@ -436,6 +461,9 @@ struct Pass {
 #[derive(Clone, Copy)]
 struct Cold {
     ready: f64,
+    /// The daemon's user + system CPU seconds at `ready`: less sensitive to other load
+    /// on the machine than the wall clock.
+    cpu: f64,
     persisted: f64,
     pass: Pass,
     mem: Mem,
@@ -595,12 +623,14 @@ impl World {
         let d = self.start();
         let (_, ready, info) = self.until_ready(&d);
         let mem = mem_of(d.child.id());
+        let cpu = cpu_of(d.child.id());
         let spawned = d.spawned;
         self.stop(d);
         let persisted = spawned.elapsed().as_secs_f64();
         let cache_bytes = std::fs::metadata(self.state.join("cache.redb")).map_or(0, |m| m.len());
         Cold {
             ready,
+            cpu,
             persisted,
             pass: self.last_pass(),
             mem,
@@ -634,6 +664,7 @@ impl World {
     fn persisted_now(&self, warm: &[Warm]) -> Cold {
         Cold {
             ready: f64::NAN,
+            cpu: f64::NAN,
             persisted: f64::NAN,
             pass: Pass::default(),
             mem: Mem::default(),

@@ -1,4 +1,5 @@
-//! Dev tool: what a `cache.redb` holds (redb page accounting, value sizes per table).
+//! Dev tool: what a `cache.redb` holds (redb page accounting, value sizes per table; for
+//! `content` the entries are chunks, see `cache::CHUNK_BYTES`).
 //!
 //! `cargo run --release -p redctx-daemon --example cache_stats -- <copy of cache.redb>`
 //! (open a copy: the daemon holds the lock on the live file).
@@ -50,8 +51,10 @@ fn main() {
             if len > 4096 {
                 big += len;
             }
-            if name == "content" && v.value().len() > 5 {
-                raw += u32::from_le_bytes(v.value()[1..5].try_into().unwrap()) as u64;
+            // The first chunk of a content value (chunk number 0) carries its header:
+            // format byte, stored length, decoded length.
+            if name == "content" && k.value().ends_with(&[0, 0, 0, 0]) && v.value().len() > 9 {
+                raw += u32::from_le_bytes(v.value()[5..9].try_into().unwrap()) as u64;
             }
         }
         println!(

@@ -3,7 +3,11 @@
 //! Tables:
 //! - `content`: (keyed blake3 of the exact raw bytes, policy fingerprint, prose flag) →
 //!   [`ContentRecord`] (redacted text and counts; the non-line-preserving text only when
-//!   it differs). Identical files under one policy are redacted once.
+//!   it differs), zstd-compressed. Identical files under one policy are redacted once.
+//!   Stored under a 32-byte digest of the [`ContentKey`] plus a chunk number: a value is
+//!   split into chunks of [`CHUNK_BYTES`], each of which fills one 4 KiB redb leaf page on
+//!   its own, because redb stores a value larger than a page in a leaf of the next power
+//!   of two pages (a 5 KB value takes 8 KB) and that rounding cost a third of the file.
 //! - `files`: (root key, raw relative path) → [`FileRecord`] (the stat the content was
 //!   read at, the content hash, the line count).
 //! - `meta`: the cache format number.
@@ -40,8 +44,9 @@ const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// Layout version of the whole database; a mismatch rebuilds it. (2: file records say
-/// under which policy their content was stored.)
-pub const CACHE_FORMAT: u64 = 2;
+/// under which policy their content was stored; 3: zstd content in page-sized chunks
+/// under digest keys.)
+pub const CACHE_FORMAT: u64 = 3;
 
 /// Bump whenever the redaction engine's output for the same policy changes, so older
 /// cached text is never served. Part of the policy fingerprint.
@@ -61,6 +66,71 @@ pub const LINGER: Duration = Duration::from_millis(20);
 /// about four times a second instead of fifty; a single edit is committed after
 /// [`LINGER`] of quiet. Readers see queued records at once either way.
 pub const MAX_LINGER: Duration = Duration::from_millis(250);
+
+/// Largest chunk of a content value: one chunk with its key exactly fills a 4 KiB redb
+/// leaf page (page minus the leaf header, the two length fields and the key).
+pub const CHUNK_BYTES: usize = 4096 - 4 - 8 - CONTENT_DB_KEY;
+
+/// Bytes of a content table key: digest of the [`ContentKey`] and chunk number (u32 BE).
+const CONTENT_DB_KEY: usize = 36;
+
+/// The content table's key of chunk `chunk` of the record under `key`.
+fn chunk_key(key: &ContentKey, chunk: u32) -> [u8; CONTENT_DB_KEY] {
+    let mut out = [0u8; CONTENT_DB_KEY];
+    out[..32].copy_from_slice(blake3::hash(key).as_bytes());
+    out[32..].copy_from_slice(&chunk.to_be_bytes());
+    out
+}
+
+/// Reads the content value under `key` by joining its chunks (numbered from 0, in key
+/// order); `Some(None)` when chunks exist but do not make up one whole value.
+fn read_chunks(
+    table: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    key: &ContentKey,
+) -> Result<Option<Option<Vec<u8>>>, redb::Error> {
+    let first = chunk_key(key, 0);
+    let last = chunk_key(key, u32::MAX);
+    let mut value: Vec<u8> = Vec::new();
+    let mut expected = None;
+    for (n, item) in table
+        .range::<&[u8]>(first.as_slice()..=last.as_slice())?
+        .enumerate()
+    {
+        let (k, v) = item?;
+        if k.value()[32..] != (n as u32).to_be_bytes() {
+            return Ok(Some(None));
+        }
+        let chunk = v.value();
+        if n == 0 {
+            let Some(len) = record::content_value_len(chunk) else {
+                return Ok(Some(None));
+            };
+            // The header is only trusted so far: a bogus length must not allocate much.
+            value.reserve_exact(len.min(1 << 20));
+            expected = Some(len);
+        }
+        value.extend_from_slice(chunk);
+        if Some(value.len()) >= expected {
+            break;
+        }
+    }
+    Ok(match expected {
+        None => None,
+        Some(len) if len == value.len() => Some(Some(value)),
+        Some(_) => Some(None),
+    })
+}
+
+/// Removes every chunk stored under `key`.
+fn remove_chunks(
+    table: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
+    key: &ContentKey,
+) -> Result<(), redb::Error> {
+    let first = chunk_key(key, 0);
+    let last = chunk_key(key, u32::MAX);
+    table.retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |_, _| false)?;
+    Ok(())
+}
 
 /// redb page cache (the OS page cache holds the rest).
 const DB_CACHE_BYTES: usize = 32 << 20;
@@ -384,7 +454,12 @@ impl Cache {
         if let Some((_, rec)) = self.pending.content.lock().ok()?.get(key) {
             return Some(rec.clone());
         }
-        let bytes = self.read_value(CONTENT, key)?;
+        let db = self.reader()?;
+        let found = (|| -> Result<Option<Option<Vec<u8>>>, redb::Error> {
+            let r = db.begin_read()?;
+            read_chunks(&r.open_table(CONTENT)?, key)
+        })();
+        let bytes = self.settle(found)?.unwrap_or_default();
         self.content_or_delete(key, &bytes)
     }
 
@@ -446,8 +521,8 @@ impl Cache {
                 None => db.begin_read()?,
             };
             let t = r.open_table(CONTENT)?;
-            Ok(t.get(ckey.as_slice())?
-                .map(|g| self.content_or_delete(&ckey, g.value())))
+            Ok(read_chunks(&t, &ckey)?
+                .map(|v| self.content_or_delete(&ckey, &v.unwrap_or_default())))
         })();
         Some((file, self.settle(found).flatten()))
     }
@@ -474,8 +549,9 @@ impl Cache {
         content: Option<(ContentKey, Arc<ContentRecord>)>,
     ) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        if let Some((key, rec)) = content {
-            let value = record::encode_content(&rec);
+        if let Some((key, rec)) = content
+            && let Some(value) = record::encode_content(&rec)
+        {
             if let Ok(mut p) = self.pending.content.lock() {
                 p.insert(key, (seq, rec));
             }
@@ -565,8 +641,9 @@ impl Cache {
     /// order, so the lookups walk the table's pages once).
     pub fn contents_present(&self, keys: &[ContentKey]) -> Vec<bool> {
         let mut present = vec![false; keys.len()];
+        let db_keys: Vec<_> = keys.iter().map(|k| chunk_key(k, 0)).collect();
         let mut order: Vec<usize> = (0..keys.len()).collect();
-        order.sort_unstable_by(|&a, &b| keys[a].cmp(&keys[b]));
+        order.sort_unstable_by(|&a, &b| db_keys[a].cmp(&db_keys[b]));
         if let Ok(p) = self.pending.content.lock() {
             for (i, key) in keys.iter().enumerate() {
                 present[i] = p.contains_key(key);
@@ -581,8 +658,8 @@ impl Cache {
             for &i in &order {
                 if !present[i] {
                     present[i] = t
-                        .get(keys[i].as_slice())?
-                        .is_some_and(|g| g.value().first() == Some(&record::RECORD_FORMAT));
+                        .get(db_keys[i].as_slice())?
+                        .is_some_and(|g| record::content_value_len(g.value()).is_some());
                 }
             }
             Ok(())
@@ -707,7 +784,11 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                     files.insert(key.as_slice(), value.as_slice())?;
                 }
                 Op::PutContent { key, value, .. } => {
-                    content.insert(key.as_slice(), value.as_slice())?;
+                    remove_chunks(&mut content, key)?;
+                    // At most MAX_DECODED_CONTENT / CHUNK_BYTES chunks: far below u32::MAX.
+                    for (n, chunk) in value.chunks(CHUNK_BYTES).enumerate() {
+                        content.insert(chunk_key(key, n as u32).as_slice(), chunk)?;
+                    }
                 }
                 Op::DeleteFile(key) => {
                     files.remove(key.as_slice())?;
@@ -728,7 +809,7 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                     }
                 }
                 Op::DeleteContent(key) => {
-                    content.remove(key.as_slice())?;
+                    remove_chunks(&mut content, key)?;
                 }
                 Op::ForgetRoot(root) => {
                     let mut doomed = Vec::new();
@@ -769,5 +850,157 @@ fn clear_pending(pending: &Pending, batch: &[Op]) {
                 content.remove(key);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Category, Counts};
+
+    fn record(text: String) -> Arc<ContentRecord> {
+        let mut counts = Counts::default();
+        counts.add(Category::from_name("SECRET").unwrap(), 3);
+        Arc::new(ContentRecord {
+            preserved: StoredText {
+                text: Arc::from(text),
+                counts: counts.clone(),
+            },
+            plain: PlainVariant::SameText { counts },
+        })
+    }
+
+    /// Text that compresses poorly, so its value spans many chunks.
+    fn noisy(len: usize, seed: u64) -> String {
+        let mut s = seed | 1;
+        (0..len)
+            .map(|i| {
+                if i % 64 == 63 {
+                    return '\n';
+                }
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                char::from(b'!' + (s % 90) as u8)
+            })
+            .collect()
+    }
+
+    fn chunks_of(path: &Path, key: &ContentKey) -> usize {
+        let db = Database::open(path).unwrap();
+        let r = db.begin_read().unwrap();
+        let t = r.open_table(CONTENT).unwrap();
+        let (first, last) = (chunk_key(key, 0), chunk_key(key, u32::MAX));
+        t.range::<&[u8]>(first.as_slice()..=last.as_slice())
+            .unwrap()
+            .count()
+    }
+
+    #[test]
+    fn a_large_record_spans_chunks_and_reads_back_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let (big, small) = ([1u8; 96], [2u8; 96]);
+        let file = FileRecord::new(&crate::fs::StatKey::default(), true, None);
+        let (big_rec, small_rec) = (record(noisy(60_000, 1)), record("x = 1\n".into()));
+        {
+            let cache = Cache::open(dir.path()).unwrap();
+            cache.put(&root, "big.txt", file, Some((big, big_rec.clone())));
+            cache.put(&root, "small.txt", file, Some((small, small_rec.clone())));
+            cache.shutdown();
+        }
+        let path = dir.path().join(CACHE_FILE);
+        assert!(chunks_of(&path, &big) > 5);
+        assert_eq!(chunks_of(&path, &small), 1);
+        let cache = Cache::open(dir.path()).unwrap();
+        assert_eq!(cache.get_content(&big), Some(big_rec.clone()));
+        assert_eq!(cache.get_content(&small), Some(small_rec));
+        let (_, served) = cache
+            .get_file_and_content(&root, "big.txt", |_| Some(big))
+            .unwrap();
+        assert_eq!(served, Some(big_rec));
+        assert_eq!(
+            cache.contents_present(&[small, [3u8; 96], big]),
+            vec![true, false, true]
+        );
+        assert_eq!(cache.stats().decode_errors.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_rewritten_record_leaves_no_chunks_of_the_old_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let key = [1u8; 96];
+        let file = FileRecord::new(&crate::fs::StatKey::default(), true, None);
+        let short = record(noisy(5_000, 2));
+        {
+            let cache = Cache::open(dir.path()).unwrap();
+            cache.put(&root, "a.txt", file, Some((key, record(noisy(40_000, 1)))));
+            cache.flush();
+            cache.put(&root, "a.txt", file, Some((key, short.clone())));
+            cache.shutdown();
+        }
+        let path = dir.path().join(CACHE_FILE);
+        let expected = record::encode_content(&short)
+            .unwrap()
+            .len()
+            .div_ceil(CHUNK_BYTES);
+        assert_eq!(chunks_of(&path, &key), expected);
+        let cache = Cache::open(dir.path()).unwrap();
+        assert_eq!(cache.get_content(&key), Some(short));
+    }
+
+    #[test]
+    fn a_record_missing_a_chunk_is_a_miss_and_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = [1u8; 96];
+        let file = FileRecord::new(&crate::fs::StatKey::default(), true, None);
+        {
+            let cache = Cache::open(dir.path()).unwrap();
+            cache.put(
+                &[7u8; 32],
+                "a.txt",
+                file,
+                Some((key, record(noisy(40_000, 1)))),
+            );
+            cache.shutdown();
+        }
+        let path = dir.path().join(CACHE_FILE);
+        {
+            let db = Database::open(&path).unwrap();
+            let w = db.begin_write().unwrap();
+            w.open_table(CONTENT)
+                .unwrap()
+                .remove(chunk_key(&key, 2).as_slice())
+                .unwrap();
+            w.commit().unwrap();
+        }
+        let cache = Cache::open(dir.path()).unwrap();
+        assert_eq!(cache.get_content(&key), None);
+        assert_eq!(cache.stats().decode_errors.load(Ordering::Relaxed), 1);
+        cache.shutdown();
+        drop(cache);
+        assert_eq!(chunks_of(&path, &key), 0);
+    }
+
+    #[test]
+    fn a_cache_of_the_previous_format_is_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CACHE_FILE);
+        {
+            // Format 2 stored one LZ4 value per 96-byte key.
+            let db = Database::create(&path).unwrap();
+            let w = db.begin_write().unwrap();
+            w.open_table(META).unwrap().insert("format", 2).unwrap();
+            w.open_table(CONTENT)
+                .unwrap()
+                .insert([1u8; 96].as_slice(), [1u8, 0, 0, 0, 0].as_slice())
+                .unwrap();
+            w.commit().unwrap();
+        }
+        let cache = Cache::open(dir.path()).unwrap();
+        assert!(cache.stats().rebuilt_on_open.load(Ordering::Relaxed));
+        assert_eq!(cache.get_content(&[1u8; 96]), None);
+        assert_eq!(cache.contents_present(&[[1u8; 96]]), vec![false]);
     }
 }
