@@ -537,7 +537,10 @@ impl ServedRoot {
     }
 
     /// The redacted content of a file as it is on disk now (see the module doc).
-    fn load(&self, rel: &str) -> Result<Loaded, ViewError> {
+    /// The current stat of `rel` once it passes the checks every content answer makes: a
+    /// path without symlinks, a regular file, admitted by the index, within the per-file
+    /// byte limit.
+    fn servable_stat(&self, rel: &str) -> Result<StatKey, ViewError> {
         let meta = fs::validate_components(&self.root, rel)?;
         let stat = StatKey::of(&meta);
         if !stat.is_regular() {
@@ -549,6 +552,31 @@ impl ServedRoot {
         if stat.size > self.limits.max_raw_bytes_per_file {
             return Err(ViewError::FileByteLimit);
         }
+        Ok(stat)
+    }
+
+    /// The line count kept in `rel`'s file record, when that record is trusted for the
+    /// file's current stat: `stat` answers from it without decoding the content. `None`
+    /// when only a read can tell (no cache, no record, a changed or unsettled file, a
+    /// file that is not text).
+    fn recorded_lines(&self, rel: &str) -> Result<Option<u64>, ViewError> {
+        let stat = self.servable_stat(rel)?;
+        self.index.note(rel, stat);
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        let Some((rec, _)) = cache.get_file_and_content(&self.root_key, rel, |_| None) else {
+            return Ok(None);
+        };
+        Ok(rec
+            .trusted_for(&stat)
+            .then_some(rec.text)
+            .flatten()
+            .map(|info| info.lines))
+    }
+
+    fn load(&self, rel: &str) -> Result<Loaded, ViewError> {
+        let stat = self.servable_stat(rel)?;
         self.index.note(rel, stat);
         if let Some(cache) = &self.cache
             && let Some((rec, content)) = cache.get_file_and_content(&self.root_key, rel, |rec| {
@@ -807,6 +835,9 @@ impl RootView for ServedRoot {
     }
 
     fn stat_line_count(&self, file: &Entry) -> Result<u64, ViewError> {
+        if let Some(lines) = self.recorded_lines(&file.rel)? {
+            return Ok(lines);
+        }
         match self.load(&file.rel) {
             Ok(loaded) => Ok(loaded.lines),
             Err(ViewError::NotText) => {

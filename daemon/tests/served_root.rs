@@ -816,3 +816,34 @@ fn shutdown_commits_and_closes_the_cache_while_roots_still_hold_it() {
     again.index_all();
     assert_eq!(again.progress().files_read, 0);
 }
+
+/// `stat` answers its line count from the file record when the record matches the file,
+/// and never from a record the file has moved past: an edit is counted on the next stat.
+#[test]
+fn stat_line_counts_come_from_the_record_and_follow_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let state = dir.path().join("state");
+    write(&root, "a.py", "x = 1\ny = 2\n");
+    {
+        let cache = Arc::new(Cache::open(&state).unwrap());
+        let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+        view.index_all();
+        cache.flush();
+    }
+    let cache = Arc::new(Cache::open(&state).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache), opts(true, 0)).unwrap();
+    view.index_all();
+    let entry = view.resolve("a.py").unwrap();
+    assert_eq!(view.stat_line_count(&entry), Ok(2));
+    assert_eq!(
+        view.counters()
+            .content_reads
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
+    // Same size, new content and line count: only the stat (mtime/ctime) tells.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&root, "a.py", "x=1\ny=2\nz=3\n");
+    assert_eq!(view.stat_line_count(&entry), Ok(3));
+}
