@@ -536,7 +536,6 @@ impl ServedRoot {
         cache::content_key(hash, &self.fingerprint, is_prose_path(rel), context)
     }
 
-    /// The redacted content of a file as it is on disk now (see the module doc).
     /// The current stat of `rel` once it passes the checks every content answer makes: a
     /// path without symlinks, a regular file, admitted by the index, within the per-file
     /// byte limit.
@@ -575,6 +574,7 @@ impl ServedRoot {
             .map(|info| info.lines))
     }
 
+    /// The redacted content of a file as it is on disk now (see the module doc).
     fn load(&self, rel: &str) -> Result<Loaded, ViewError> {
         let stat = self.servable_stat(rel)?;
         self.index.note(rel, stat);
