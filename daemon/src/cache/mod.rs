@@ -424,14 +424,7 @@ impl Cache {
             let t = r.open_table(table)?;
             Ok(t.get(key)?.map(|g| g.value().to_vec()))
         })();
-        match found {
-            Ok(value) => value,
-            Err(err) => {
-                self.stats.read_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(error = %err, "cache read failed; answering without the cache");
-                None
-            }
-        }
+        self.settle(found)
     }
 
     /// The file record of `rel` under a root, if any.

@@ -576,10 +576,9 @@ impl Index {
         self.insert_items(&mut tree, node, rel, items, started);
     }
 
-    /// Children of an admitted directory in reference order, fresh against the disk: the
-    /// directory is re-read when its `lstat` changed or was too recent to trust, and file
-    /// children are re-`lstat`ed so sizes are current.
-    pub fn children(&self, rel: &str) -> Result<Vec<Entry>, ViewError> {
+    /// The current stat of directory `rel` once it may be listed: a path without symlinks
+    /// to a directory the index admits.
+    fn listable_dir(&self, rel: &str) -> Result<StatKey, ViewError> {
         let meta = fs::validate_components(&self.root, rel)?;
         let dir_stat = StatKey::of(&meta);
         if !dir_stat.is_dir() {
@@ -588,6 +587,14 @@ impl Index {
         if !self.dir_is_admitted(rel) {
             return Err(ViewError::Excluded);
         }
+        Ok(dir_stat)
+    }
+
+    /// Children of an admitted directory in reference order, fresh against the disk: the
+    /// directory is re-read when its `lstat` changed or was too recent to trust, and file
+    /// children are re-`lstat`ed so sizes are current.
+    pub fn children(&self, rel: &str) -> Result<Vec<Entry>, ViewError> {
+        let dir_stat = self.listable_dir(rel)?;
         let (listed, reread) = match self.listing(rel, Some(&dir_stat)) {
             Some(listed) => (listed, false),
             None => {
@@ -642,14 +649,7 @@ impl Index {
         rel: &str,
         mut row: impl FnMut(Member<'_>) -> T,
     ) -> Result<Vec<T>, ViewError> {
-        let meta = fs::validate_components(&self.root, rel)?;
-        let dir_stat = StatKey::of(&meta);
-        if !dir_stat.is_dir() {
-            return Err(ViewError::NotADirectory);
-        }
-        if !self.dir_is_admitted(rel) {
-            return Err(ViewError::Excluded);
-        }
+        let dir_stat = self.listable_dir(rel)?;
         let mut member = |child_rel: &str, node: &tree::Node| {
             row(Member {
                 rel: child_rel,

@@ -54,13 +54,7 @@ pub const TRIGGER_WORDS: &[&str] = &[
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
 pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
-    let lower_has = |word: &str| {
-        let i = TRIGGER_WORDS
-            .iter()
-            .position(|w| *w == word)
-            .expect("a trigger word");
-        hits.has(ids, i)
-    };
+    let lower_has = |word: &str| hits.has_word(ids, TRIGGER_WORDS, word);
     let cookie_word = [
         "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
     ]

@@ -436,24 +436,13 @@ impl Pii {
         ids: WordIds,
         out: &mut Vec<Candidate>,
     ) {
-        let lower_has = |word: &str| {
-            let i = WORDS[..PHONE_WORDS_FROM]
-                .iter()
-                .position(|w| *w == word)
-                .expect("a structured-name trigger");
-            hits.has(ids, i)
-        };
+        let lower_has = |word: &str| hits.has_word(ids, &WORDS[..PHONE_WORDS_FROM], word);
         // Every structured-name regex matches within one line, so each runs only on the
         // lines that hold one of its trigger words (the whole file was scanned before).
         let lines_with = |words: &[&str]| {
             let mut starts: Vec<usize> = words
                 .iter()
-                .map(|w| {
-                    WORDS
-                        .iter()
-                        .position(|x| x == w)
-                        .expect("a structured-name trigger")
-                })
+                .map(|w| util::word_index(WORDS, w))
                 .flat_map(|i| hits.starts_of(ids, i))
                 .collect();
             starts.sort_unstable();

@@ -513,6 +513,13 @@ impl KeywordScan {
     }
 }
 
+/// Index of `word` in a family's word list; a word missing from its own list is a bug.
+pub fn word_index(list: &[&str], word: &str) -> usize {
+    list.iter()
+        .position(|w| *w == word)
+        .expect("a word of the family's list")
+}
+
 /// What [`KeywordScan::scan`] found in one text.
 pub struct KeywordHits {
     present: Vec<u64>,
@@ -526,6 +533,11 @@ impl KeywordHits {
         debug_assert!(i < ids.len as usize);
         let id = ids.base as usize + i;
         self.present[id / 64] & (1 << (id % 64)) != 0
+    }
+
+    /// True when `word`, one of the family's `list` (registered as `ids`), occurs.
+    pub fn has_word(&self, ids: WordIds, list: &[&str], word: &str) -> bool {
+        self.has(ids, word_index(list, word))
     }
 
     /// Start offsets of every occurrence of word `i` of the family `ids`, ascending.
