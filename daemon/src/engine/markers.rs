@@ -9,6 +9,7 @@
 //! inside a value that a later stage hashes (a URL that swallowed a secret's marker).
 
 use super::pipeline::EngineError;
+use std::rc::Rc;
 
 const PUA_MIN: u32 = 0xE000;
 const PUA_MAX: u32 = 0xF8FF;
@@ -20,7 +21,7 @@ pub struct Markers {
     prefix: char,
     suffix: char,
     digit_base: u32,
-    values: Vec<String>,
+    values: Vec<Rc<str>>,
 }
 
 impl Markers {
@@ -56,9 +57,9 @@ impl Markers {
     }
 
     /// Stores `value` and returns the marker that stands for it.
-    pub fn stash(&mut self, value: String) -> String {
+    pub fn stash(&mut self, value: impl Into<Rc<str>>) -> String {
         let index = self.values.len() as u32;
-        self.values.push(value);
+        self.values.push(value.into());
         let mut digits = Vec::new();
         let mut n = index;
         loop {
@@ -153,7 +154,7 @@ mod tests {
         let input = "x\u{e000}y";
         let mut m = Markers::new(input).unwrap();
         assert_eq!(u32::from(m.prefix), 0xE000 + BLOCK);
-        let a = m.stash("A".into());
+        let a = m.stash("A");
         let many: Vec<String> = (0..2000).map(|i| m.stash(format!("<{i}>"))).collect();
         assert!(!a.bytes().any(|b| b.is_ascii_digit()));
         let text = format!("{a}-{}-{}", many[0], many[1999]);

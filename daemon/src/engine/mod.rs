@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod detect;
+pub mod folded;
 pub mod markers;
 pub mod names;
 pub mod patterns;

@@ -20,7 +20,7 @@ pub fn heading_lines(text: &str) -> Vec<(usize, usize)> {
             p = end;
         }
         // Advance to the next line start.
-        match b[p..].iter().position(|&c| c == b'\r' || c == b'\n') {
+        match memchr::memchr2(b'\r', b'\n', &b[p..]) {
             Some(off) => p += off + 1,
             None => break,
         }
@@ -47,45 +47,54 @@ fn heading_at(b: &[u8], p: usize) -> Option<usize> {
     if i < b.len() && !matches!(b[i], b' ' | b'\t' | b'\r' | b'\n') {
         return None;
     }
-    let end = b[i..]
-        .iter()
-        .position(|&c| c == b'\r' || c == b'\n')
-        .map_or(b.len(), |o| i + o);
+    let end = memchr::memchr2(b'\r', b'\n', &b[i..]).map_or(b.len(), |o| i + o);
     Some(end)
 }
 
-/// Runs `sub` separately on heading lines and on the text between them, so no match
-/// crosses a heading line; `sub(piece, on_heading)` returns the new piece, or `None` when
-/// it is unchanged. `None` when no piece changed.
-pub fn by_heading(text: &str, mut sub: impl FnMut(&str, bool) -> Option<String>) -> Option<String> {
-    let mut pieces = Vec::new();
-    let mut pos = 0;
-    for (s, e) in heading_lines(text) {
-        pieces.push((pos, s, false));
-        pieces.push((s, e, true));
-        pos = e;
-    }
-    pieces.push((pos, text.len(), false));
-    let mut out: Option<String> = None;
-    for (s, e, heading) in pieces {
-        let piece = &text[s..e];
-        match sub(piece, heading) {
-            Some(new) => {
-                let buf = out.get_or_insert_with(|| {
-                    let mut buf = String::with_capacity(text.len() + 64);
-                    buf.push_str(&text[..s]);
-                    buf
-                });
-                buf.push_str(&new);
-            }
-            None => {
-                if let Some(buf) = out.as_mut() {
-                    buf.push_str(piece);
-                }
-            }
+/// `finder` run separately on the heading lines of a text and on the text between
+/// them, each piece searched as a text of its own, so no match crosses a heading line
+/// (the reference substitutes piece by piece).
+pub struct ByHeading<'f, F: ?Sized> {
+    finder: &'f F,
+    /// Contiguous pieces covering the text: (start, end, is a heading line).
+    pieces: Vec<(usize, usize, bool)>,
+}
+
+impl<'f, F: Finder + ?Sized> ByHeading<'f, F> {
+    /// Splits `text` (the text the finder will search) into its pieces.
+    pub fn new(finder: &'f F, text: &str) -> ByHeading<'f, F> {
+        let mut pieces = Vec::new();
+        let mut pos = 0;
+        for (s, e) in heading_lines(text) {
+            pieces.push((pos, s, false));
+            pieces.push((s, e, true));
+            pos = e;
         }
+        pieces.push((pos, text.len(), false));
+        ByHeading { finder, pieces }
     }
-    out
+
+    /// Whether the match starting at `at` lies on a heading line.
+    pub fn on_heading(&self, at: usize) -> bool {
+        let i = self.pieces.partition_point(|&(_, e, _)| e <= at);
+        self.pieces.get(i).is_some_and(|&(_, _, heading)| heading)
+    }
+}
+
+impl<F: Finder + ?Sized> Finder for ByHeading<'_, F> {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        let first = self.pieces.partition_point(|&(_, e, _)| e <= start);
+        self.pieces[first..].iter().find_map(|&(ps, pe, _)| {
+            let (s, e) = self
+                .finder
+                .find_from(&hay[ps..pe], start.saturating_sub(ps))?;
+            Some((ps + s, ps + e))
+        })
+    }
+
+    fn uses_word_boundary(&self) -> bool {
+        self.finder.uses_word_boundary()
+    }
 }
 
 static LABEL_AHEAD: LazyLock<Regex> = LazyLock::new(|| {

@@ -1,21 +1,23 @@
 //! The redaction pipeline (spec 5.4): stage order, markers, placeholders, path redaction.
 
 use super::detect::{DetectContext, Detector, Finding};
+use super::folded::FoldedSet;
 use super::markers::{Markers, line_breaks};
-use super::names::{ACRONYM, IDENTITY_NAME, ProperNames, TITLECASE, by_heading};
+use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
 use super::patterns::{
     CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
     PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
-use super::pyre::{Finder, Guard, PyPattern, shadow, substitute, substitute_on};
+use super::pyre::{Finder, Guard, PyPattern, Splicer, shadow, substitute, substitute_into};
 use super::text::is_py_space;
 use super::wordlists::{
     COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
     PATH_ALLOW_TERMS, RESERVED_PLACEHOLDER_WORDS,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// Per-category substitution counts of one redaction (every occurrence counts).
@@ -79,9 +81,9 @@ pub struct Engine {
     /// Allow-list matcher (built-in + months/days + config `allow`).
     allow: Option<PyPattern>,
     /// Casefolded allow list.
-    allow_lookup: HashSet<String>,
+    allow_lookup: FoldedSet,
     /// Allow list plus heading words plus common capitalized words, casefolded.
-    heading_lookup: HashSet<String>,
+    heading_lookup: FoldedSet,
     /// Normalized declared alias → (group entity hex, form suffix).
     alias_links: HashMap<String, (String, String)>,
     /// The built-in secret/PII detector layer, when the policy enables it.
@@ -95,12 +97,20 @@ pub struct Engine {
 /// Entries one thread's placeholder memo holds before it starts over (a few MB).
 const PLACEHOLDER_MEMO_ENTRIES: usize = 50_000;
 
-/// Placeholders a thread made, for the engine that made them last.
+/// Placeholders a thread made, for the engine that made them last. Starting over
+/// empties the maps but keeps their capacity, so a long run does not regrow them.
 #[derive(Default)]
 struct PlaceholderMemo {
     engine: u64,
     len: usize,
-    entries: HashMap<Category, HashMap<String, String>>,
+    entries: foldhash::HashMap<Category, foldhash::HashMap<String, Rc<str>>>,
+}
+
+impl PlaceholderMemo {
+    fn start_over(&mut self) {
+        self.entries.values_mut().for_each(|m| m.clear());
+        self.len = 0;
+    }
 }
 
 thread_local! {
@@ -137,48 +147,96 @@ impl Call<'_> {
 
     /// Protects `value` verbatim from every later stage.
     fn protect(&mut self, value: &str) -> String {
-        self.markers.stash(value.to_owned())
+        self.markers.stash(value)
     }
 }
 
-/// The text between stages, with its word-class [`shadow`] kept until a stage changes
-/// the text: most stages match nothing in most files, so one shadow serves many.
+/// The text between stages, with its word-class [`shadow`] kept in step: stages that
+/// change a few words splice the shadow instead of shadowing the whole text again.
 struct Working {
     text: String,
-    shadow: Option<String>,
+    shadow: Shadow,
+}
+
+/// What is known of the shadow of [`Working::text`].
+enum Shadow {
+    /// The text is ASCII: it is its own shadow.
+    Ascii,
+    Known(String),
+    Unknown,
 }
 
 impl Working {
     fn new(text: String) -> Working {
-        Working { text, shadow: None }
+        let shadow = if text.is_ascii() {
+            Shadow::Ascii
+        } else {
+            Shadow::Unknown
+        };
+        Working { text, shadow }
+    }
+
+    /// The shadow, when known without computing it.
+    fn known_shadow(&self) -> Option<&str> {
+        match &self.shadow {
+            Shadow::Ascii => Some(&self.text),
+            Shadow::Known(s) => Some(s),
+            Shadow::Unknown => None,
+        }
+    }
+
+    /// What a `\b` pattern must search: the text itself when it is ASCII, else its
+    /// shadow (computed now if unknown).
+    fn boundary_hay(&mut self) -> &str {
+        if let Shadow::Unknown = self.shadow {
+            self.shadow = Shadow::Known(shadow(&self.text));
+        }
+        self.known_shadow().expect("shadow just made known")
     }
 
     /// One stage: every match of `finder` becomes `replace(match)`.
-    fn apply<F: Finder + ?Sized>(&mut self, finder: &F, replace: impl FnMut(&str) -> String) {
-        let changed = if finder.uses_word_boundary() {
-            self.with_boundary_hay(|text, hay| substitute_on(finder, text, hay, replace))
+    fn apply<F: Finder + ?Sized>(&mut self, finder: &F, mut replace: impl FnMut(&str) -> String) {
+        self.apply_at(finder, |_, m| replace(m));
+    }
+
+    /// As [`Working::apply`], `replace` also getting each match's start.
+    fn apply_at<F: Finder + ?Sized>(
+        &mut self,
+        finder: &F,
+        replace: impl FnMut(usize, &str) -> String,
+    ) {
+        if finder.uses_word_boundary() {
+            self.boundary_hay();
+        }
+        let hay = if finder.uses_word_boundary() {
+            self.known_shadow().expect("boundary hay made known")
         } else {
-            substitute_on(finder, &self.text, &self.text, replace)
+            &self.text
         };
-        if let Some(changed) = changed {
-            self.set(changed);
+        let mut splicer = Splicer::new(&self.text, self.known_shadow());
+        substitute_into(finder, hay, &mut splicer, replace);
+        if let Some((text, shadow)) = splicer.finish() {
+            self.text = text;
+            self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
         }
     }
 
-    /// Runs `f(text, hay)` where `hay` is what a `\b` pattern must search: the text
-    /// itself when it is ASCII, else its shadow.
-    fn with_boundary_hay<R>(&mut self, f: impl FnOnce(&str, &str) -> R) -> R {
-        if self.text.is_ascii() {
-            return f(&self.text, &self.text);
+    /// A stage that rewrites the text through a splicer, searching the boundary hay.
+    fn splice(&mut self, f: impl FnOnce(&str, &mut Splicer<'_>)) {
+        self.boundary_hay();
+        let hay = self.known_shadow().expect("boundary hay made known");
+        let mut splicer = Splicer::new(&self.text, Some(hay));
+        f(hay, &mut splicer);
+        if let Some((text, shadow)) = splicer.finish() {
+            self.text = text;
+            self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
         }
-        let hay = self.shadow.get_or_insert_with(|| shadow(&self.text));
-        f(&self.text, hay)
     }
 
     /// A stage that rewrites the text by other means.
     fn set(&mut self, text: String) {
         self.text = text;
-        self.shadow = None;
+        self.shadow = Shadow::Unknown;
     }
 }
 
@@ -268,17 +326,11 @@ impl Engine {
             .collect();
         allow_terms.extend(policy.allow.iter().map(String::as_str));
         allow_terms.retain(|t| !t.is_empty());
-        let allow_lookup: HashSet<String> = allow_terms
-            .iter()
-            .map(|t| placeholder::casefold(t))
-            .collect();
+        let allow_lookup: FoldedSet = allow_terms.iter().copied().collect();
         let mut heading_lookup = allow_lookup.clone();
-        heading_lookup.extend(HEADING_TERMS.iter().map(|t| (*t).to_owned()));
-        heading_lookup.extend(
-            COMMON_CAPITALIZED_WORDS
-                .iter()
-                .map(|t| placeholder::casefold(t)),
-        );
+        for word in HEADING_TERMS.iter().chain(COMMON_CAPITALIZED_WORDS) {
+            heading_lookup.insert(word);
+        }
         let allow = compile_terms(allow_terms.iter().copied());
 
         let mut alias_links = HashMap::new();
@@ -339,24 +391,23 @@ impl Engine {
     /// The placeholder for `value` in `category` (a linked form for declared aliases),
     /// from this thread's memo when this engine made it before: code repeats its words
     /// across files, and a fresh placeholder costs a normalisation and an HMAC.
-    fn placeholder(&self, category: Category, value: &str) -> String {
+    fn placeholder(&self, category: Category, value: &str) -> Rc<str> {
         PLACEHOLDER_MEMO.with_borrow_mut(|memo| {
             if memo.engine != self.id {
                 memo.engine = self.id;
-                memo.entries.clear();
+                memo.start_over();
             }
             if let Some(p) = memo.entries.get(&category).and_then(|m| m.get(value)) {
-                return p.clone();
+                return Rc::clone(p);
             }
-            let p = self.fresh_placeholder(category, value);
+            let p: Rc<str> = self.fresh_placeholder(category, value).into();
             if memo.len >= PLACEHOLDER_MEMO_ENTRIES {
-                memo.entries.clear();
-                memo.len = 0;
+                memo.start_over();
             }
             memo.entries
                 .entry(category)
                 .or_default()
-                .insert(value.to_owned(), p.clone());
+                .insert(value.to_owned(), Rc::clone(&p));
             memo.len += 1;
             p
         })
@@ -436,46 +487,33 @@ impl Engine {
         }
         if heuristics {
             w.apply(&*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
-            if let Some(changed) = by_heading(&w.text, |piece, heading| {
-                substitute(&ProperNames, piece, |m| {
-                    self.proper_name(m, heading, &mut call)
-                })
-            }) {
-                w.set(changed);
-            }
-            if let Some(changed) =
-                w.with_boundary_hay(|text, hay| identity_lines(text, hay, &mut call))
-            {
-                w.set(changed);
-            }
+            let names = ByHeading::new(&ProperNames, &w.text);
+            w.apply_at(&names, |at, m| {
+                self.proper_name(m, names.on_heading(at), &mut call)
+            });
+            w.splice(|hay, splicer| identity_lines(hay, splicer, &mut call));
             w.apply(&*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
             if self.policy.mode == Mode::Strict {
                 w.apply(&ACRONYM, |m| {
-                    if self.allow_lookup.contains(&placeholder::casefold(m)) {
+                    if self.allow_lookup.contains(m) {
                         m.to_owned()
                     } else {
                         call.redact(Category::ENTITY, m)
                     }
                 });
-                let titled = by_heading(&w.text, |piece, heading| {
-                    substitute(&TITLECASE, piece, |m| {
-                        let lookup = if heading {
-                            &self.heading_lookup
-                        } else {
-                            &self.allow_lookup
-                        };
-                        if lookup.contains(&placeholder::casefold(m))
-                            || COMMON_CAPITALIZED_WORDS.contains(&m)
-                        {
-                            m.to_owned()
-                        } else {
-                            call.redact(Category::ENTITY, m)
-                        }
-                    })
+                let titled = ByHeading::new(&TITLECASE, &w.text);
+                w.apply_at(&titled, |at, m| {
+                    let lookup = if titled.on_heading(at) {
+                        &self.heading_lookup
+                    } else {
+                        &self.allow_lookup
+                    };
+                    if lookup.contains(m) || COMMON_CAPITALIZED_WORDS.contains(&m) {
+                        m.to_owned()
+                    } else {
+                        call.redact(Category::ENTITY, m)
+                    }
                 });
-                if let Some(changed) = titled {
-                    w.set(changed);
-                }
             }
         }
         if !precise && !findings.is_empty() {
@@ -507,17 +545,13 @@ impl Engine {
     /// A multi-word proper name: allow-listed runs stay; on heading lines, heading words
     /// at either end stay and only the span between the first and last other word goes.
     fn proper_name(&self, value: &str, heading: bool, call: &mut Call<'_>) -> String {
-        if self.allow_lookup.contains(&placeholder::casefold(value)) {
+        if self.allow_lookup.contains(value) {
             return value.to_owned();
         }
         let (mut start, mut end) = (0, value.len());
         if heading {
             let words: Vec<(usize, usize)> = py_words(value)
-                .filter(|&(a, b)| {
-                    !self
-                        .heading_lookup
-                        .contains(&placeholder::casefold(&value[a..b]))
-                })
+                .filter(|&(a, b)| !self.heading_lookup.contains(&value[a..b]))
                 .collect();
             let (Some(first), Some(last)) = (words.first(), words.last()) else {
                 return value.to_owned();
@@ -541,7 +575,7 @@ impl Engine {
             let value = collapse_space(&text[f.start..f.end]);
             let key = placeholder::casefold(&value);
             if value.is_empty()
-                || self.allow_lookup.contains(&key)
+                || self.allow_lookup.contains_folded(&key)
                 || RESERVED_PLACEHOLDER_WORDS.contains(&key.as_str())
                 || categories.contains_key(&key)
             {
@@ -598,7 +632,7 @@ impl Engine {
             }
             let token = &text[s..e];
             let key = placeholder::casefold(token);
-            if self.allow_lookup.contains(&key)
+            if self.allow_lookup.contains_folded(&key)
                 || PATH_ALLOW_TERMS.contains(&key.as_str())
                 || Category::from_name(token).is_some()
             {
@@ -779,32 +813,19 @@ fn replace_spans(
 }
 
 /// Identity lines (`Attendees: Avery, Kim`): the label is protected, every name-like
-/// word of the value becomes a PERSON.
-/// `text` with identity-line labels protected and the names in their values redacted;
-/// `None` when there is no identity line. `hay` is `text` or its shadow.
-fn identity_lines(text: &str, hay: &str, call: &mut Call<'_>) -> Option<String> {
-    let mut out = String::new();
-    let mut last = 0;
+/// word of the value becomes a PERSON. `hay` is the splicer's source or its shadow.
+fn identity_lines(hay: &str, splicer: &mut Splicer<'_>, call: &mut Call<'_>) {
+    let text = splicer.source();
     for caps in IDENTITY_LINE.captures_iter(hay) {
         let span = |i: usize| caps.get(i).map_or(0..0, |m| m.range());
         let whole = span(0);
-        out.push_str(&text[last..whole.start]);
         let label = call.protect(&text[span(1)]);
         let value = &text[span(4)];
-        let names = substitute(&IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m))
-            .unwrap_or_else(|| value.to_owned());
-        out.push_str(&label);
-        out.push_str(&text[span(2)]);
-        out.push(':');
-        out.push_str(&text[span(3)]);
-        out.push_str(&names);
-        last = whole.end;
+        let names = substitute(&IDENTITY_NAME, value, |m| call.redact(Category::PERSON, m));
+        let names = names.as_deref().unwrap_or(value);
+        let line = format!("{label}{}:{}{names}", &text[span(2)], &text[span(3)]);
+        splicer.replace(whole.start, whole.end, &line);
     }
-    if last == 0 && out.is_empty() {
-        return None;
-    }
-    out.push_str(&text[last..]);
-    Some(out)
 }
 
 /// Replaces detector findings at their positions in the original text, except where

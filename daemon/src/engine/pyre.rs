@@ -352,13 +352,17 @@ fn rust_word(c: char) -> bool {
 /// every text holds after its first redaction.
 pub fn shadow(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    push_shadow(&mut out, text);
+    out
+}
+
+/// Appends the [`shadow`] of `text` to `out`. A shadow is decided character by
+/// character, so the shadow of a concatenation is the concatenation of shadows.
+fn push_shadow(out: &mut String, text: &str) {
     let mut rest = text;
     while !rest.is_empty() {
         // Copy the ASCII run in one go; only non-ASCII characters need a decision.
-        let ascii = rest
-            .bytes()
-            .position(|b| !b.is_ascii())
-            .unwrap_or(rest.len());
+        let ascii = ascii_prefix_len(rest.as_bytes());
         out.push_str(&rest[..ascii]);
         rest = &rest[ascii..];
         let Some(c) = rest.chars().next() else { break };
@@ -384,7 +388,81 @@ pub fn shadow(text: &str) -> String {
             }
         }
     }
-    out
+}
+
+/// Length of the leading ASCII run of `b`, eight bytes at a time.
+fn ascii_prefix_len(b: &[u8]) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while i + 8 <= b.len() {
+        let word = u64::from_le_bytes(b[i..i + 8].try_into().expect("eight bytes"));
+        if word & HIGH != 0 {
+            return i + (word & HIGH).trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    i + b[i..]
+        .iter()
+        .position(|c| !c.is_ascii())
+        .unwrap_or(b.len() - i)
+}
+
+/// Builds a rewritten copy of a text, replacement by replacement, and the copy's
+/// [`shadow`] alongside when the source's is known: kept spans copy the old shadow and
+/// only replacements are shadowed anew, so a stage that changes a few words does not
+/// pay for shadowing the whole text again.
+pub struct Splicer<'a> {
+    src: &'a str,
+    src_shadow: Option<&'a str>,
+    out: Option<(String, Option<String>)>,
+    last: usize,
+}
+
+impl<'a> Splicer<'a> {
+    /// `src_shadow` is the shadow of `src` (`src` itself when it is ASCII), if known.
+    pub fn new(src: &'a str, src_shadow: Option<&'a str>) -> Splicer<'a> {
+        debug_assert!(src_shadow.is_none_or(|h| h.len() == src.len()));
+        Splicer {
+            src,
+            src_shadow,
+            out: None,
+            last: 0,
+        }
+    }
+
+    /// The text being rewritten.
+    pub fn source(&self) -> &'a str {
+        self.src
+    }
+
+    /// Replaces `src[start..end]` (at or after the previous replacement) with `with`.
+    pub fn replace(&mut self, start: usize, end: usize, with: &str) {
+        let (src, src_shadow, last) = (self.src, self.src_shadow, self.last);
+        let (out, out_shadow) = self.out.get_or_insert_with(|| {
+            // Replacements (markers) are usually longer than what they replace.
+            let capacity = src.len() + src.len() / 8 + 64;
+            let shadow = src_shadow.map(|_| String::with_capacity(capacity));
+            (String::with_capacity(capacity), shadow)
+        });
+        out.push_str(&src[last..start]);
+        out.push_str(with);
+        if let (Some(sh), Some(src_sh)) = (out_shadow.as_mut(), src_shadow) {
+            sh.push_str(&src_sh[last..start]);
+            push_shadow(sh, with);
+        }
+        self.last = end;
+    }
+
+    /// The rewritten text and its shadow (when the source's was known); `None` when
+    /// nothing was replaced.
+    pub fn finish(self) -> Option<(String, Option<String>)> {
+        let (mut out, mut out_shadow) = self.out?;
+        out.push_str(&self.src[self.last..]);
+        if let (Some(sh), Some(src_sh)) = (out_shadow.as_mut(), self.src_shadow) {
+            sh.push_str(&src_sh[self.last..]);
+        }
+        Some((out, out_shadow))
+    }
 }
 
 /// Python `pattern.sub(callback, text)`: replaces every match, left to right. Returns
@@ -393,7 +471,7 @@ pub fn shadow(text: &str) -> String {
 pub fn substitute<F: Finder + ?Sized>(
     finder: &F,
     text: &str,
-    replace: impl FnMut(&str) -> String,
+    mut replace: impl FnMut(&str) -> String,
 ) -> Option<String> {
     let shadow_text;
     let hay = if finder.uses_word_boundary() && !text.is_ascii() {
@@ -402,42 +480,37 @@ pub fn substitute<F: Finder + ?Sized>(
     } else {
         text
     };
-    substitute_on(finder, text, hay, replace)
+    let mut splicer = Splicer::new(text, None);
+    substitute_into(finder, hay, &mut splicer, |_, m| replace(m));
+    splicer.finish().map(|(text, _)| text)
 }
 
-/// As [`substitute`], searching `hay`: `text` itself or its [`shadow`] (same offsets).
-pub fn substitute_on<F: Finder + ?Sized>(
+/// As [`substitute`], searching `hay` (the splicer's source or its [`shadow`], same
+/// offsets) and writing into `splicer`; `replace` gets each match's start and text.
+pub fn substitute_into<F: Finder + ?Sized>(
     finder: &F,
-    text: &str,
     hay: &str,
-    mut replace: impl FnMut(&str) -> String,
-) -> Option<String> {
+    splicer: &mut Splicer<'_>,
+    mut replace: impl FnMut(usize, &str) -> String,
+) {
+    let text = splicer.src;
     debug_assert_eq!(text.len(), hay.len());
-    let mut out: Option<String> = None;
-    let mut last = 0;
     let mut pos = 0;
     let mut cache = Vec::new();
     while let Some((s, e)) = finder.find_from_cached(hay, pos, &mut cache) {
-        let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
-        buf.push_str(&text[last..s]);
-        buf.push_str(&replace(&text[s..e]));
-        last = e;
+        let with = replace(s, &text[s..e]);
+        if with != text[s..e] {
+            splicer.replace(s, e, &with);
+        }
         pos = if e > s {
             e
         } else {
-            // An empty match: step over one character, as Python does.
+            // An empty match: step over one character, as Python does (the character
+            // is kept by the next copy).
             match text[e..].chars().next() {
-                Some(c) => {
-                    buf.push(c);
-                    last = e + c.len_utf8();
-                    e + c.len_utf8()
-                }
+                Some(c) => e + c.len_utf8(),
                 None => break,
             }
         };
     }
-    if let Some(buf) = out.as_mut() {
-        buf.push_str(&text[last..]);
-    }
-    out
 }
