@@ -8,6 +8,7 @@
 pub mod config;
 pub mod detect;
 pub mod folded;
+pub mod gate;
 pub mod markers;
 pub mod names;
 pub mod patterns;

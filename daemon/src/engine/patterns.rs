@@ -1,6 +1,7 @@
 //! The reference's built-in baseline patterns (spec 5.4), rewritten for [`PyPattern`]
 //! so that every match equals Python's. Compiled once per process.
 
+use super::gate::{ByteClass, DIGITS, RunGated};
 use super::placeholder::Category;
 use super::pyre::{Alternation, Finder, Guard, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
@@ -10,16 +11,44 @@ use std::sync::LazyLock;
 pub struct Stage {
     pub name: &'static str,
     pub category: Category,
-    pub finder: Alternation,
+    pub finder: Box<dyn Finder + Send + Sync>,
 }
 
 fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
     Stage {
         name,
         category,
-        finder: Alternation(vec![p]),
+        finder: Box::new(p),
     }
 }
+
+/// A stage whose every match lies in one run of `class` bytes, holds at least
+/// `min_len` bytes and `min_core` `core` bytes, and looks at most one character past
+/// its end (see [`RunGated`]).
+fn gated(
+    name: &'static str,
+    category: Category,
+    p: PyPattern,
+    class: ByteClass,
+    core: ByteClass,
+    (min_len, min_core): (usize, usize),
+) -> Stage {
+    Stage {
+        name,
+        category,
+        finder: Box::new(RunGated {
+            inner: p,
+            class,
+            core,
+            min_len,
+            min_core,
+        }),
+    }
+}
+
+/// Python's `\d` and `\s` also hold non-ASCII characters: every numeric gate takes
+/// non-ASCII bytes as possible digits.
+const ANY_DIGIT: ByteClass = ByteClass::new(DIGITS, true);
 
 /// `(?!X)` for a single-character class X, as a consuming alternative.
 fn not_followed_by(class_body: &str) -> String {
@@ -144,16 +173,57 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
         Stage {
             name: "generic_secret",
             category: Category::SECRET,
-            finder: Alternation(vec![provider_tokens(), assignment_secret()]),
+            finder: Box::new(Alternation(vec![provider_tokens(), assignment_secret()])),
         },
-        single("hex_secret", Category::SECRET, hex_secret()),
+        // `[0-9a-f]{64,}`: ASCII hex only (no character case-folds into it).
+        gated(
+            "hex_secret",
+            Category::SECRET,
+            hex_secret(),
+            ByteClass::new(b"0123456789abcdefABCDEF", false),
+            ByteClass::new(b"0123456789abcdefABCDEF", false),
+            (64, 64),
+        ),
         single("url", Category::URL, url()),
         single("email", Category::EMAIL, email()),
         single("uuid", Category::ID, uuid()),
-        single("ipv4", Category::IP, ipv4()),
-        single("ssn", Category::SSN, ssn()),
-        single("card", Category::CARD, card()),
-        single("phone", Category::PHONE, phone()),
+        // Four dotted groups of digits: 7+ bytes, 4+ digits; `\b` reads one character.
+        gated(
+            "ipv4",
+            Category::IP,
+            ipv4(),
+            ByteClass::new(b"0123456789.", true),
+            ANY_DIGIT,
+            (7, 4),
+        ),
+        // `ddd-dd-dddd`: 11 bytes, 9 digits.
+        gated(
+            "ssn",
+            Category::SSN,
+            ssn(),
+            ByteClass::new(b"0123456789-", true),
+            ANY_DIGIT,
+            (11, 9),
+        ),
+        // 13 to 19 digits with spaces or hyphens between; the tail reads one character.
+        gated(
+            "card",
+            Category::CARD,
+            card(),
+            ByteClass::new(b"0123456789 -", true),
+            ANY_DIGIT,
+            (13, 13),
+        ),
+        // At least three groups of two digits, with `+ ( ) . -` and whitespace between
+        // (`\s` and `\x1c`-`\x1f`); the tail reads one character.
+        gated(
+            "phone",
+            Category::PHONE,
+            phone(),
+            ByteClass::new(b"0123456789+().- \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", true),
+            ANY_DIGIT,
+            (6, 6),
+        ),
         single("domain", Category::DOMAIN, domain()),
         single("handle", Category::HANDLE, handle()),
     ]
@@ -444,6 +514,84 @@ pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each run-gated stage finds, from every start, what its plain pattern finds, on
+    /// generated text mixing the characters its class admits, the ones it refuses,
+    /// Unicode digits and spaces, and placeholder markers.
+    #[test]
+    fn gated_stages_equal_their_plain_patterns() {
+        let plain: [(&str, PyPattern); 5] = [
+            ("hex_secret", hex_secret()),
+            ("ipv4", ipv4()),
+            ("ssn", ssn()),
+            ("card", card()),
+            ("phone", phone()),
+        ];
+        let pieces = [
+            "4111 1111 1111 1111",
+            "4111-1111-1111-1112",
+            "123-45-6789",
+            "10.0.0.1",
+            "+1 (555) 010-2030",
+            "555.010.2030",
+            "0123456789abcdef0123456789abcdef",
+            "ABCDEF",
+            "٣٤٥",
+            "\u{a0}",
+            "\u{2003}",
+            "\x1c",
+            "\n",
+            "\t",
+            " ",
+            "-",
+            ".",
+            "(",
+            ")",
+            "+",
+            "7",
+            "42",
+            "x",
+            "é",
+            "\u{e000}\u{e002}\u{e001}",
+            "v1.2.3",
+        ];
+        let mut state = 17u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        let hays: Vec<String> = (0..300)
+            .map(|_| {
+                (0..1 + next(16))
+                    .map(|_| pieces[next(pieces.len())])
+                    .collect()
+            })
+            .collect();
+        for (name, pattern) in plain {
+            let stage = EARLY_STAGES
+                .iter()
+                .find(|s| s.name == name)
+                .expect("stage exists");
+            for hay in &hays {
+                let hay = if pattern.uses_word_boundary() {
+                    crate::engine::pyre::shadow(hay)
+                } else {
+                    hay.clone()
+                };
+                let mut start = 0;
+                while start <= hay.len() {
+                    assert_eq!(
+                        stage.finder.find_from(&hay, start),
+                        pattern.find_from(&hay, start),
+                        "{name} from {start} in {hay:?}"
+                    );
+                    start += hay[start..].chars().next().map_or(1, char::len_utf8);
+                }
+            }
+        }
+    }
 
     /// The private-host stage finds, match after match, what searching both patterns
     /// afresh from every start finds (the suffix gate and the no-match memory change

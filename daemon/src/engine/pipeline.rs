@@ -469,14 +469,14 @@ impl Engine {
         w.apply(placeholders, |m| call.protect(m));
         let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
         for stage in stages {
-            w.apply(&stage.finder, |m| call.redact(stage.category, m));
+            w.apply(&*stage.finder, |m| call.redact(stage.category, m));
         }
         if precise {
             w.apply(&*PRIVATE_HOSTS, |m| call.redact(Category::URL, m));
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
             for stage in EXTENDED_STAGES.iter() {
-                w.apply(&stage.finder, |m| call.redact(stage.category, m));
+                w.apply(&*stage.finder, |m| call.redact(stage.category, m));
             }
         }
         for (category, pattern) in &self.terms {
@@ -885,7 +885,7 @@ pub fn claimed_before_configured_terms(value: &str) -> bool {
     placeholder::PLACEHOLDER_RE.is_match(value)
         || EARLY_STAGES
             .iter()
-            .any(|stage| stage.finder.find_at(value, 0).is_some())
+            .any(|stage| stage.finder.find_from(value, 0).is_some())
 }
 
 #[cfg(test)]
