@@ -40,7 +40,8 @@ impl ByteClass {
         ByteClass(table)
     }
 
-    fn has(&self, b: u8) -> bool {
+    /// Whether `b` is in the set.
+    pub fn has(&self, b: u8) -> bool {
         self.0[b as usize]
     }
 }

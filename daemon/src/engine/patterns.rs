@@ -161,6 +161,80 @@ pub fn domain() -> PyPattern {
     )
 }
 
+/// [`domain`], searched only around dots followed by a segment that can be a TLD of
+/// the pattern. A match is labels and dots ending in a whole TLD segment, all inside
+/// one run of `[A-Za-z0-9.-]` (plus non-ASCII: IGNORECASE folds `İ ı ſ K` onto
+/// letters), starting after a character outside that class (its guard), and it reads at
+/// most one character past the run. So the pattern runs only on such a run, on the
+/// haystack cut one character after it.
+pub struct DomainCandidates {
+    inner: PyPattern,
+}
+
+/// Bytes of a domain run.
+const DOMAIN_RUN: ByteClass = ByteClass::new(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-",
+    true,
+);
+
+impl DomainCandidates {
+    /// Whether `segment` (the bytes after a dot up to the next byte outside
+    /// `[A-Za-z0-9-]`) can be the TLD of a match: a generic TLD in any ASCII case, a
+    /// ccTLD of the pattern in exact case, or anything holding a non-ASCII byte.
+    fn may_be_tld(segment: &[u8]) -> bool {
+        if !segment.is_ascii() {
+            return true;
+        }
+        if segment.len() == 2 && COUNTRY_TLDS.iter().any(|t| t.as_bytes() == segment) {
+            return !FILE_LIKE_TLDS.iter().any(|t| t.as_bytes() == segment);
+        }
+        GENERIC_TLDS
+            .iter()
+            .any(|t| t.as_bytes().eq_ignore_ascii_case(segment))
+    }
+}
+
+impl Finder for DomainCandidates {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        let b = hay.as_bytes();
+        let mut at = start;
+        while let Some(offset) = memchr::memchr(b'.', &b[at..]) {
+            let dot = at + offset;
+            let segment_end = dot
+                + 1
+                + b[dot + 1..]
+                    .iter()
+                    .position(|&c| !(c.is_ascii_alphanumeric() || c == b'-' || c >= 0x80))
+                    .unwrap_or(b.len() - dot - 1);
+            let segment = &b[dot + 1..segment_end];
+            if !Self::may_be_tld(segment) {
+                at = dot + 1;
+                continue;
+            }
+            let mut run_start = dot;
+            while run_start > start && DOMAIN_RUN.has(b[run_start - 1]) {
+                run_start -= 1;
+            }
+            let mut run_end = segment_end;
+            while run_end < b.len() && DOMAIN_RUN.has(b[run_end]) {
+                run_end += 1;
+            }
+            // Both ends are boundaries: the run is ASCII or whole characters, and the
+            // byte before it (if any) is ASCII or `start`.
+            let cut = run_end + hay[run_end..].chars().next().map_or(0, char::len_utf8);
+            if let Some(found) = self.inner.find_from(&hay[..cut], run_start) {
+                return Some(found);
+            }
+            at = run_end;
+        }
+        None
+    }
+
+    fn uses_word_boundary(&self) -> bool {
+        self.inner.uses_word_boundary()
+    }
+}
+
 fn handle() -> PyPattern {
     PyPattern::new(r"@[A-Za-z0-9_][A-Za-z0-9_.-]+", Guard::NotWordOrSlash)
 }
@@ -224,7 +298,11 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
             ANY_DIGIT,
             (6, 6),
         ),
-        single("domain", Category::DOMAIN, domain()),
+        Stage {
+            name: "domain",
+            category: Category::DOMAIN,
+            finder: Box::new(DomainCandidates { inner: domain() }),
+        },
         single("handle", Category::HANDLE, handle()),
     ]
 });
@@ -520,12 +598,13 @@ mod tests {
     /// Unicode digits and spaces, and placeholder markers.
     #[test]
     fn gated_stages_equal_their_plain_patterns() {
-        let plain: [(&str, PyPattern); 5] = [
+        let plain: [(&str, PyPattern); 6] = [
             ("hex_secret", hex_secret()),
             ("ipv4", ipv4()),
             ("ssn", ssn()),
             ("card", card()),
             ("phone", phone()),
+            ("domain", domain()),
         ];
         let pieces = [
             "4111 1111 1111 1111",
@@ -554,6 +633,20 @@ mod tests {
             "é",
             "\u{e000}\u{e002}\u{e001}",
             "v1.2.3",
+            "example.com",
+            "api.Example.COM.",
+            "x.de",
+            "x.DE",
+            "self.value",
+            "foo.py",
+            "a-b.io",
+            "@",
+            "/",
+            "_",
+            "ſ",
+            "db01.internal",
+            "www",
+            "CLOUD",
         ];
         let mut state = 17u64;
         let mut next = |n: usize| {
