@@ -8,7 +8,7 @@
 
 use redctx_daemon::engine::names::{ACRONYM, ProperNames, TITLECASE};
 use redctx_daemon::engine::patterns::{EARLY_STAGES, ORG_SUFFIX, SPEAKER_LABEL};
-use redctx_daemon::engine::pyre::{Finder, shadow};
+use redctx_daemon::engine::pyre::{FindCache, Finder, shadow};
 use std::path::Path;
 use std::time::Instant;
 
@@ -37,7 +37,7 @@ fn time<F: Finder + ?Sized>(name: &str, finder: &F, texts: &[String], shadows: &
     let mut matches = 0;
     for hay in hays {
         let mut pos = 0;
-        let mut cache = Vec::new();
+        let mut cache = FindCache::default();
         while let Some((s, e)) = finder.find_from_cached(hay, pos, &mut cache) {
             matches += 1;
             pos = if e > s {

@@ -16,7 +16,8 @@
 //! past its end. The look-behind side is untouched: the haystack is never cut at the
 //! front, so guards and `\b` see the real preceding character.
 
-use super::pyre::Finder;
+use super::pyre::{FindCache, Finder, MatchAt, PyPattern};
+use aho_corasick::{AhoCorasick, MatchKind};
 
 /// A set of bytes, as a lookup table.
 pub struct ByteClass([bool; 256]);
@@ -122,10 +123,99 @@ impl<F: Finder> Finder for RunGated<F> {
     }
 }
 
+/// A case-insensitive pattern whose every match starts with one of a set of ASCII
+/// literals (ASCII case ignored): the candidate starts come from one case-sensitive
+/// Aho-Corasick scan (SIMD-accelerated for small sets) of the haystack with its ASCII
+/// letters lowercased, and an anchored search checks each candidate. Alternations of
+/// case-insensitive words get no literal prefilter from `regex`, so without the gate
+/// the lazy DFA reads every byte.
+///
+/// Under IGNORECASE `ſ`, `K` (Kelvin), `İ` and `ı` also match ASCII letters; a text
+/// holding any of them is searched with the plain pattern.
+pub struct LiteralGated<P = PyPattern> {
+    pub inner: P,
+    /// Over the lowercased literals; `None` when some literal is not ASCII (then
+    /// always the plain search).
+    starts: Option<AhoCorasick>,
+}
+
+impl<P: MatchAt> LiteralGated<P> {
+    /// `literals` must hold the text every match of `inner` starts with, for some
+    /// literal, up to ASCII case.
+    pub fn new<'a>(inner: P, literals: impl IntoIterator<Item = &'a str>) -> LiteralGated<P> {
+        let literals: Vec<String> = literals
+            .into_iter()
+            .map(|l| l.to_ascii_lowercase())
+            .collect();
+        let usable = !literals.is_empty() && literals.iter().all(|l| !l.is_empty() && l.is_ascii());
+        let starts = usable
+            .then(|| {
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .build(&literals)
+                    .ok()
+            })
+            .flatten();
+        LiteralGated { inner, starts }
+    }
+}
+
+/// Whether `hay` holds a character Python's IGNORECASE equates with an ASCII letter
+/// (`İ` U+0130, `ı` U+0131, `ſ` U+017F, `K` U+212A).
+fn has_ascii_fold_stand_in(hay: &str) -> bool {
+    if hay.is_ascii() {
+        return false;
+    }
+    let b = hay.as_bytes();
+    memchr::memchr3_iter(0xC4, 0xC5, 0xE2, b).any(|i| {
+        matches!(
+            (b[i], b.get(i + 1), b.get(i + 2)),
+            (0xC4, Some(0xB0 | 0xB1), _) | (0xC5, Some(0xBF), _) | (0xE2, Some(0x84), Some(0xAA))
+        )
+    })
+}
+
+impl<P: MatchAt> Finder for LiteralGated<P> {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        self.find_from_cached(hay, start, &mut FindCache::default())
+    }
+
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut FindCache,
+    ) -> Option<(usize, usize)> {
+        let Some(starts) = &self.starts else {
+            return self.inner.find_from_cached(hay, start, cache);
+        };
+        let lowered = cache.ascii_lower.get_or_insert_with(|| {
+            (!has_ascii_fold_stand_in(hay)).then(|| hay.to_ascii_lowercase())
+        });
+        let Some(lowered) = lowered.as_deref() else {
+            return self.inner.find_from_cached(hay, start, cache);
+        };
+        let mut at = start;
+        while at <= hay.len() {
+            let candidate = starts.find(aho_corasick::Input::new(lowered).span(at..hay.len()))?;
+            if let Some(found) = self.inner.match_at(hay, candidate.start()) {
+                return Some(found);
+            }
+            // Candidates start with an ASCII byte: the next byte is a boundary.
+            at = candidate.start() + 1;
+        }
+        None
+    }
+
+    fn uses_word_boundary(&self) -> bool {
+        self.inner.uses_word_boundary()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::pyre::{Guard, PyPattern};
+    use crate::engine::pyre::Guard;
 
     /// Deterministic pseudo-random haystacks built from `pieces`.
     fn haystacks(pieces: &[&str], count: usize, seed: u64) -> Vec<String> {

@@ -1,9 +1,9 @@
 //! The reference's built-in baseline patterns (spec 5.4), rewritten for [`PyPattern`]
 //! so that every match equals Python's. Compiled once per process.
 
-use super::gate::{ByteClass, DIGITS, RunGated};
+use super::gate::{ByteClass, DIGITS, LiteralGated, RunGated};
 use super::placeholder::Category;
-use super::pyre::{Alternation, Finder, Guard, PY_SPACE, PyPattern};
+use super::pyre::{Alternation, FindCache, Finder, Guard, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
 use std::sync::LazyLock;
 
@@ -65,6 +65,31 @@ pub fn assignment_secret() -> PyPattern {
         Guard::NotLetterCi,
     )
 }
+
+/// What every match of [`provider_tokens`] starts with (ASCII case ignored).
+const PROVIDER_PREFIXES: &[&str] = &[
+    "akia",
+    "asia",
+    "github_pat_",
+    "gho_",
+    "ghp_",
+    "ghs_",
+    "ghu_",
+    "sk-",
+    "xoxb-",
+    "xoxa-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "aiza",
+    "bearer",
+];
+
+/// What every match of [`assignment_secret`] starts with (ASCII case ignored).
+const SECRET_KEY_WORDS: &[&str] = &["api", "secret", "token", "passw", "pwd", "private"];
+
+/// What every match of [`salt_assignment`] starts with (ASCII case ignored).
+const SALT_WORDS: &[&str] = &["vault", "redaction", "salt"];
 
 fn provider_tokens() -> PyPattern {
     PyPattern::new(
@@ -239,15 +264,29 @@ fn handle() -> PyPattern {
     PyPattern::new(r"@[A-Za-z0-9_][A-Za-z0-9_.-]+", Guard::NotWordOrSlash)
 }
 
+fn salt_stage() -> Stage {
+    Stage {
+        name: "salt",
+        category: Category::SECRET,
+        finder: Box::new(LiteralGated::new(
+            salt_assignment(),
+            SALT_WORDS.iter().copied(),
+        )),
+    }
+}
+
 /// Default-profile stages that run before configured terms, in pipeline order.
 pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
         single("pem", Category::SECRET, pem()),
-        single("salt", Category::SECRET, salt_assignment()),
+        salt_stage(),
         Stage {
             name: "generic_secret",
             category: Category::SECRET,
-            finder: Box::new(Alternation(vec![provider_tokens(), assignment_secret()])),
+            finder: Box::new(LiteralGated::new(
+                Alternation(vec![provider_tokens(), assignment_secret()]),
+                PROVIDER_PREFIXES.iter().chain(SECRET_KEY_WORDS).copied(),
+            )),
         },
         // `[0-9a-f]{64,}`: ASCII hex only (no character case-folds into it).
         gated(
@@ -312,8 +351,15 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
 pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
         single("pem", Category::SECRET, pem()),
-        single("salt", Category::SECRET, salt_assignment()),
-        single("provider_tokens", Category::SECRET, provider_tokens()),
+        salt_stage(),
+        Stage {
+            name: "provider_tokens",
+            category: Category::SECRET,
+            finder: Box::new(LiteralGated::new(
+                provider_tokens(),
+                PROVIDER_PREFIXES.iter().copied(),
+            )),
+        },
     ]
 });
 
@@ -375,7 +421,7 @@ impl PrivateHosts {
 
 impl Finder for PrivateHosts {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        self.find_from_cached(hay, start, &mut Vec::new())
+        self.find_from_cached(hay, start, &mut FindCache::default())
     }
 
     /// Remembers which pattern has no private match left, and skips the bare-domain
@@ -386,8 +432,9 @@ impl Finder for PrivateHosts {
         &self,
         hay: &str,
         start: usize,
-        cache: &mut Vec<Option<Option<(usize, usize)>>>,
+        cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
+        let cache = &mut cache.slots;
         static SUFFIXES: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
             aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
@@ -593,18 +640,50 @@ pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
 mod tests {
     use super::*;
 
-    /// Each run-gated stage finds, from every start, what its plain pattern finds, on
+    /// Code mode's gated provider-token stage finds what the plain pattern finds.
+    #[test]
+    fn gated_provider_tokens_equal_the_plain_pattern() {
+        let stage = CODE_STAGES
+            .iter()
+            .find(|s| s.name == "provider_tokens")
+            .expect("stage exists");
+        let plain = provider_tokens();
+        for hay in [
+            "x AKIAABCDEFGHIJKLMNOP y",
+            "ſk-abcdefghijklmnopqrstuv and sk-abcdefghijklmnopqrstuv",
+            "asK-abcdefghijklmnopqrstuvw Bearer abcdefghijklmnop",
+            "\u{e000}\u{e002}\u{e001}ghp_abcdefghijklmnopqrstuvwxyz",
+            "no tokens here, only ask- and xoxb-short",
+        ] {
+            let hay = crate::engine::pyre::shadow(hay);
+            let mut start = 0;
+            while start <= hay.len() {
+                assert_eq!(
+                    stage.finder.find_from(&hay, start),
+                    plain.find_from(&hay, start)
+                );
+                start += hay[start..].chars().next().map_or(1, char::len_utf8);
+            }
+        }
+    }
+
+    /// Each gated stage finds, from every start, what its plain pattern finds, on
     /// generated text mixing the characters its class admits, the ones it refuses,
     /// Unicode digits and spaces, and placeholder markers.
     #[test]
     fn gated_stages_equal_their_plain_patterns() {
-        let plain: [(&str, PyPattern); 6] = [
-            ("hex_secret", hex_secret()),
-            ("ipv4", ipv4()),
-            ("ssn", ssn()),
-            ("card", card()),
-            ("phone", phone()),
-            ("domain", domain()),
+        let plain: Vec<(&str, Box<dyn Finder>)> = vec![
+            ("hex_secret", Box::new(hex_secret())),
+            ("ipv4", Box::new(ipv4())),
+            ("ssn", Box::new(ssn())),
+            ("card", Box::new(card())),
+            ("phone", Box::new(phone())),
+            ("domain", Box::new(domain())),
+            ("salt", Box::new(salt_assignment())),
+            (
+                "generic_secret",
+                Box::new(Alternation(vec![provider_tokens(), assignment_secret()])),
+            ),
         ];
         let pieces = [
             "4111 1111 1111 1111",
@@ -647,6 +726,22 @@ mod tests {
             "db01.internal",
             "www",
             "CLOUD",
+            "AKIAABCDEFGHIJKLMNOP",
+            "api_key = abcdefgh1234",
+            "Token: 'abcdefghij'",
+            "Bearer abcdefghijklmnop",
+            "sk-abcdefghijklmnopqrstu",
+            "ſk-abcdefghijklmnopqrstuv",
+            "\u{212A}",
+            "İ",
+            "salt=xyz",
+            "VAULT-SALT: q",
+            "PASSWORD=hunter2hunter2",
+            "passwd: hunter2hunter2",
+            "xoxb-1234567890",
+            "ghp_abcdefghijklmnopqrstuvwxyz",
+            "private_key",
+            "=",
         ];
         let mut state = 17u64;
         let mut next = |n: usize| {
@@ -667,6 +762,7 @@ mod tests {
                 .iter()
                 .find(|s| s.name == name)
                 .expect("stage exists");
+            let code_stage = CODE_STAGES.iter().find(|s| s.name == name);
             for hay in &hays {
                 let hay = if pattern.uses_word_boundary() {
                     crate::engine::pyre::shadow(hay)
@@ -675,11 +771,15 @@ mod tests {
                 };
                 let mut start = 0;
                 while start <= hay.len() {
+                    let expected = pattern.find_from(&hay, start);
                     assert_eq!(
                         stage.finder.find_from(&hay, start),
-                        pattern.find_from(&hay, start),
+                        expected,
                         "{name} from {start} in {hay:?}"
                     );
+                    if let Some(code_stage) = code_stage {
+                        assert_eq!(code_stage.finder.find_from(&hay, start), expected);
+                    }
                     start += hay[start..].chars().next().map_or(1, char::len_utf8);
                 }
             }
@@ -731,7 +831,7 @@ mod tests {
                     (u, d) => u.or(d),
                 }
             };
-            let mut cache = Vec::new();
+            let mut cache = FindCache::default();
             let mut start = 0;
             loop {
                 let got = hosts.find_from_cached(&hay, start, &mut cache);

@@ -2,6 +2,7 @@
 
 use super::detect::{DetectContext, Detector, Finding};
 use super::folded::FoldedSet;
+use super::gate::LiteralGated;
 use super::markers::{Markers, line_breaks};
 use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
 use super::patterns::{
@@ -10,7 +11,9 @@ use super::patterns::{
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
-use super::pyre::{Finder, Guard, PyPattern, Splicer, shadow, substitute, substitute_into};
+use super::pyre::{
+    FindCache, Finder, Guard, PyPattern, Splicer, shadow, substitute, substitute_into,
+};
 use super::text::is_py_space;
 use super::wordlists::{
     COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
@@ -77,7 +80,7 @@ pub enum EngineError {
 pub struct Engine {
     policy: Arc<Policy>,
     /// Configured-term matchers, in stage order (CLIENT, ORG, PERSON, SENSITIVE).
-    terms: Vec<(Category, PyPattern)>,
+    terms: Vec<(Category, LiteralGated)>,
     /// Allow-list matcher (built-in + months/days + config `allow`).
     allow: Option<PyPattern>,
     /// Casefolded allow list.
@@ -156,6 +159,9 @@ impl Call<'_> {
 struct Working {
     text: String,
     shadow: Shadow,
+    /// The text lowercased, as [`FindCache::ascii_lower`]: literal-gated stages in a
+    /// row (configured terms, the allow list) share it while none changes the text.
+    ascii_lower: Option<Option<String>>,
 }
 
 /// What is known of the shadow of [`Working::text`].
@@ -173,7 +179,11 @@ impl Working {
         } else {
             Shadow::Unknown
         };
-        Working { text, shadow }
+        Working {
+            text,
+            shadow,
+            ascii_lower: None,
+        }
     }
 
     /// The shadow, when known without computing it.
@@ -208,16 +218,24 @@ impl Working {
         if finder.uses_word_boundary() {
             self.boundary_hay();
         }
+        let mut cache = FindCache {
+            ascii_lower: self.ascii_lower.take(),
+            ..FindCache::default()
+        };
         let hay = if finder.uses_word_boundary() {
             self.known_shadow().expect("boundary hay made known")
         } else {
             &self.text
         };
         let mut splicer = Splicer::new(&self.text, self.known_shadow());
-        substitute_into(finder, hay, &mut splicer, replace);
-        if let Some((text, shadow)) = splicer.finish() {
-            self.text = text;
-            self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
+        substitute_into(finder, hay, &mut splicer, &mut cache, replace);
+        match splicer.finish() {
+            Some((text, shadow)) => {
+                self.text = text;
+                self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
+            }
+            // Unchanged text: what the finders learnt of it still holds.
+            None => self.ascii_lower = cache.ascii_lower,
         }
     }
 
@@ -230,6 +248,7 @@ impl Working {
         if let Some((text, shadow)) = splicer.finish() {
             self.text = text;
             self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
+            self.ascii_lower = None;
         }
     }
 
@@ -237,6 +256,7 @@ impl Working {
     fn set(&mut self, text: String) {
         self.text = text;
         self.shadow = Shadow::Unknown;
+        self.ascii_lower = None;
     }
 }
 
@@ -261,10 +281,14 @@ fn is_term_separator(c: char) -> bool {
 
 /// `compile_terms_pattern`: one case-insensitive alternation of terms whose words match
 /// across any run of space, tab, `_` or `-`, longest pattern first, guarded by ASCII
-/// letters/digits on both sides.
-fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPattern> {
+/// letters/digits on both sides; with the first word of every term (every match starts
+/// with one, for a [`LiteralGated`] scan).
+fn compile_terms<'a>(
+    terms: impl IntoIterator<Item = &'a str>,
+) -> Option<(PyPattern, Vec<&'a str>)> {
     let mut seen = HashSet::new();
     let mut parts: Vec<(usize, String)> = Vec::new();
+    let mut first_words: Vec<&str> = Vec::new();
     for term in terms {
         let cleaned = term.trim_matches(is_py_space);
         if cleaned.is_empty() {
@@ -293,6 +317,7 @@ fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPatte
         if !seen.insert(key) || tokens.is_empty() {
             continue;
         }
+        first_words.push(tokens[0]);
         let py_len =
             tokens.iter().map(|t| py_escape_len(t)).sum::<usize>() + (tokens.len() - 1) * 8;
         let source = tokens
@@ -311,10 +336,11 @@ fn compile_terms<'a>(terms: impl IntoIterator<Item = &'a str>) -> Option<PyPatte
         .map(|(_, p)| format!("(?:{p})"))
         .collect::<Vec<_>>()
         .join("|");
-    Some(PyPattern::with_one_char_tail(
+    let pattern = PyPattern::with_one_char_tail(
         &format!(r"(?i)({body})(?-i:[^A-Za-z0-9\x{{130}}\x{{131}}\x{{17F}}\x{{212A}}]|\z)"),
         Guard::NotAlnumCi,
-    ))
+    );
+    Some((pattern, first_words))
 }
 
 impl Engine {
@@ -331,7 +357,9 @@ impl Engine {
         for word in HEADING_TERMS.iter().chain(COMMON_CAPITALIZED_WORDS) {
             heading_lookup.insert(word);
         }
-        let allow = compile_terms(allow_terms.iter().copied());
+        // Not literal-gated: its short words (`AD`, `AI`, `CI`) start inside most
+        // identifiers, so checking each candidate costs more than the regex's scan.
+        let allow = compile_terms(allow_terms.iter().copied()).map(|(pattern, _)| pattern);
 
         let mut alias_links = HashMap::new();
         let mut alias_terms: HashMap<Category, Vec<&str>> = HashMap::new();
@@ -366,8 +394,8 @@ impl Engine {
                 .map(String::as_str)
                 .chain(alias_terms.get(&category).into_iter().flatten().copied())
                 .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()));
-            if let Some(p) = compile_terms(all) {
-                terms.push((category, p));
+            if let Some((pattern, first_words)) = compile_terms(all) {
+                terms.push((category, LiteralGated::new(pattern, first_words)));
             }
         }
         let policy_detectors = policy.detectors.then(Detector::new);
@@ -1019,6 +1047,97 @@ mod tests {
         );
         assert_eq!(engine.redact_path("context").unwrap().text, "context");
         assert_eq!(engine.redact_path("docs").unwrap().text, "docs");
+    }
+
+    /// The literal gate of configured terms finds, from every start, what the plain
+    /// alternation finds: on generated text of terms (and, as a harder case, the allow
+    /// list's short words) in mixed case, glued to letters, split by separators, next
+    /// to markers and next to the characters IGNORECASE folds onto ASCII letters.
+    #[test]
+    fn gated_terms_equal_the_plain_alternation() {
+        let gate = |terms: &[&'static str]| {
+            let (pattern, first_words) = compile_terms(terms.iter().copied()).expect("terms");
+            LiteralGated::new(pattern, first_words)
+        };
+        let terms = [
+            "Acme Logistics",
+            "ZEPHYR-7",
+            "Initech",
+            "CI/CD",
+            "Müller",
+            "sk",
+        ];
+        let allow: Vec<&str> = DEFAULT_ALLOW_TERMS
+            .iter()
+            .chain(MONTHS_AND_DAYS)
+            .copied()
+            .collect();
+        let with_non_ascii = gate(&terms);
+        let ascii_terms = gate(&terms[..4]);
+        let allow = gate(&allow);
+        let pieces = [
+            "acme",
+            "ACME",
+            "Acme",
+            " ",
+            "_",
+            "-",
+            "\t",
+            "logistics",
+            "Logistics",
+            "zephyr",
+            "7",
+            "initech",
+            "x",
+            "CI/CD",
+            "ci/cd",
+            "API",
+            "api",
+            "Apis",
+            "AD",
+            "add",
+            "May",
+            "monday",
+            "\u{e000}\u{e002}\u{e001}",
+            "\n",
+            "ſ",
+            "K",
+            "İ",
+            "ı",
+            "é",
+            "müller",
+            "Sk",
+            ".",
+            "ſk",
+            "İnitech",
+            "\u{212A}",
+            "ınıtech",
+            "AcMe",
+        ];
+        let mut state = 29u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize % n
+        };
+        for _ in 0..400 {
+            let hay: String = (0..1 + next(14))
+                .map(|_| pieces[next(pieces.len())])
+                .collect();
+            for gated in [&with_non_ascii, &ascii_terms, &allow] {
+                let mut cache = crate::engine::pyre::FindCache::default();
+                let mut start = 0;
+                while start <= hay.len() {
+                    assert_eq!(
+                        gated.find_from_cached(&hay, start, &mut cache),
+                        gated.inner.find_from(&hay, start),
+                        "from {start} in {hay:?}"
+                    );
+                    start += hay[start..].chars().next().map_or(1, char::len_utf8);
+                }
+            }
+        }
     }
 
     #[test]

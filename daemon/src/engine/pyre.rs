@@ -16,6 +16,7 @@
 
 use super::text::{is_py_digit, is_py_word};
 use regex::Regex;
+use regex_automata::{Anchored, Input, meta};
 use std::sync::LazyLock;
 
 /// Python's whitespace class `\s` (Unicode `White_Space` plus `\x1c`–`\x1f`).
@@ -75,7 +76,7 @@ impl Guard {
 /// A pattern with Python `finditer` semantics.
 #[derive(Clone, Debug)]
 pub struct PyPattern {
-    re: Regex,
+    re: meta::Regex,
     guard: Guard,
     /// Capture groups whose end is the match end (first present wins); empty = group 0.
     end_groups: Vec<usize>,
@@ -135,6 +136,43 @@ impl PyPattern {
         self
     }
 
+    /// The regex's leftmost-first match at or after `at` (exactly at `at` when
+    /// `anchored`), as Python's span: the tail or end group applied, guards not yet.
+    fn raw_match(&self, hay: &str, at: usize, anchored: bool) -> Option<(usize, usize)> {
+        let mode = if anchored {
+            Anchored::Yes
+        } else {
+            Anchored::No
+        };
+        let input = Input::new(hay).span(at..hay.len()).anchored(mode);
+        if self.one_char_tail {
+            let m = self.re.search(&input)?;
+            // Before the end of the haystack the tail consumed exactly one character.
+            if m.end() < hay.len() {
+                let last = hay[..m.end()].chars().next_back().map_or(0, char::len_utf8);
+                return Some((m.start(), m.end() - last));
+            }
+        }
+        if self.needs_captures {
+            let mut caps = self.re.create_captures();
+            self.re.search_captures(&input, &mut caps);
+            let whole = caps.get_match()?;
+            let end = self
+                .end_groups
+                .iter()
+                .find_map(|&g| caps.get_group(g).map(|m| m.end))
+                .unwrap_or(whole.end());
+            return Some((whole.start(), end));
+        }
+        self.re.search(&input).map(|m| (m.start(), m.end()))
+    }
+
+    /// Whether a candidate found by the regex is one Python reports (its guard and
+    /// after-check hold).
+    fn accepts(&self, hay: &str, (s, e): (usize, usize)) -> bool {
+        self.guard.allows(hay[..s].chars().next_back()) && self.after.is_none_or(|f| f(&hay[e..]))
+    }
+
     /// The next match at or after byte `start`, as Python would find it.
     pub fn find_at(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
         let mut at = start;
@@ -142,34 +180,8 @@ impl PyPattern {
             if at > hay.len() {
                 return None;
             }
-            let tail_match = if self.one_char_tail {
-                let m = self.re.find_at(hay, at)?;
-                // Before the end of the haystack the tail consumed exactly one character.
-                (m.end() < hay.len()).then(|| {
-                    let last = hay[..m.end()].chars().next_back().map_or(0, char::len_utf8);
-                    (m.start(), m.end() - last)
-                })
-            } else {
-                None
-            };
-            let (s, e) = if let Some(found) = tail_match {
-                found
-            } else if self.needs_captures {
-                let caps = self.re.captures_at(hay, at)?;
-                let whole = caps.get(0).expect("group 0 is always present");
-                let end = self
-                    .end_groups
-                    .iter()
-                    .find_map(|&g| caps.get(g).map(|m| m.end()))
-                    .unwrap_or(whole.end());
-                (whole.start(), end)
-            } else {
-                let m = self.re.find_at(hay, at)?;
-                (m.start(), m.end())
-            };
-            let prev = hay[..s].chars().next_back();
-            let after_ok = self.after.is_none_or(|f| f(&hay[e..]));
-            if self.guard.allows(prev) && after_ok {
+            let (s, e) = self.raw_match(hay, at, false)?;
+            if self.accepts(hay, (s, e)) {
                 return Some((s, e));
             }
             // Python would try every later start; skip the ones the guard refuses anyway.
@@ -182,6 +194,16 @@ impl PyPattern {
                 at += hay[at..].chars().next().map_or(1, char::len_utf8);
             }
         }
+    }
+
+    /// The match Python would report starting exactly at `at`, if any. The search is
+    /// anchored, so its cost is the length of the candidate, not of the haystack.
+    pub fn match_at(&self, hay: &str, at: usize) -> Option<(usize, usize)> {
+        if !self.guard.allows(hay[..at].chars().next_back()) {
+            return None;
+        }
+        let found = self.raw_match(hay, at, true)?;
+        self.accepts(hay, found).then_some(found)
     }
 
     /// Whether the pattern matches anywhere in `hay`.
@@ -235,12 +257,17 @@ fn python_case_insensitive(source: &str) -> String {
     rewrite(&hir).to_string()
 }
 
-fn compile(source: &str) -> Regex {
+/// Compiles with the settings `regex::RegexBuilder` would use, on the meta regex
+/// directly so that searches can be anchored (see [`PyPattern::match_at`]).
+fn compile(source: &str) -> meta::Regex {
     let source = python_case_insensitive(source);
-    regex::RegexBuilder::new(&source)
-        .size_limit(64 << 20)
-        .dfa_size_limit(64 << 20)
-        .build()
+    meta::Regex::builder()
+        .configure(
+            meta::Config::new()
+                .nfa_size_limit(Some(64 << 20))
+                .hybrid_cache_capacity(64 << 20),
+        )
+        .build(&source)
         .unwrap_or_else(|e| panic!("built-in pattern failed to compile: {e}"))
 }
 
@@ -251,7 +278,7 @@ pub struct Alternation(pub Vec<PyPattern>);
 
 impl Alternation {
     pub fn find_at(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        self.find_cached(hay, start, &mut Vec::new())
+        self.find_cached(hay, start, &mut FindCache::default())
     }
 
     /// As [`Alternation::find_at`], remembering each member's next match in `cache` so a
@@ -261,11 +288,11 @@ impl Alternation {
         &self,
         hay: &str,
         start: usize,
-        cache: &mut Vec<Option<Option<(usize, usize)>>>,
+        cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
-        cache.resize(self.0.len(), None);
+        cache.slots.resize(self.0.len(), None);
         let mut best: Option<(usize, usize)> = None;
-        for (p, slot) in self.0.iter().zip(cache.iter_mut()) {
+        for (p, slot) in self.0.iter().zip(cache.slots.iter_mut()) {
             let next = match *slot {
                 Some(Some((s, e))) if s >= start => Some((s, e)),
                 Some(None) => None,
@@ -285,6 +312,37 @@ impl Alternation {
     }
 }
 
+/// What one search over one haystack remembers between calls (see
+/// [`Finder::find_from_cached`]): a substitution calls its finder once per match.
+#[derive(Debug, Default)]
+pub struct FindCache {
+    /// Per-pattern memory: an alternation's next match per member, or a flag.
+    pub slots: Vec<Option<Option<(usize, usize)>>>,
+    /// The haystack with ASCII letters lowercased (`None` inside: unusable, the
+    /// haystack holds a character IGNORECASE folds onto an ASCII letter). A text and
+    /// its shadow share it: they differ only where neither holds an ASCII letter.
+    pub ascii_lower: Option<Option<String>>,
+}
+
+/// A finder that can also say what it matches starting exactly at a position.
+pub trait MatchAt: Finder {
+    /// The match reported when the search reaches `at`, if one starts there.
+    fn match_at(&self, hay: &str, at: usize) -> Option<(usize, usize)>;
+}
+
+impl MatchAt for PyPattern {
+    fn match_at(&self, hay: &str, at: usize) -> Option<(usize, usize)> {
+        PyPattern::match_at(self, hay, at)
+    }
+}
+
+/// At one start the earlier pattern wins, as in [`Alternation::find_at`].
+impl MatchAt for Alternation {
+    fn match_at(&self, hay: &str, at: usize) -> Option<(usize, usize)> {
+        self.0.iter().find_map(|p| p.match_at(hay, at))
+    }
+}
+
 /// Anything that finds successive Python-style matches.
 pub trait Finder {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)>;
@@ -294,7 +352,7 @@ pub trait Finder {
         &self,
         hay: &str,
         start: usize,
-        _cache: &mut Vec<Option<Option<(usize, usize)>>>,
+        _cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
         self.find_from(hay, start)
     }
@@ -324,7 +382,7 @@ impl Finder for Alternation {
         &self,
         hay: &str,
         start: usize,
-        cache: &mut Vec<Option<Option<(usize, usize)>>>,
+        cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
         self.find_cached(hay, start, cache)
     }
@@ -481,23 +539,25 @@ pub fn substitute<F: Finder + ?Sized>(
         text
     };
     let mut splicer = Splicer::new(text, None);
-    substitute_into(finder, hay, &mut splicer, |_, m| replace(m));
+    let mut cache = FindCache::default();
+    substitute_into(finder, hay, &mut splicer, &mut cache, |_, m| replace(m));
     splicer.finish().map(|(text, _)| text)
 }
 
 /// As [`substitute`], searching `hay` (the splicer's source or its [`shadow`], same
 /// offsets) and writing into `splicer`; `replace` gets each match's start and text.
+/// `cache` starts empty, or holds what is known of `hay` already (its lowercased copy).
 pub fn substitute_into<F: Finder + ?Sized>(
     finder: &F,
     hay: &str,
     splicer: &mut Splicer<'_>,
+    cache: &mut FindCache,
     mut replace: impl FnMut(usize, &str) -> String,
 ) {
     let text = splicer.src;
     debug_assert_eq!(text.len(), hay.len());
     let mut pos = 0;
-    let mut cache = Vec::new();
-    while let Some((s, e)) = finder.find_from_cached(hay, pos, &mut cache) {
+    while let Some((s, e)) = finder.find_from_cached(hay, pos, cache) {
         let with = replace(s, &text[s..e]);
         if with != text[s..e] {
             splicer.replace(s, e, &with);
