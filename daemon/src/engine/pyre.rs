@@ -14,10 +14,8 @@
 //! Patterns that need more than that (proper-name runs, headings) are hand-written in
 //! `names.rs`.
 
-use super::text::{is_py_digit, is_py_word};
-use regex::Regex;
+use super::text::{is_py_digit, is_py_word, is_regex_word};
 use regex_automata::{Anchored, Input, meta};
-use std::sync::LazyLock;
 
 /// Python's whitespace class `\s` (Unicode `White_Space` plus `\x1c`–`\x1f`).
 pub const PY_SPACE: &str = r"[\s\x1C-\x1F]";
@@ -392,13 +390,6 @@ impl Finder for Alternation {
     }
 }
 
-static RUST_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\A\w\z").expect("word pattern"));
-
-fn rust_word(c: char) -> bool {
-    let mut buf = [0u8; 4];
-    RUST_WORD.is_match(c.encode_utf8(&mut buf))
-}
-
 /// `text` as the `\b` patterns should see it, byte offsets kept. Non-word, non-space
 /// characters (punctuation, symbols, combining marks, the pipeline's private-use
 /// markers) become `\x07` bytes and non-ASCII whitespace becomes `\x1c` bytes; a
@@ -425,8 +416,12 @@ fn push_shadow(out: &mut String, text: &str) {
         rest = &rest[ascii..];
         let Some(c) = rest.chars().next() else { break };
         rest = &rest[c.len_utf8()..];
-        if is_py_word(c) {
-            if rust_word(c) {
+        // Private-use characters (every marker is made of them) are neither word nor
+        // space: decided without a table lookup.
+        if ('\u{E000}'..='\u{F8FF}').contains(&c) {
+            out.push_str("\x07\x07\x07");
+        } else if is_py_word(c) {
+            if is_regex_word(c) {
                 out.push(c);
             } else {
                 out.push(match c.len_utf8() {

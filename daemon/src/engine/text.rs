@@ -3,7 +3,6 @@
 //! without breaking a placeholder.
 
 use super::placeholder::PLACEHOLDER_RE;
-use regex::Regex;
 use std::sync::LazyLock;
 
 /// Python `str.isspace()` for one character.
@@ -28,16 +27,52 @@ pub fn is_py_space(ch: char) -> bool {
     )
 }
 
-static NON_ASCII_WORD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[\p{L}\p{N}]$").expect("word class compiles"));
+/// The ranges of a Unicode class, sorted: a binary search answers for one character
+/// far faster than a regex match (the shadow asks for every non-ASCII character).
+struct CharClass(Vec<(char, char)>);
+
+impl CharClass {
+    fn new(source: &str) -> CharClass {
+        use regex_syntax::hir::{Class, HirKind};
+        let hir = regex_syntax::Parser::new()
+            .parse(source)
+            .expect("class compiles");
+        let HirKind::Class(Class::Unicode(class)) = hir.kind() else {
+            panic!("not a Unicode class");
+        };
+        CharClass(
+            class
+                .ranges()
+                .iter()
+                .map(|r| (r.start(), r.end()))
+                .collect(),
+        )
+    }
+
+    fn contains(&self, ch: char) -> bool {
+        let i = self.0.partition_point(|&(_, end)| end < ch);
+        self.0.get(i).is_some_and(|&(start, _)| start <= ch)
+    }
+}
+
+static NON_ASCII_WORD: LazyLock<CharClass> = LazyLock::new(|| CharClass::new(r"[\p{L}\p{N}]"));
 
 /// Python's `\w` for one character: `str.isalnum()` or `_`.
 pub fn is_py_word(ch: char) -> bool {
     if ch.is_ascii() {
         return ch.is_ascii_alphanumeric() || ch == '_';
     }
-    let mut buf = [0u8; 4];
-    NON_ASCII_WORD.is_match(ch.encode_utf8(&mut buf))
+    NON_ASCII_WORD.contains(ch)
+}
+
+/// The `regex` crate's Unicode `\w` for one character (it differs from Python's on
+/// marks, `²` and connector punctuation; see `pyre::shadow`).
+pub fn is_regex_word(ch: char) -> bool {
+    static W: LazyLock<CharClass> = LazyLock::new(|| CharClass::new(r"\w"));
+    if ch.is_ascii() {
+        return ch.is_ascii_alphanumeric() || ch == '_';
+    }
+    W.contains(ch)
 }
 
 /// Python's `\d` for one character (Unicode decimal digit).
@@ -45,10 +80,8 @@ pub fn is_py_digit(ch: char) -> bool {
     if ch.is_ascii() {
         return ch.is_ascii_digit();
     }
-    static ND: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^\p{Nd}$").expect("digit class compiles"));
-    let mut buf = [0u8; 4];
-    ND.is_match(ch.encode_utf8(&mut buf))
+    static ND: LazyLock<CharClass> = LazyLock::new(|| CharClass::new(r"\p{Nd}"));
+    ND.contains(ch)
 }
 
 /// Whether `ch` is one of the line separators of Python's `str.splitlines()`.
@@ -135,6 +168,30 @@ pub fn truncate_redacted(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use regex::Regex;
+
+    /// The range tables answer as a regex of the same class does, for every
+    /// character of the BMP and a sample of the planes above.
+    #[test]
+    fn class_tables_equal_the_regex_classes() {
+        let word = Regex::new(r"^[\p{L}\p{N}_]$").expect("class");
+        let digit = Regex::new(r"^\p{Nd}$").expect("class");
+        let regex_word = Regex::new(r"^\w$").expect("class");
+        let mut buf = [0u8; 4];
+        for code in (0..0x1_0000).chain((0x1_0000..0x11_0000).step_by(7)) {
+            let Some(ch) = char::from_u32(code) else {
+                continue;
+            };
+            let text = ch.encode_utf8(&mut buf);
+            assert_eq!(is_py_word(ch), word.is_match(text), "{code:#x}");
+            assert_eq!(is_py_digit(ch), digit.is_match(text), "{code:#x}");
+            assert_eq!(is_regex_word(ch), regex_word.is_match(text), "{code:#x}");
+        }
+        // The shadow decides private-use characters (markers) without the tables.
+        for ch in '\u{E000}'..='\u{F8FF}' {
+            assert!(!is_py_word(ch) && !is_py_space(ch), "{ch:?}");
+        }
+    }
 
     #[test]
     fn splitlines_matches_python() {
