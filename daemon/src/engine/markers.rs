@@ -60,18 +60,23 @@ impl Markers {
     pub fn stash(&mut self, value: impl Into<Rc<str>>) -> String {
         let index = self.values.len() as u32;
         self.values.push(value.into());
-        let mut digits = Vec::new();
+        // Base-1024 digits, most significant first (a u32 index has at most four).
+        let mut digits = [0u32; 4];
+        let mut count = 0;
         let mut n = index;
         loop {
-            digits.push(char::from_u32(self.digit_base + n % RADIX).expect("PUA digit"));
+            digits[count] = n % RADIX;
+            count += 1;
             n /= RADIX;
             if n == 0 {
                 break;
             }
         }
-        let mut marker = String::with_capacity(3 * (digits.len() + 2));
+        let mut marker = String::with_capacity(3 * (count + 2));
         marker.push(self.prefix);
-        marker.extend(digits.iter().rev());
+        for &digit in digits[..count].iter().rev() {
+            marker.push(char::from_u32(self.digit_base + digit).expect("PUA digit"));
+        }
         marker.push(self.suffix);
         marker
     }
