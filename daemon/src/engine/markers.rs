@@ -91,7 +91,10 @@ impl Markers {
         if self.values.is_empty() {
             return text.to_owned();
         }
-        let mut out = String::with_capacity(text.len());
+        // Each stashed value is usually restored once: room for all of them up front
+        // instead of growing (and copying) the output as placeholders lengthen it.
+        let stashed: usize = self.values.iter().map(|v| v.len()).sum();
+        let mut out = String::with_capacity(text.len() + stashed);
         let mut rest = text;
         while let Some(p) = rest.find(self.prefix) {
             out.push_str(&rest[..p]);
