@@ -120,20 +120,31 @@ fn is_name_byte(c: u8) -> bool {
 }
 
 /// Possible ends of one name word starting at `p`, in Python's priority order.
-fn word_ends(s: &str, p: usize) -> Vec<usize> {
+fn word_ends(s: &str, p: usize) -> impl Iterator<Item = usize> {
     let b = s.as_bytes();
-    let mut ends = Vec::new();
-    if p >= b.len() || !b[p].is_ascii_uppercase() {
-        return ends;
+    let capital = p < b.len() && b[p].is_ascii_uppercase();
+    let run = if capital {
+        b[p + 1..].iter().take_while(|&&c| is_name_byte(c)).count()
+    } else {
+        0
+    };
+    let initial = capital && b.get(p + 1) == Some(&b'.');
+    (2..=run)
+        .rev()
+        .map(move |k| p + 1 + k)
+        .chain(initial.then_some(p + 2))
+}
+
+/// Whether an identity label (and its colon) may start at `s`: the regex runs only
+/// when the first character can begin one (`ſ` folds onto `s` under IGNORECASE).
+fn label_ahead(s: &str) -> bool {
+    match s.as_bytes().first() {
+        Some(b'a' | b'p' | b's' | b'o' | b'c' | b'r' | b'A' | b'P' | b'S' | b'O' | b'C' | b'R') => {
+            LABEL_AHEAD.is_match(s)
+        }
+        Some(&c) if !c.is_ascii() => LABEL_AHEAD.is_match(s),
+        _ => false,
     }
-    let run = b[p + 1..].iter().take_while(|&&c| is_name_byte(c)).count();
-    if run >= 2 {
-        ends.extend((2..=run).rev().map(|k| p + 1 + k));
-    }
-    if b.get(p + 1) == Some(&b'.') {
-        ends.push(p + 2);
-    }
-    ends
 }
 
 fn is_hspace(c: char) -> bool {
@@ -165,7 +176,7 @@ fn gap(s: &str, p: usize) -> Option<usize> {
 fn more_words(s: &str, pos: usize, count: usize) -> Option<usize> {
     if count < 4
         && let Some(g) = gap(s, pos)
-        && !LABEL_AHEAD.is_match(&s[g..])
+        && !label_ahead(&s[g..])
     {
         for e in word_ends(s, g) {
             if let Some(end) = more_words(s, e, count + 1) {
@@ -181,9 +192,7 @@ impl ProperNames {
         if !boundary(s, p) {
             return None;
         }
-        word_ends(s, p)
-            .into_iter()
-            .find_map(|e| more_words(s, e, 0))
+        word_ends(s, p).find_map(|e| more_words(s, e, 0))
     }
 }
 
