@@ -3,6 +3,7 @@
 //! (not PII); a finding inside marks the whole encoded segment. Values under `data:` of
 //! a Kubernetes `kind: Secret` manifest are base64 by definition and are redacted as is.
 
+use super::util;
 use super::{Candidate, DetectContext, Detector, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -22,7 +23,7 @@ static PCT: LazyLock<Regex> = LazyLock::new(|| {
 /// Adds decoded-and-rescanned candidates of `text` to `cands`.
 pub fn rescan(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<Candidate>) {
     rescan_at(det, text, ctx, cands, 0);
-    if text.contains("kind: Secret") || text.contains("kind: \"Secret\"") {
+    if util::has_str!(text, "kind: Secret") || util::has_str!(text, "kind: \"Secret\"") {
         k8s_secret_data(text, cands);
     }
 }
@@ -55,7 +56,7 @@ fn rescan_at(
             segments.push((start, end, d, "S8.hex"));
         }
     }
-    if text.contains('%') {
+    if util::has_byte(text, b'%') {
         for m in PCT.find_iter(text) {
             let s = m.as_str();
             if s.matches('%').count() >= 2 {

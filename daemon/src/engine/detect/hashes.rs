@@ -2,6 +2,7 @@
 //! `$apr1$`, yescrypt, PBKDF2 (passlib and Django forms), LDAP `{SSHA}`/`{SHA}` and
 //! NTLM/LM pairs of `pwdump` lines. A hash is redacted whole: it can be cracked offline.
 
+use super::util;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -26,7 +27,7 @@ static PWDUMP: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Appends S6 candidates.
 pub fn scan(text: &str, out: &mut Vec<Candidate>) {
-    if text.contains('$') || text.contains("{S") || text.contains("{C") {
+    if util::has_byte(text, b'$') || util::has_str!(text, "{S") || util::has_str!(text, "{C") {
         for m in HASH.find_iter(text) {
             out.push(Candidate {
                 start: m.start(),
@@ -37,7 +38,7 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
             });
         }
     }
-    if text.contains(":::") {
+    if util::has_str!(text, ":::") {
         for caps in PWDUMP.captures_iter(text) {
             let (a, b) = (caps.get(1).expect("group"), caps.get(2).expect("group"));
             out.push(Candidate {

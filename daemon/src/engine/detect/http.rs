@@ -91,7 +91,7 @@ pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidat
             }
         }
     }
-    if !cookie_word || !text.contains('=') {
+    if !cookie_word || !util::has_byte(text, b'=') {
         return;
     }
     for caps in COOKIE.captures_iter(text) {

@@ -4,6 +4,7 @@
 //! members of JSON Web Keys. Whole blocks are redacted: the markers carry no secret but
 //! leaving them would only announce what was removed.
 
+use super::util;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -30,18 +31,18 @@ const MAX_PEM: usize = 64 * 1024;
 
 /// Appends S1 candidates.
 pub fn scan(text: &str, out: &mut Vec<Candidate>) {
-    if text.contains("BEGIN") {
+    if util::has_str!(text, "BEGIN") {
         pem_blocks(text, out);
     }
-    if text.contains("PuTTY-User-Key-File") {
+    if util::has_str!(text, "PuTTY-User-Key-File") {
         putty(text, out);
     }
-    if text.contains("AGE-SECRET-KEY-1") {
+    if util::has_str!(text, "AGE-SECRET-KEY-1") {
         for m in AGE_KEY.find_iter(text) {
             out.push(cand(m.start(), m.end(), "S1.age"));
         }
     }
-    if text.contains("LS0tLS1CRUdJTi") {
+    if util::has_str!(text, "LS0tLS1CRUdJTi") {
         for m in B64_PEM.find_iter(text) {
             if let Some(decoded) = super::decode::base64_decode(m.as_str())
                 && String::from_utf8_lossy(&decoded).contains("PRIVATE KEY")
@@ -50,7 +51,7 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
             }
         }
     }
-    if text.contains("kty") {
+    if util::has_str!(text, "kty") {
         jwk(text, out);
     }
 }

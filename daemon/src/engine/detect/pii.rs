@@ -372,7 +372,7 @@ impl Pii {
         ids: WordIds,
         out: &mut Vec<Candidate>,
     ) {
-        if text.contains('@') {
+        if util::has_byte(text, b'@') {
             self.emails(text, out);
             self.names_with_email(text, out);
         }
@@ -381,10 +381,10 @@ impl Pii {
         self.cards(text, out);
         self.ibans(text, out);
         self.ssns(text, out);
-        if text.contains('.') {
+        if util::has_byte(text, b'.') {
             self.ipv4s(text, out);
         }
-        if text.contains("::") || text.contains(':') {
+        if util::has_byte(text, b':') {
             self.ipv6s(text, out);
         }
     }
@@ -476,7 +476,7 @@ impl Pii {
                 }
             }
         }
-        if text.contains("@author") {
+        if util::has_str!(text, "@author") {
             for caps in self.author_tag.captures_iter(text) {
                 let n = caps.get(1).expect("group");
                 if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 1) {
@@ -506,7 +506,7 @@ impl Pii {
     }
 
     fn phones(&self, text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
-        if text.contains('+') {
+        if util::has_byte(text, b'+') {
             for caps in self.phone_e164.captures_iter(text) {
                 let m = caps.get(1).expect("group");
                 let digits = m.as_str().bytes().filter(u8::is_ascii_digit).count();

@@ -404,13 +404,14 @@ impl Structural {
         out: &mut Vec<Candidate>,
     ) {
         let mut last_key_end = 0;
+        let mut backticks = BacktickCount::default();
         for (start, end, _) in hits.leftmost_first(stems) {
             if start < last_key_end {
                 continue;
             }
             let (ks, ke) = key_token(text, start, end);
             last_key_end = ke;
-            self.key_at(text, ks, ke, kind, out);
+            self.key_at(text, ks, ke, kind, &mut backticks, out);
         }
         for caps in self.identified_by.captures_iter(text) {
             let v = caps.get(1).expect("group");
@@ -423,7 +424,7 @@ impl Structural {
                 ));
             }
         }
-        if text.contains("value") {
+        if util::has_str!(text, "value") {
             for caps in self.key_value_pair.captures_iter(text) {
                 let name = caps.get(1).expect("group").as_str();
                 let v = caps.get(2).expect("group");
@@ -436,7 +437,15 @@ impl Structural {
         }
     }
 
-    fn key_at(&self, text: &str, ks: usize, ke: usize, kind: FileKind, out: &mut Vec<Candidate>) {
+    fn key_at(
+        &self,
+        text: &str,
+        ks: usize,
+        ke: usize,
+        kind: FileKind,
+        backticks: &mut BacktickCount,
+        out: &mut Vec<Candidate>,
+    ) {
         let key = &text[ks..ke];
         let flag = key.starts_with('-');
         let name = key.trim_start_matches('-').trim_end_matches(['.', '-']);
@@ -507,7 +516,7 @@ impl Structural {
         // A bare value inside a string literal of source code (a config snippet in a
         // test, `"user: x\npass: y"`) is a literal, not an expression.
         let kind = if kind == FileKind::Code
-            && self.in_string_literal(text, ks - key_quote.map_or(0, str::len))
+            && in_string_literal(text, ks - key_quote.map_or(0, str::len), backticks)
         {
             FileKind::Config
         } else {
@@ -560,41 +569,58 @@ impl Structural {
     }
 }
 
-impl Structural {
-    /// Whether `pos` lies inside a string literal: a `"…"`/`'…'` string opened earlier
-    /// on the same line, or a backtick string (Go raw string, JS template) opened
-    /// earlier in the text.
-    fn in_string_literal(&self, text: &str, pos: usize) -> bool {
-        let b = text.as_bytes();
-        let line_start = b[..pos]
-            .iter()
-            .rposition(|&c| c == b'\n')
-            .map_or(0, |i| i + 1);
-        let mut state: Option<u8> = None;
-        let mut i = line_start;
-        while i < pos {
-            let c = b[i];
-            match state {
-                Some(q) => {
-                    if c == b'\\' {
-                        i += 1;
-                    } else if c == q {
-                        state = None;
-                    }
-                }
-                None => {
-                    if c == b'"' || c == b'\'' {
-                        state = Some(c);
-                    }
+/// The number of backticks before a position, counted from the last position asked
+/// about: keys are visited in text order, so the whole scan reads each byte about once
+/// instead of once per key.
+#[derive(Default)]
+struct BacktickCount {
+    pos: usize,
+    count: usize,
+}
+
+impl BacktickCount {
+    /// Backticks in `b[..pos]`.
+    fn before(&mut self, b: &[u8], pos: usize) -> usize {
+        if pos >= self.pos {
+            self.count += memchr::memchr_iter(b'`', &b[self.pos..pos]).count();
+        } else {
+            self.count -= memchr::memchr_iter(b'`', &b[pos..self.pos]).count();
+        }
+        self.pos = pos;
+        self.count
+    }
+}
+
+/// Whether `pos` lies inside a string literal: a `"…"`/`'…'` string opened earlier on
+/// the same line, or a backtick string (Go raw string, JS template) opened earlier in
+/// the text.
+fn in_string_literal(text: &str, pos: usize, backticks: &mut BacktickCount) -> bool {
+    let b = text.as_bytes();
+    let line_start = memchr::memrchr(b'\n', &b[..pos]).map_or(0, |i| i + 1);
+    let mut state: Option<u8> = None;
+    let mut i = line_start;
+    while i < pos {
+        let c = b[i];
+        match state {
+            Some(q) => {
+                if c == b'\\' {
+                    i += 1;
+                } else if c == q {
+                    state = None;
                 }
             }
-            i += 1;
+            None => {
+                if c == b'"' || c == b'\'' {
+                    state = Some(c);
+                }
+            }
         }
-        if state.is_some() {
-            return true;
-        }
-        b[..pos].iter().filter(|&&c| c == b'`').count() % 2 == 1
+        i += 1;
     }
+    if state.is_some() {
+        return true;
+    }
+    backticks.before(b, pos) % 2 == 1
 }
 
 impl Default for Structural {

@@ -37,7 +37,7 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Appends S4 candidates.
 pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
-    if text.contains("://") {
+    if util::has_str!(text, "://") {
         for caps in USERINFO.captures_iter(text) {
             let pass = caps.get(2).expect("group");
             let host = caps.get(3).expect("group").as_str();
@@ -45,14 +45,14 @@ pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
                 out.push(cand(pass.start(), pass.end(), "S4.url-userinfo"));
             }
         }
-        if text.contains("/api/webhooks/") {
+        if util::has_str!(text, "/api/webhooks/") {
             for caps in DISCORD_WEBHOOK.captures_iter(text) {
                 let t = caps.get(1).expect("group");
                 out.push(cand(t.start(), t.end(), "S4.discord-webhook"));
             }
         }
     }
-    if text.contains("machine") && text.contains("password") {
+    if util::has_str!(text, "machine") && util::has_str!(text, "password") {
         for caps in NETRC.captures_iter(text) {
             let p = caps.get(1).expect("group");
             if !util::is_placeholder(p.as_str()) {

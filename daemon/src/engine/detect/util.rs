@@ -1,6 +1,24 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
+/// Whether the text `$text` contains the literal `$needle`: a SIMD substring search
+/// whose searcher is built once per call site. The families test whole texts for their
+/// marker strings before running a pattern; `str::contains` builds a two-way searcher on
+/// every call and reads the text a byte at a time.
+macro_rules! has_str {
+    ($text:expr, $needle:literal) => {{
+        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($needle));
+        FINDER.find($text.as_bytes()).is_some()
+    }};
+}
+pub(crate) use has_str;
+
+/// Whether `text` holds the byte `b` (SIMD memchr).
+pub fn has_byte(text: &str, b: u8) -> bool {
+    memchr::memchr(b, text.as_bytes()).is_some()
+}
+
 /// Shannon entropy in bits per symbol over bytes (gitleaks' definition).
 pub fn shannon_entropy(s: &str) -> f64 {
     let bytes = s.as_bytes();
