@@ -542,7 +542,7 @@ impl Pii {
     }
 
     fn cards(&self, text: &str, out: &mut Vec<Candidate>) {
-        if !util::has_digit_run(text, 13) {
+        if !util::has_card_digit_run(text) {
             return;
         }
         for caps in self.card.captures_iter(text) {
