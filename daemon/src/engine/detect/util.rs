@@ -449,10 +449,27 @@ pub fn looks_random(v: &str, min_len: usize, min_entropy: f64) -> bool {
 }
 
 /// The trigger words of every family, found in one ASCII-case-insensitive pass over a
-/// text. Each family used to run its own Aho-Corasick pass (about 20 instructions per
-/// byte each); one shared pass costs the same as one of them.
+/// text. Each family used to run its own Aho-Corasick pass; one shared pass costs the
+/// same as one of them. The automaton is a dense Aho-Corasick DFA over byte classes,
+/// with the states that end a word numbered last, so the loop reads one byte, one class
+/// and one transition per byte and compares once (the `aho-corasick` crate's overlapping
+/// search took about 20 instructions a byte, this loop about 6).
 pub struct KeywordScan {
-    finder: aho_corasick::AhoCorasick,
+    /// Byte to class; ASCII capitals share their lower-case letter's class, bytes that
+    /// occur in no word are class 0.
+    classes: [u8; 256],
+    /// Transitions: `trans[state + class]`, states premultiplied by the class count.
+    trans: Vec<u32>,
+    /// States at or above this id end at least one word.
+    first_match: u32,
+    /// Classes per state.
+    stride: u32,
+    /// For each word-ending state (in order from `first_match`), its range in `out_ids`.
+    out_ranges: Vec<(u32, u32)>,
+    /// The words ending in a state, its own and those of its suffixes.
+    out_ids: Vec<u32>,
+    /// Byte length of each word.
+    lens: Vec<u32>,
     count: usize,
 }
 
@@ -503,28 +520,160 @@ impl KeywordBuilder {
 
     /// Builds the shared automaton.
     pub fn build(self) -> KeywordScan {
-        let finder = aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(aho_corasick::MatchKind::Standard)
-            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .build(&self.words)
-            .expect("keyword lists build");
+        let words: Vec<Vec<u8>> = self
+            .words
+            .iter()
+            .map(|w| w.as_bytes().to_ascii_lowercase())
+            .collect();
+        assert!(words.iter().all(|w| !w.is_empty()), "keywords are not empty");
+        let mut classes = [0u8; 256];
+        let mut stride: u32 = 1;
+        for w in &words {
+            for &b in w {
+                if classes[b as usize] == 0 {
+                    classes[b as usize] = u8::try_from(stride).expect("fewer than 256 classes");
+                    stride += 1;
+                }
+            }
+        }
+        for b in b'A'..=b'Z' {
+            classes[b as usize] = classes[b.to_ascii_lowercase() as usize];
+        }
+        let width = stride as usize;
+        // The trie: `goto[node * width + class]`, 0 for no child (the root is no child).
+        let mut goto: Vec<u32> = vec![0; width];
+        let mut outputs: Vec<Vec<u32>> = vec![Vec::new()];
+        for (id, w) in words.iter().enumerate() {
+            let mut node = 0usize;
+            for &b in w {
+                let slot = node * width + classes[b as usize] as usize;
+                if goto[slot] == 0 {
+                    goto[slot] = outputs.len() as u32;
+                    outputs.push(Vec::new());
+                    goto.extend(std::iter::repeat_n(0, width));
+                }
+                node = goto[slot] as usize;
+            }
+            outputs[node].push(id as u32);
+        }
+        // Breadth first: failure links, full transitions, and each state's outputs joined
+        // with those of its failure state (already complete, being shallower).
+        let states = outputs.len();
+        let mut trans = vec![0u32; states * width];
+        let mut fail = vec![0usize; states];
+        let mut queue = std::collections::VecDeque::new();
+        for c in 0..width {
+            let child = goto[c] as usize;
+            trans[c] = child as u32;
+            if child != 0 {
+                queue.push_back(child);
+            }
+        }
+        while let Some(u) = queue.pop_front() {
+            for c in 0..width {
+                let child = goto[u * width + c] as usize;
+                let via_fail = trans[fail[u] * width + c];
+                if child == 0 {
+                    trans[u * width + c] = via_fail;
+                } else {
+                    fail[child] = via_fail as usize;
+                    let inherited = outputs[via_fail as usize].clone();
+                    outputs[child].extend(inherited);
+                    trans[u * width + c] = child as u32;
+                    queue.push_back(child);
+                }
+            }
+        }
+        // Renumber: states without output first (the root stays 0), word-ending ones last.
+        let mut order: Vec<usize> = (0..states).filter(|&s| outputs[s].is_empty()).collect();
+        let first_match_index = order.len();
+        order.extend((0..states).filter(|&s| !outputs[s].is_empty()));
+        let mut new_id = vec![0u32; states];
+        for (n, &old) in order.iter().enumerate() {
+            new_id[old] = (n * width) as u32;
+        }
+        let mut dense = vec![0u32; states * width];
+        let mut out_ranges = Vec::new();
+        let mut out_ids = Vec::new();
+        for (n, &old) in order.iter().enumerate() {
+            for c in 0..width {
+                dense[n * width + c] = new_id[trans[old * width + c] as usize];
+            }
+            if n >= first_match_index {
+                let start = out_ids.len() as u32;
+                out_ids.extend(&outputs[old]);
+                out_ranges.push((start, out_ids.len() as u32));
+            }
+        }
         KeywordScan {
-            finder,
-            count: self.words.len(),
+            classes,
+            trans: dense,
+            first_match: (first_match_index * width) as u32,
+            stride,
+            out_ranges,
+            out_ids,
+            lens: words.iter().map(|w| w.len() as u32).collect(),
+            count: words.len(),
         }
     }
 }
 
 impl KeywordScan {
+    /// Runs the automaton from `state` over `bytes[pos..]` up to and including the next
+    /// byte that ends a word: `(position after it, state)`, or `(bytes.len(), a state
+    /// that ends no word)`. Kept out of line so the loop holds everything in registers.
+    #[inline(never)]
+    fn run(&self, bytes: &[u8], mut pos: usize, mut state: u32) -> (usize, u32) {
+        let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
+        let step = |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize];
+        while let Some(&[b0, b1, b2, b3]) = bytes.get(pos..pos + 4) {
+            state = step(state, b0);
+            if state >= first_match {
+                return (pos + 1, state);
+            }
+            state = step(state, b1);
+            if state >= first_match {
+                return (pos + 2, state);
+            }
+            state = step(state, b2);
+            if state >= first_match {
+                return (pos + 3, state);
+            }
+            state = step(state, b3);
+            pos += 4;
+            if state >= first_match {
+                return (pos, state);
+            }
+        }
+        while pos < bytes.len() {
+            state = step(state, bytes[pos]);
+            pos += 1;
+            if state >= first_match {
+                return (pos, state);
+            }
+        }
+        (pos, state)
+    }
+
     /// Every occurrence of every registered word in `text`.
     pub fn scan(&self, text: &str) -> KeywordHits {
         let mut present = vec![0u64; self.count.div_ceil(64)];
         let mut matches = Vec::new();
-        for m in self.finder.find_overlapping_iter(text) {
-            let id = m.pattern().as_u32();
-            present[id as usize / 64] |= 1 << (id % 64);
-            matches.push((m.start(), m.end(), id));
+        let bytes = text.as_bytes();
+        let (mut end, mut state) = (0, 0);
+        loop {
+            (end, state) = self.run(bytes, end, state);
+            if state < self.first_match {
+                break;
+            }
+            let (from, to) = self.out_ranges[((state - self.first_match) / self.stride) as usize];
+            for &id in &self.out_ids[from as usize..to as usize] {
+                present[id as usize / 64] |= 1 << (id % 64);
+                matches.push((end - self.lens[id as usize] as usize, end, id));
+            }
+            if end == bytes.len() {
+                break;
+            }
         }
         matches.sort_unstable();
         KeywordHits { present, matches }
@@ -789,6 +938,44 @@ mod tests {
         }
     }
 
+    /// The shared automaton reports every occurrence of every word, as the
+    /// `aho-corasick` crate's overlapping search does, on generated text with capitals,
+    /// non-ASCII words, repeated words and words that are suffixes of others.
+    #[test]
+    fn keyword_scan_reports_what_aho_corasick_reports() {
+        let words = [
+            "key", "KEYS", "ey", "pass", "password", "word", "пароль", "密码", "-by:", "ab",
+            "b", "key", "contraseña", "aab",
+        ];
+        let pieces = [
+            "key", "Key", "KEYS", "pass", "WORD", "пароль", "密", "码", "-by:", "-BY:", "a", "b",
+            "x", " ", "ñ", "contraseÑa", "contraseña", "aa",
+        ];
+        let mut builder = KeywordBuilder::default();
+        builder.add(words);
+        let scan = builder.build();
+        let ac = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(words)
+            .unwrap();
+        let mut state = 3u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..10 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            let mut want: Vec<(usize, usize, u32)> = ac
+                .find_overlapping_iter(&text)
+                .map(|m| (m.start(), m.end(), m.pattern().as_u32()))
+                .collect();
+            want.sort_unstable();
+            assert_eq!(scan.scan(&text).matches, want, "{text:?}");
+        }
+    }
+
     /// The card gate as a byte loop: `min` digits in a row, one space or hyphen allowed
     /// between two digits.
     fn digit_run_loop(text: &str, min: usize) -> bool {
@@ -831,7 +1018,9 @@ mod tests {
                     .wrapping_add(1442695040888963407);
                 text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
             }
-            if card.is_match(&text) {
+            // The regexes read Unicode digits too; the gates, like the loops before them,
+            // only ASCII ones.
+            if card.is_match(&text) && text.is_ascii() {
                 assert!(has_card_digit_run(&text), "{text:?}");
             }
             assert_eq!(has_card_digit_run(&text), digit_run_loop(&text, 13), "{text:?}");
