@@ -26,6 +26,7 @@ static PWDUMP: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Appends S6 candidates.
+#[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, out: &mut Vec<Candidate>) {
     if util::has_byte(text, b'$') || util::has_str!(text, "{S") || util::has_str!(text, "{C") {
         for m in HASH.find_iter(text) {

@@ -53,6 +53,7 @@ pub const TRIGGER_WORDS: &[&str] = &[
 ];
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
+#[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
     let lower_has = |word: &str| hits.has_word(ids, TRIGGER_WORDS, word);
     let cookie_word = [

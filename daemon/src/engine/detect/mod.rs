@@ -172,6 +172,7 @@ impl Detector {
 
     /// Raw candidates of every family except decoding. `depth` > 0 when scanning decoded
     /// text (families that only make sense on original text are skipped then).
+    #[inline(never)] // one frame per family in profiles
     pub(crate) fn candidates(&self, text: &str, ctx: &DetectContext, depth: u8) -> Vec<Candidate> {
         let c = &*self.compiled;
         let kind = util::FileKind::of(ctx.rel_path, ctx.prose);

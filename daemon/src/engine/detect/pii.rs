@@ -364,6 +364,7 @@ impl Pii {
     }
 
     /// Appends PII candidates; `hits` holds the occurrences of [`Pii::words`] under `ids`.
+    #[inline(never)] // one frame per family in profiles
     pub fn scan(
         &self,
         text: &str,

@@ -468,6 +468,7 @@ impl RulePack {
 
     /// Appends the pack's findings in `text` to `out`; `keyword_present(i)` says whether
     /// keyword `i` of [`RulePack::keywords`] occurs in `text` (ASCII case-insensitively).
+    #[inline(never)] // one frame per family in profiles
     pub fn scan_selected(
         &self,
         text: &str,

@@ -395,6 +395,7 @@ impl Structural {
 
     /// Appends S3/S7 candidates for `text`; `hits` holds the occurrences of
     /// [`Structural::words`] under the ids `stems`.
+    #[inline(never)] // one frame per family in profiles
     pub fn scan(
         &self,
         text: &str,

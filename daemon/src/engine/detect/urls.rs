@@ -36,6 +36,7 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Appends S4 candidates.
+#[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
     if util::has_str!(text, "://") {
         for caps in USERINFO.captures_iter(text) {
