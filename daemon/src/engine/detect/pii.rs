@@ -14,6 +14,7 @@ use super::util::{self, FileKind, KeywordHits, WordIds};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
+use regex_automata::meta::Regex as MetaRegex;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Generic top-level domains accepted for emails (every two-letter ccTLD is accepted
@@ -282,9 +283,9 @@ pub struct Pii {
     phone_local: Regex,
     card: Regex,
     iban: Regex,
-    ssn: Regex,
-    ipv4: Regex,
-    ipv6: Regex,
+    ssn: MetaRegex,
+    ipv4: MetaRegex,
+    ipv6: MetaRegex,
     name_email: Regex,
     trailer: Regex,
     author_tag: Regex,
@@ -320,6 +321,17 @@ fn re(src: &str) -> Regex {
     Regex::new(src).expect("static regex")
 }
 
+/// The same pattern for searches limited to a range ([`util::captures_near`]); the meta
+/// regex under `regex::Regex`, built with the same defaults.
+fn meta(src: &str) -> MetaRegex {
+    MetaRegex::new(src).expect("static regex")
+}
+
+/// Every match of the IP and SSN patterns lies within these bytes ahead of and behind
+/// its first separator: at most three digits of up to 4 bytes and one guard character
+/// before it, at most 44 bytes of groups, separators and guard after it.
+const NEAR_SEPARATOR: (usize, usize) = (16, 48);
+
 const NAME: &str = r"\p{Lu}[\p{L}'’\-]*\.?(?:[ \t]+(?:\p{Lu}[\p{L}'’\-]*\.?|(?:van|von|der|de|da|di|du|la|le|del|bin|al)\b)){0,4}";
 
 impl Pii {
@@ -336,11 +348,11 @@ impl Pii {
             ),
             card: re(r"(?:^|[^\w\-.])(\d(?:[ \-]?\d){12,18})(?:$|[^\w\-.])"),
             iban: re(r"\b([A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)\b"),
-            ssn: re(r"(?:^|[^\w\-.])(\d{3})-(\d{2})-(\d{4})(?:$|[^\w\-.])"),
-            ipv4: re(
+            ssn: meta(r"(?:^|[^\w\-.])(\d{3})-(\d{2})-(\d{4})(?:$|[^\w\-.])"),
+            ipv4: meta(
                 r"(?:^|[^\w.\-])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?:$|[^\w.\-]|\.(?:$|[^\w]))",
             ),
-            ipv6: re(r"(?:^|[^\w:.\-])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?:$|[^\w:.\-])"),
+            ipv6: meta(r"(?:^|[^\w:.\-])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?:$|[^\w:.\-])"),
             name_email: re(&format!(
                 r"({NAME})[ \t]*<[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+>"
             )),
@@ -567,50 +579,47 @@ impl Pii {
     }
 
     fn ssns(&self, text: &str, out: &mut Vec<Candidate>) {
-        for caps in self.ssn.captures_iter(text) {
-            let (a, g, s) = (
-                caps.get(1).expect("g"),
-                caps.get(2).expect("g"),
-                caps.get(3).expect("g"),
-            );
-            if valid_ssn(a.as_str(), g.as_str(), s.as_str()) {
-                out.push(cand(a.start(), s.end(), Category::SSN, "P3.ssn"));
+        util::captures_near(&self.ssn, text, ssn_anchors(text), NEAR_SEPARATOR, |caps| {
+            let group = |i| caps.get_group(i).expect("group");
+            let (a, g, s) = (group(1), group(2), group(3));
+            if valid_ssn(&text[a.range()], &text[g.range()], &text[s.range()]) {
+                out.push(cand(a.start, s.end, Category::SSN, "P3.ssn"));
             }
-        }
+        });
     }
 
     fn ipv4s(&self, text: &str, out: &mut Vec<Candidate>) {
-        for caps in self.ipv4.captures_iter(text) {
-            let m = caps.get(1).expect("group");
-            let Ok(ip) = m.as_str().parse::<Ipv4Addr>() else {
-                continue;
+        util::captures_near(&self.ipv4, text, ipv4_anchors(text), NEAR_SEPARATOR, |caps| {
+            let m = caps.get_group(1).expect("group");
+            let Ok(ip) = text[m.range()].parse::<Ipv4Addr>() else {
+                return;
             };
-            if exempt_v4(ip) || version_context(text, m.start()) {
-                continue;
+            if exempt_v4(ip) || version_context(text, m.start) {
+                return;
             }
-            out.push(cand(m.start(), m.end(), Category::IP, "P4.ipv4"));
-        }
+            out.push(cand(m.start, m.end, Category::IP, "P4.ipv4"));
+        });
     }
 
     fn ipv6s(&self, text: &str, out: &mut Vec<Candidate>) {
-        for caps in self.ipv6.captures_iter(text) {
-            let m = caps.get(1).expect("group");
-            let s = m.as_str();
+        util::captures_near(&self.ipv6, text, ipv6_anchors(text), NEAR_SEPARATOR, |caps| {
+            let m = caps.get_group(1).expect("group");
+            let s = &text[m.range()];
             let groups = s.split(':').filter(|g| !g.is_empty()).count();
             if groups < 2
                 || !s.bytes().any(|b| b.is_ascii_digit())
                 || !(s.contains("::") || s.matches(':').count() == 7)
             {
-                continue;
+                return;
             }
             let Ok(ip) = s.parse::<Ipv6Addr>() else {
-                continue;
+                return;
             };
             if exempt_v6(ip) {
-                continue;
+                return;
             }
-            out.push(cand(m.start(), m.end(), Category::IP, "P4.ipv6"));
-        }
+            out.push(cand(m.start, m.end, Category::IP, "P4.ipv6"));
+        });
     }
 }
 
@@ -618,6 +627,22 @@ impl Default for Pii {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Where an SSN match may be: the `-` after its area number (digits on both sides).
+fn ssn_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
+    util::anchors_between(text, b'-', util::digit_like, util::digit_like)
+}
+
+/// Where an IPv4 match may be: the first `.` of the address (digits on both sides).
+fn ipv4_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
+    util::anchors_between(text, b'.', util::digit_like, util::digit_like)
+}
+
+/// Where an IPv6 match may be: the first `:` of the address, followed by a hex digit or
+/// a second `:`.
+fn ipv6_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
+    util::anchors_between(text, b':', |_| true, |c| c.is_ascii_hexdigit() || c == b':')
 }
 
 fn cand(start: usize, end: usize, category: Category, detector: &'static str) -> Candidate {
@@ -831,6 +856,49 @@ mod tests {
             .into_iter()
             .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))
             .collect()
+    }
+
+    /// The IP and SSN patterns searched near their anchors find what a search of the
+    /// whole text finds, on generated text dense in digits, separators, hex, guards and
+    /// digits of other scripts.
+    #[test]
+    fn anchored_searches_equal_whole_text_searches() {
+        let pii = Pii::new();
+        let pieces = [
+            "1", "22", "333", "4444", ".", "..", ":", "::", "-", "--", " ", "\n", "a", "F",
+            "fe80", "v", "_", "\u{663}", "\u{1d7ce}", "é", "1.2.3.4", "536-22-1234", "2001:db8::1",
+            "=", "/", "x.",
+        ];
+        type Anchors = fn(&str) -> Box<dyn Iterator<Item = usize> + '_>;
+        let cases: [(&MetaRegex, Anchors); 3] = [
+            (&pii.ssn, |t| Box::new(ssn_anchors(t))),
+            (&pii.ipv4, |t| Box::new(ipv4_anchors(t))),
+            (&pii.ipv6, |t| Box::new(ipv6_anchors(t))),
+        ];
+        let mut state = 11u64;
+        let mut matched = 0;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..16 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            for (re, anchors) in &cases {
+                let mut want = Vec::new();
+                for c in re.captures_iter(&text) {
+                    want.push((0..c.group_len()).map(|i| c.get_group(i)).collect::<Vec<_>>());
+                }
+                let mut got = Vec::new();
+                util::captures_near(re, &text, anchors(&text), NEAR_SEPARATOR, |c| {
+                    got.push((0..c.group_len()).map(|i| c.get_group(i)).collect::<Vec<_>>());
+                });
+                matched += usize::from(!want.is_empty());
+                assert_eq!(got, want, "{text:?}");
+            }
+        }
+        assert!(matched > 500, "only {matched} texts held a match");
     }
 
     #[test]

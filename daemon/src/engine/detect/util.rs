@@ -826,6 +826,73 @@ pub fn has_iban_start(text: &str) -> bool {
     )
 }
 
+/// Calls `found` with the captures of every match of `re` in `text`, as iterating
+/// `re.captures_iter(text)` would, while running the regex only on the regions within
+/// `before` bytes ahead of and `after` bytes behind an anchor (offsets ascending).
+///
+/// Exact when every match of `re` lies in such a region of one of its anchors: the regions
+/// are then searched in order, each from where the previous match ended, and a search
+/// limited to a range still sees the whole text for `^`, `$`, `\b` and the like. The PII
+/// patterns without a literal (IPs, SSNs) read every byte of a text in the lazy DFA; their
+/// anchors (a `.`, `:` or `-` between the right kinds of bytes) are found with memchr.
+pub fn captures_near(
+    re: &regex_automata::meta::Regex,
+    text: &str,
+    anchors: impl Iterator<Item = usize>,
+    (before, after): (usize, usize),
+    mut found: impl FnMut(&regex_automata::util::captures::Captures),
+) {
+    let mut caps = re.create_captures();
+    let mut resume = 0; // end of the last match
+    let mut search = |from: usize, to: usize| {
+        let mut at = floor_boundary(text, from.max(resume));
+        let to = ceil_boundary(text, to);
+        while at < to {
+            re.search_captures(&regex_automata::Input::new(text).range(at..to), &mut caps);
+            let Some(m) = caps.get_match() else { break };
+            found(&caps);
+            resume = m.end();
+            // The anchored patterns never match empty; step past one anyway.
+            at = if m.is_empty() { ceil_boundary(text, m.end() + 1) } else { m.end() };
+        }
+    };
+    let mut region: Option<(usize, usize)> = None;
+    for p in anchors {
+        let (a, b) = (p.saturating_sub(before), (p + after).min(text.len()));
+        match region {
+            Some((ra, rb)) if a <= rb => region = Some((ra, rb.max(b))),
+            _ => {
+                if let Some((ra, rb)) = region {
+                    search(ra, rb);
+                }
+                region = Some((a, b));
+            }
+        }
+    }
+    if let Some((ra, rb)) = region {
+        search(ra, rb);
+    }
+}
+
+/// Offsets of the byte `sep` where the byte before passes `left` (or there is none)
+/// and the byte after passes `right`.
+pub fn anchors_between<'t>(
+    text: &'t str,
+    sep: u8,
+    left: impl Fn(u8) -> bool + 't,
+    right: impl Fn(u8) -> bool + 't,
+) -> impl Iterator<Item = usize> + 't {
+    let b = text.as_bytes();
+    memchr::memchr_iter(sep, b)
+        .filter(move |&i| (i == 0 || left(b[i - 1])) && b.get(i + 1).is_some_and(|&c| right(c)))
+}
+
+/// An ASCII digit or any byte of a multi-byte character (which may be a digit of
+/// another script, as `\d` reads them).
+pub fn digit_like(b: u8) -> bool {
+    b.is_ascii_digit() || b >= 0x80
+}
+
 /// `\b` as the `regex` crate defines it by default (Unicode word characters), checked
 /// around the byte span `start..end` of `text`.
 pub fn is_word_bounded(text: &str, start: usize, end: usize) -> bool {
