@@ -3,7 +3,7 @@
 //! (not PII); a finding inside marks the whole encoded segment. Values under `data:` of
 //! a Kubernetes `kind: Secret` manifest are base64 by definition and are redacted as is.
 
-use super::util;
+use super::util::{Markers, marker};
 use super::{Candidate, DetectContext, Detector, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -26,9 +26,15 @@ static PCT: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Adds decoded-and-rescanned candidates of `text` to `cands`.
 #[inline(never)] // one frame per family in profiles
-pub fn rescan(det: &Detector, text: &str, ctx: &DetectContext, cands: &mut Vec<Candidate>) {
+pub fn rescan(
+    det: &Detector,
+    text: &str,
+    ctx: &DetectContext,
+    markers: &Markers,
+    cands: &mut Vec<Candidate>,
+) {
     rescan_at(det, text, ctx, cands, 0);
-    if util::has_str!(text, "kind: Secret") || util::has_str!(text, "kind: \"Secret\"") {
+    if markers.has(&marker::KIND_SECRET) || markers.has(&marker::KIND_SECRET_QUOTED) {
         k8s_secret_data(text, cands);
     }
 }

@@ -2,7 +2,7 @@
 //! `$apr1$`, yescrypt, PBKDF2 (passlib and Django forms), LDAP `{SSHA}`/`{SHA}` and
 //! NTLM/LM pairs of `pwdump` lines. A hash is redacted whole: it can be cracked offline.
 
-use super::util;
+use super::util::{self, Markers, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -27,8 +27,9 @@ static PWDUMP: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Appends S6 candidates.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, out: &mut Vec<Candidate>) {
-    if util::has_byte(text, b'$') || util::has_str!(text, "{S") || util::has_str!(text, "{C") {
+pub fn scan(text: &str, markers: &Markers, out: &mut Vec<Candidate>) {
+    if util::has_byte(text, b'$') || markers.has(&marker::BRACE_S) || markers.has(&marker::BRACE_C)
+    {
         for m in HASH.find_iter(text) {
             out.push(Candidate {
                 start: m.start(),
@@ -39,7 +40,7 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
             });
         }
     }
-    if util::has_str!(text, ":::") {
+    if markers.has(&marker::TRIPLE_COLON) {
         for caps in PWDUMP.captures_iter(text) {
             let (a, b) = (caps.get(1).expect("group"), caps.get(2).expect("group"));
             out.push(Candidate {

@@ -4,7 +4,7 @@
 //! members of JSON Web Keys. Whole blocks are redacted: the markers carry no secret but
 //! leaving them would only announce what was removed.
 
-use super::util;
+use super::util::{Markers, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -31,19 +31,19 @@ const MAX_PEM: usize = 64 * 1024;
 
 /// Appends S1 candidates.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, out: &mut Vec<Candidate>) {
-    if util::has_str!(text, "BEGIN") {
+pub fn scan(text: &str, markers: &Markers, out: &mut Vec<Candidate>) {
+    if markers.has(&marker::BEGIN) {
         pem_blocks(text, out);
     }
-    if util::has_str!(text, "PuTTY-User-Key-File") {
+    if markers.has(&marker::PUTTY) {
         putty(text, out);
     }
-    if util::has_str!(text, "AGE-SECRET-KEY-1") {
+    if markers.has(&marker::AGE) {
         for m in AGE_KEY.find_iter(text) {
             out.push(cand(m.start(), m.end(), "S1.age"));
         }
     }
-    if util::has_str!(text, "LS0tLS1CRUdJTi") {
+    if markers.has(&marker::PEM_BASE64) {
         for m in B64_PEM.find_iter(text) {
             if let Some(decoded) = super::decode::base64_decode(m.as_str())
                 && String::from_utf8_lossy(&decoded).contains("PRIVATE KEY")
@@ -52,7 +52,7 @@ pub fn scan(text: &str, out: &mut Vec<Candidate>) {
             }
         }
     }
-    if util::has_str!(text, "kty") {
+    if markers.has(&marker::KTY) {
         jwk(text, out);
     }
 }

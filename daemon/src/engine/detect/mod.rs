@@ -110,6 +110,7 @@ struct Compiled {
     stem_words: util::WordIds,
     pii_words: util::WordIds,
     http_words: util::WordIds,
+    marker_words: util::WordIds,
 }
 
 static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
@@ -119,6 +120,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let stem_words = words.add(structural::Structural::words());
     let pii_words = words.add(pii::Pii::words());
     let http_words = words.add(http::TRIGGER_WORDS);
+    let marker_words = words.add(util::marker::words());
     Arc::new(Compiled {
         rules,
         structural: structural::Structural::new(),
@@ -128,6 +130,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
         stem_words,
         pii_words,
         http_words,
+        marker_words,
     })
 });
 
@@ -165,28 +168,44 @@ impl Detector {
     /// boundaries. Where two rules claim overlapping spans the more specific rule wins,
     /// then the longer span.
     pub fn detect(&self, text: &str, ctx: &DetectContext) -> Vec<Finding> {
-        let mut cands = self.candidates(text, ctx, 0);
-        decode::rescan(self, text, ctx, &mut cands);
+        let hits = self.compiled.keywords.scan(text);
+        let markers = util::Markers::new(text, &hits, self.compiled.marker_words);
+        let mut cands = self.candidates_with(text, ctx, 0, &hits);
+        decode::rescan(self, text, ctx, &markers, &mut cands);
         resolve(text, cands)
     }
 
     /// Raw candidates of every family except decoding. `depth` > 0 when scanning decoded
     /// text (families that only make sense on original text are skipped then).
-    #[inline(never)] // one frame per family in profiles
     pub(crate) fn candidates(&self, text: &str, ctx: &DetectContext, depth: u8) -> Vec<Candidate> {
+        let hits = self.compiled.keywords.scan(text);
+        self.candidates_with(text, ctx, depth, &hits)
+    }
+
+    /// [`Detector::candidates`] with the text's keyword scan done.
+    #[inline(never)] // one frame per family in profiles
+    fn candidates_with(
+        &self,
+        text: &str,
+        ctx: &DetectContext,
+        depth: u8,
+        hits: &util::KeywordHits,
+    ) -> Vec<Candidate> {
         let c = &*self.compiled;
         let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
         let mut out = Vec::new();
-        let hits = c.keywords.scan(text);
-        keys::scan(text, &mut out);
+        let markers = util::Markers::new(text, hits, c.marker_words);
+        keys::scan(text, &markers, &mut out);
         c.rules
             .scan_selected(text, ctx.rel_path, |k| hits.has(c.rule_words, k), &mut out);
-        c.structural.scan(text, kind, &hits, c.stem_words, &mut out);
-        urls::scan(text, ctx.rel_path, &mut out);
-        http::scan(text, &hits, c.http_words, &mut out);
-        hashes::scan(text, &mut out);
+        c.structural
+            .scan(text, kind, hits, c.stem_words, &markers, &mut out);
+        urls::scan(text, ctx.rel_path, &markers, &mut out);
+        http::scan(text, hits, c.http_words, &mut out);
+        hashes::scan(text, &markers, &mut out);
         if depth == 0 {
-            c.pii.scan(text, kind, &hits, c.pii_words, &mut out);
+            c.pii
+                .scan(text, kind, hits, c.pii_words, &markers, &mut out);
         }
         out
     }

@@ -10,7 +10,7 @@
 //! - P5 person names only in structured places: `Name <email>`, `Signed-off-by:` and other
 //!   trailers, `@author`, manifest author/maintainer fields, copyright lines.
 
-use super::util::{self, FileKind, KeywordHits, WordIds};
+use super::util::{self, FileKind, KeywordHits, Markers, WordIds, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -383,13 +383,14 @@ impl Pii {
         _kind: FileKind,
         hits: &KeywordHits,
         ids: WordIds,
+        markers: &Markers,
         out: &mut Vec<Candidate>,
     ) {
         if util::has_byte(text, b'@') {
             self.emails(text, out);
             self.names_with_email(text, out);
         }
-        self.names_structured(text, hits, ids, out);
+        self.names_structured(text, hits, ids, markers, out);
         self.phones(text, hits, ids, out);
         self.cards(text, out);
         self.ibans(text, out);
@@ -447,6 +448,7 @@ impl Pii {
         text: &str,
         hits: &KeywordHits,
         ids: WordIds,
+        markers: &Markers,
         out: &mut Vec<Candidate>,
     ) {
         let lower_has = |word: &str| hits.has_word(ids, &WORDS[..PHONE_WORDS_FROM], word);
@@ -489,7 +491,7 @@ impl Pii {
                 }
             }
         }
-        if util::has_str!(text, "@author") {
+        if markers.has(&marker::AUTHOR_TAG) {
             for caps in self.author_tag.captures_iter(text) {
                 let n = caps.get(1).expect("group");
                 if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 1) {
@@ -850,8 +852,10 @@ mod tests {
         let mut out = Vec::new();
         let mut words = util::KeywordBuilder::default();
         let ids = words.add(Pii::words());
+        let marker_ids = words.add(util::marker::words());
         let hits = words.build().scan(text);
-        Pii::new().scan(text, FileKind::Code, &hits, ids, &mut out);
+        let markers = Markers::new(text, &hits, marker_ids);
+        Pii::new().scan(text, FileKind::Code, &hits, ids, &markers, &mut out);
         super::super::resolve(text, out)
             .into_iter()
             .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))

@@ -14,7 +14,7 @@
 //! dropped. In source code a bare value is an expression, so it is kept only when it
 //! reads as a literal token.
 
-use super::util::{self, FileKind, KeywordHits, WordIds};
+use super::util::{self, FileKind, KeywordHits, Markers, WordIds, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -402,6 +402,7 @@ impl Structural {
         kind: FileKind,
         hits: &KeywordHits,
         stems: WordIds,
+        markers: &Markers,
         out: &mut Vec<Candidate>,
     ) {
         let mut last_key_end = 0;
@@ -414,7 +415,13 @@ impl Structural {
             last_key_end = ke;
             self.key_at(text, ks, ke, kind, &mut backticks, out);
         }
-        for caps in self.identified_by.captures_iter(text) {
+        // `(?i)identified` matches the ASCII case variants only (a unit test holds it).
+        let identified = markers.has_ignore_ascii_case(&marker::IDENTIFIED);
+        for caps in identified
+            .then(|| self.identified_by.captures_iter(text))
+            .into_iter()
+            .flatten()
+        {
             let v = caps.get(1).expect("group");
             if !util::is_placeholder(v.as_str()) {
                 out.push(cand(
@@ -425,7 +432,7 @@ impl Structural {
                 ));
             }
         }
-        if util::has_str!(text, "value") {
+        if markers.has(&marker::VALUE) {
             for caps in self.key_value_pair.captures_iter(text) {
                 let name = caps.get(1).expect("group").as_str();
                 let v = caps.get(2).expect("group");

@@ -4,7 +4,7 @@
 //! Secret query parameters (`?token=`, `&sig=`, `X-Amz-Signature=`) and ODBC/ADO
 //! `Password=…;` pairs are key/value shapes and are found by S3.
 
-use super::util;
+use super::util::{self, Markers, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -37,8 +37,8 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Appends S4 candidates.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
-    if util::has_str!(text, "://") {
+pub fn scan(text: &str, rel_path: &str, markers: &Markers, out: &mut Vec<Candidate>) {
+    if markers.has(&marker::SCHEME) {
         for caps in USERINFO.captures_iter(text) {
             let pass = caps.get(2).expect("group");
             let host = caps.get(3).expect("group").as_str();
@@ -46,14 +46,14 @@ pub fn scan(text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
                 out.push(cand(pass.start(), pass.end(), "S4.url-userinfo"));
             }
         }
-        if util::has_str!(text, "/api/webhooks/") {
+        if markers.has(&marker::WEBHOOKS) {
             for caps in DISCORD_WEBHOOK.captures_iter(text) {
                 let t = caps.get(1).expect("group");
                 out.push(cand(t.start(), t.end(), "S4.discord-webhook"));
             }
         }
     }
-    if util::has_str!(text, "machine") && util::has_str!(text, "password") {
+    if markers.has(&marker::MACHINE) && markers.has(&marker::PASSWORD) {
         for caps in NETRC.captures_iter(text) {
             let p = caps.get(1).expect("group");
             if !util::is_placeholder(p.as_str()) {

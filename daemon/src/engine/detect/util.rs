@@ -1,18 +1,86 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
-/// Whether the text `$text` contains the literal `$needle`: a SIMD substring search
-/// whose searcher is built once per call site. The families test whole texts for their
-/// marker strings before running a pattern; `str::contains` builds a two-way searcher on
-/// every call and reads the text a byte at a time.
-macro_rules! has_str {
-    ($text:expr, $needle:literal) => {{
-        static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-            std::sync::LazyLock::new(|| memchr::memmem::Finder::new($needle));
-        FINDER.find($text.as_bytes()).is_some()
-    }};
+/// Literal strings whose presence in a text gates a family's pattern. They ride along
+/// in the shared keyword scan, so a family asks [`Markers::has`] instead of reading the
+/// whole text once more for each of them.
+pub mod marker {
+    /// One marker: its index in [`ALL`] and its text (matched case-sensitively).
+    pub struct Marker(pub usize, pub &'static str);
+
+    pub const BEGIN: Marker = Marker(0, "BEGIN");
+    pub const PUTTY: Marker = Marker(1, "PuTTY-User-Key-File");
+    pub const AGE: Marker = Marker(2, "AGE-SECRET-KEY-1");
+    pub const PEM_BASE64: Marker = Marker(3, "LS0tLS1CRUdJTi");
+    pub const KTY: Marker = Marker(4, "kty");
+    pub const BRACE_S: Marker = Marker(5, "{S");
+    pub const BRACE_C: Marker = Marker(6, "{C");
+    pub const TRIPLE_COLON: Marker = Marker(7, ":::");
+    pub const VALUE: Marker = Marker(8, "value");
+    pub const AUTHOR_TAG: Marker = Marker(9, "@author");
+    pub const SCHEME: Marker = Marker(10, "://");
+    pub const WEBHOOKS: Marker = Marker(11, "/api/webhooks/");
+    pub const MACHINE: Marker = Marker(12, "machine");
+    pub const PASSWORD: Marker = Marker(13, "password");
+    pub const KIND_SECRET: Marker = Marker(14, "kind: Secret");
+    pub const KIND_SECRET_QUOTED: Marker = Marker(15, "kind: \"Secret\"");
+    pub const IDENTIFIED: Marker = Marker(16, "identified");
+
+    /// Every marker, in index order (the words registered in the shared scan).
+    pub const ALL: &[&Marker] = &[
+        &BEGIN,
+        &PUTTY,
+        &AGE,
+        &PEM_BASE64,
+        &KTY,
+        &BRACE_S,
+        &BRACE_C,
+        &TRIPLE_COLON,
+        &VALUE,
+        &AUTHOR_TAG,
+        &SCHEME,
+        &WEBHOOKS,
+        &MACHINE,
+        &PASSWORD,
+        &KIND_SECRET,
+        &KIND_SECRET_QUOTED,
+        &IDENTIFIED,
+    ];
+
+    /// The markers' texts, in index order.
+    pub fn words() -> impl Iterator<Item = &'static str> {
+        ALL.iter().map(|m| m.1)
+    }
 }
-pub(crate) use has_str;
+
+/// Which [`marker`]s a text holds, read from its shared keyword scan.
+pub struct Markers<'a> {
+    text: &'a str,
+    hits: &'a KeywordHits,
+    ids: WordIds,
+}
+
+impl<'a> Markers<'a> {
+    /// The markers of `text`, whose scan `hits` registered [`marker::words`] as `ids`.
+    pub fn new(text: &'a str, hits: &'a KeywordHits, ids: WordIds) -> Markers<'a> {
+        Markers { text, hits, ids }
+    }
+
+    /// Whether the text contains the marker exactly (the scan matched it ignoring ASCII
+    /// case; each place it matched is compared as written).
+    pub fn has(&self, m: &marker::Marker) -> bool {
+        self.has_ignore_ascii_case(m)
+            && self
+                .hits
+                .starts_of(self.ids, m.0)
+                .any(|s| self.text.as_bytes()[s..].starts_with(m.1.as_bytes()))
+    }
+
+    /// Whether the text contains the marker ignoring ASCII case.
+    pub fn has_ignore_ascii_case(&self, m: &marker::Marker) -> bool {
+        self.hits.has(self.ids, m.0)
+    }
+}
 
 /// Whether `text` holds the byte `b` (SIMD memchr).
 pub fn has_byte(text: &str, b: u8) -> bool {
@@ -811,10 +879,20 @@ pub fn has_card_digit_run(text: &str) -> bool {
 /// True when `text` has two ASCII capitals followed by two ASCII digits (how every IBAN
 /// starts); a cheap gate before the IBAN regex. Only runs of capitals and digits are read.
 pub fn has_iban_start(text: &str) -> bool {
+    /// ASCII capitals and digits.
+    static CLASS: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0;
+        while b < 256 {
+            table[b] = (b as u8).is_ascii_uppercase() || (b as u8).is_ascii_digit();
+            b += 1;
+        }
+        table
+    };
     any_class_run(
         text.as_bytes(),
         4,
-        |c| c.is_ascii_uppercase() || c.is_ascii_digit(),
+        |c| CLASS[c as usize],
         |run| {
             run.windows(4).any(|w| {
                 w[2].is_ascii_digit()
@@ -907,6 +985,44 @@ pub fn is_word_bounded(text: &str, start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markers_are_listed_at_their_index() {
+        for (i, m) in marker::ALL.iter().enumerate() {
+            assert_eq!(m.0, i, "{}", m.1);
+        }
+    }
+
+    /// A marker is found as written, not in another case, wherever it sits.
+    #[test]
+    fn markers_match_case_sensitively() {
+        let mut words = KeywordBuilder::default();
+        let ids = words.add(marker::words());
+        let scan = words.build();
+        for (text, begin) in [
+            ("-----BEGIN RSA", true),
+            ("begin BeGiN", false),
+            ("xBEGIN", true),
+            ("BEGI", false),
+            ("begin then BEGIN", true),
+        ] {
+            let hits = scan.scan(text);
+            let markers = Markers::new(text, &hits, ids);
+            assert_eq!(markers.has(&marker::BEGIN), begin, "{text}");
+            assert!(markers.has_ignore_ascii_case(&marker::BEGIN) || !begin);
+        }
+    }
+
+    /// `(?i)identified` in the `regex` crate matches exactly the ASCII case variants: the
+    /// letters have no other simple case folds, so the ASCII-case-insensitive marker
+    /// gates the pattern exactly.
+    #[test]
+    fn identified_has_no_unicode_case_variants() {
+        let re = regex::Regex::new("(?i)identified").unwrap();
+        for t in ["IDENTIFIED", "IdEnTiFiEd", "\u{130}dentified", "\u{131}dentified", "ıdentıfıed"] {
+            assert_eq!(re.is_match(t), t.is_ascii(), "{t}");
+        }
+    }
 
     #[test]
     fn entropy_of_uniform_and_constant_strings() {
