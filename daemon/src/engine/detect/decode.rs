@@ -370,8 +370,22 @@ mod tests {
     #[test]
     fn b64_runs_equal_the_base64_pattern() {
         let pieces = [
-            "abcdefghij", "ABCDEFGHIJKLMNOPQRSTU", "0123456789", "+", "/", "_", "-", "=", "==",
-            "===", " ", ".", "\n", "\u{e9}", "x", "Zz9",
+            "abcdefghij",
+            "ABCDEFGHIJKLMNOPQRSTU",
+            "0123456789",
+            "+",
+            "/",
+            "_",
+            "-",
+            "=",
+            "==",
+            "===",
+            " ",
+            ".",
+            "\n",
+            "\u{e9}",
+            "x",
+            "Zz9",
         ];
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..4000 {

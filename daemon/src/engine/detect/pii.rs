@@ -352,7 +352,9 @@ impl Pii {
             ipv4: meta(
                 r"(?:^|[^\w.\-])(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(?:$|[^\w.\-]|\.(?:$|[^\w]))",
             ),
-            ipv6: meta(r"(?:^|[^\w:.\-])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?:$|[^\w:.\-])"),
+            ipv6: meta(
+                r"(?:^|[^\w:.\-])([0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7})(?:$|[^\w:.\-])",
+            ),
             name_email: re(&format!(
                 r"({NAME})[ \t]*<[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+>"
             )),
@@ -591,37 +593,49 @@ impl Pii {
     }
 
     fn ipv4s(&self, text: &str, out: &mut Vec<Candidate>) {
-        util::captures_near(&self.ipv4, text, ipv4_anchors(text), NEAR_SEPARATOR, |caps| {
-            let m = caps.get_group(1).expect("group");
-            let Ok(ip) = text[m.range()].parse::<Ipv4Addr>() else {
-                return;
-            };
-            if exempt_v4(ip) || version_context(text, m.start) {
-                return;
-            }
-            out.push(cand(m.start, m.end, Category::IP, "P4.ipv4"));
-        });
+        util::captures_near(
+            &self.ipv4,
+            text,
+            ipv4_anchors(text),
+            NEAR_SEPARATOR,
+            |caps| {
+                let m = caps.get_group(1).expect("group");
+                let Ok(ip) = text[m.range()].parse::<Ipv4Addr>() else {
+                    return;
+                };
+                if exempt_v4(ip) || version_context(text, m.start) {
+                    return;
+                }
+                out.push(cand(m.start, m.end, Category::IP, "P4.ipv4"));
+            },
+        );
     }
 
     fn ipv6s(&self, text: &str, out: &mut Vec<Candidate>) {
-        util::captures_near(&self.ipv6, text, ipv6_anchors(text), NEAR_SEPARATOR, |caps| {
-            let m = caps.get_group(1).expect("group");
-            let s = &text[m.range()];
-            let groups = s.split(':').filter(|g| !g.is_empty()).count();
-            if groups < 2
-                || !s.bytes().any(|b| b.is_ascii_digit())
-                || !(s.contains("::") || s.matches(':').count() == 7)
-            {
-                return;
-            }
-            let Ok(ip) = s.parse::<Ipv6Addr>() else {
-                return;
-            };
-            if exempt_v6(ip) {
-                return;
-            }
-            out.push(cand(m.start, m.end, Category::IP, "P4.ipv6"));
-        });
+        util::captures_near(
+            &self.ipv6,
+            text,
+            ipv6_anchors(text),
+            NEAR_SEPARATOR,
+            |caps| {
+                let m = caps.get_group(1).expect("group");
+                let s = &text[m.range()];
+                let groups = s.split(':').filter(|g| !g.is_empty()).count();
+                if groups < 2
+                    || !s.bytes().any(|b| b.is_ascii_digit())
+                    || !(s.contains("::") || s.matches(':').count() == 7)
+                {
+                    return;
+                }
+                let Ok(ip) = s.parse::<Ipv6Addr>() else {
+                    return;
+                };
+                if exempt_v6(ip) {
+                    return;
+                }
+                out.push(cand(m.start, m.end, Category::IP, "P4.ipv6"));
+            },
+        );
     }
 }
 
@@ -869,9 +883,32 @@ mod tests {
     fn anchored_searches_equal_whole_text_searches() {
         let pii = Pii::new();
         let pieces = [
-            "1", "22", "333", "4444", ".", "..", ":", "::", "-", "--", " ", "\n", "a", "F",
-            "fe80", "v", "_", "\u{663}", "\u{1d7ce}", "é", "1.2.3.4", "536-22-1234", "2001:db8::1",
-            "=", "/", "x.",
+            "1",
+            "22",
+            "333",
+            "4444",
+            ".",
+            "..",
+            ":",
+            "::",
+            "-",
+            "--",
+            " ",
+            "\n",
+            "a",
+            "F",
+            "fe80",
+            "v",
+            "_",
+            "\u{663}",
+            "\u{1d7ce}",
+            "é",
+            "1.2.3.4",
+            "536-22-1234",
+            "2001:db8::1",
+            "=",
+            "/",
+            "x.",
         ];
         type Anchors = fn(&str) -> Box<dyn Iterator<Item = usize> + '_>;
         let cases: [(&MetaRegex, Anchors); 3] = [
@@ -892,11 +929,19 @@ mod tests {
             for (re, anchors) in &cases {
                 let mut want = Vec::new();
                 for c in re.captures_iter(&text) {
-                    want.push((0..c.group_len()).map(|i| c.get_group(i)).collect::<Vec<_>>());
+                    want.push(
+                        (0..c.group_len())
+                            .map(|i| c.get_group(i))
+                            .collect::<Vec<_>>(),
+                    );
                 }
                 let mut got = Vec::new();
                 util::captures_near(re, &text, anchors(&text), NEAR_SEPARATOR, |c| {
-                    got.push((0..c.group_len()).map(|i| c.get_group(i)).collect::<Vec<_>>());
+                    got.push(
+                        (0..c.group_len())
+                            .map(|i| c.get_group(i))
+                            .collect::<Vec<_>>(),
+                    );
                 });
                 matched += usize::from(!want.is_empty());
                 assert_eq!(got, want, "{text:?}");

@@ -593,7 +593,10 @@ impl KeywordBuilder {
             .iter()
             .map(|w| w.as_bytes().to_ascii_lowercase())
             .collect();
-        assert!(words.iter().all(|w| !w.is_empty()), "keywords are not empty");
+        assert!(
+            words.iter().all(|w| !w.is_empty()),
+            "keywords are not empty"
+        );
         let mut classes = [0u8; 256];
         let mut stride: u32 = 1;
         for w in &words {
@@ -931,7 +934,11 @@ pub fn captures_near(
             found(&caps);
             resume = m.end();
             // The anchored patterns never match empty; step past one anyway.
-            at = if m.is_empty() { ceil_boundary(text, m.end() + 1) } else { m.end() };
+            at = if m.is_empty() {
+                ceil_boundary(text, m.end() + 1)
+            } else {
+                m.end()
+            };
         }
     };
     let mut region: Option<(usize, usize)> = None;
@@ -1019,7 +1026,13 @@ mod tests {
     #[test]
     fn identified_has_no_unicode_case_variants() {
         let re = regex::Regex::new("(?i)identified").unwrap();
-        for t in ["IDENTIFIED", "IdEnTiFiEd", "\u{130}dentified", "\u{131}dentified", "ıdentıfıed"] {
+        for t in [
+            "IDENTIFIED",
+            "IdEnTiFiEd",
+            "\u{130}dentified",
+            "\u{131}dentified",
+            "ıdentıfıed",
+        ] {
             assert_eq!(re.is_match(t), t.is_ascii(), "{t}");
         }
     }
@@ -1128,12 +1141,40 @@ mod tests {
     #[test]
     fn keyword_scan_reports_what_aho_corasick_reports() {
         let words = [
-            "key", "KEYS", "ey", "pass", "password", "word", "пароль", "密码", "-by:", "ab",
-            "b", "key", "contraseña", "aab",
+            "key",
+            "KEYS",
+            "ey",
+            "pass",
+            "password",
+            "word",
+            "пароль",
+            "密码",
+            "-by:",
+            "ab",
+            "b",
+            "key",
+            "contraseña",
+            "aab",
         ];
         let pieces = [
-            "key", "Key", "KEYS", "pass", "WORD", "пароль", "密", "码", "-by:", "-BY:", "a", "b",
-            "x", " ", "ñ", "contraseÑa", "contraseña", "aa",
+            "key",
+            "Key",
+            "KEYS",
+            "pass",
+            "WORD",
+            "пароль",
+            "密",
+            "码",
+            "-by:",
+            "-BY:",
+            "a",
+            "b",
+            "x",
+            " ",
+            "ñ",
+            "contraseÑa",
+            "contraseña",
+            "aa",
         ];
         let mut builder = KeywordBuilder::default();
         builder.add(words);
@@ -1207,11 +1248,19 @@ mod tests {
             if card.is_match(&text) && text.is_ascii() {
                 assert!(has_card_digit_run(&text), "{text:?}");
             }
-            assert_eq!(has_card_digit_run(&text), digit_run_loop(&text, 13), "{text:?}");
+            assert_eq!(
+                has_card_digit_run(&text),
+                digit_run_loop(&text, 13),
+                "{text:?}"
+            );
             if iban.is_match(&text) && text.is_ascii() {
                 assert!(has_iban_start(&text), "{text:?}");
             }
-            assert_eq!(has_iban_start(&text), iban_ascii.is_match(&text), "{text:?}");
+            assert_eq!(
+                has_iban_start(&text),
+                iban_ascii.is_match(&text),
+                "{text:?}"
+            );
         }
     }
 }
