@@ -748,7 +748,7 @@ impl World {
                 // Where a slow one went: on the CPU (work), or off it, waiting
                 // (voluntary switches: IO or a lock) or preempted (involuntary).
                 println!(
-                    "    slow re-redaction: {rel} ({} bytes) {ms:.2} ms wall, {:.2} ms cpu, \
+                    "    slow re-redaction (edit {i}): {rel} ({} bytes) {ms:.2} ms wall, {:.2} ms cpu, \
                      {} voluntary / {} involuntary switches",
                     original.len(),
                     (after.0 - before.0) * 1e3,

@@ -409,6 +409,9 @@ fn lower_thread_priority() {
 /// Re-redacts queued files into the root's cache until stopped.
 fn reindex_loop(root: &ServedRoot, shared: &Shared) {
     lower_thread_priority();
+    // This thread redacts every changed file: build its share of the matchers' lazy
+    // state now, not on the first edit.
+    root.engine_handle().warm_up();
     loop {
         let rel = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
