@@ -727,9 +727,11 @@ impl World {
         let cache = Arc::new(Cache::open(&self.state).expect("cache"));
         let served = ServedRoot::open(&self.root, engine, Some(cache), RootOptions::default())
             .expect("serve the root");
-        // As in the daemon, whose background pass (here a warm one: nothing to redact)
-        // runs before any edit arrives; it also warms the engine's matchers.
+        // As in the daemon, whose background pass runs before any edit arrives, and
+        // whose re-redaction thread warms the engine's per-thread matcher state when it
+        // starts (`Engine::warm_up`); this thread plays that one.
         served.index_all();
+        served.engine_handle().warm_up();
         let mut out = Vec::new();
         for (i, rel) in self.edit_targets(count).iter().enumerate() {
             let path = self.root.join(rel);
