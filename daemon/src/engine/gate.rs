@@ -1,4 +1,6 @@
-//! Run gates: skip the text where a class-bounded pattern cannot match.
+//! Gates: keep a stage's regex off text where it cannot match, without changing a
+//! single match. [`RunGated`] serves class-bounded patterns, [`LiteralGated`]
+//! patterns that start with one of a few ASCII words.
 //!
 //! Several baseline patterns (cards, phones, IPv4 addresses, SSNs, long hex strings) only
 //! ever match a run of characters from a small class (digits and separators, hex

@@ -192,7 +192,8 @@ struct Working {
     text: String,
     shadow: Shadow,
     /// The text lowercased, as [`FindCache::ascii_lower`]: literal-gated stages in a
-    /// row (configured terms, the allow list) share it while none changes the text.
+    /// row (salt and secret assignments, configured terms) share it while none
+    /// changes the text.
     ascii_lower: Option<Option<String>>,
 }
 
