@@ -410,8 +410,8 @@ fn lower_thread_priority() {
 fn reindex_loop(root: &ServedRoot, shared: &Shared) {
     lower_thread_priority();
     // This thread redacts every changed file: build its share of the matchers' lazy
-    // state now, not on the first edit.
-    root.engine_handle().warm_up();
+    // state now, not on the first edit. A panic here must not take the thread down.
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| root.engine_handle().warm_up()));
     loop {
         let rel = {
             let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
