@@ -353,14 +353,15 @@ impl ServedRoot {
     }
 
     /// Runs the engine over its built-in warm-up sample and a sample of the root's own
-    /// text files (read, redacted and dropped: nothing is stored) so that a file changed later does not pay for the
-    /// matchers' lazily built state: on a fresh engine the first files cost tens of
-    /// milliseconds each instead of well under one, which a file edited right after a
-    /// warm restart (nothing else redacted yet) would otherwise wait for.
+    /// text files (read, redacted and dropped: nothing is stored) so that a file
+    /// changed later does not pay for the matchers' lazily built state: on a fresh
+    /// engine the first files cost tens of milliseconds each instead of well under one,
+    /// which a file edited right after a warm restart (nothing else redacted yet) would
+    /// otherwise wait for.
     pub fn warm_up_engine(&self, files: &[(String, StatKey)]) {
-        self.engine.warm_up();
         const MAX_FILES: usize = 24;
         const MAX_BYTES: u64 = 512 << 10;
+        self.engine.warm_up();
         let text_files: Vec<&(String, StatKey)> = files
             .iter()
             .filter(|(rel, stat)| {
