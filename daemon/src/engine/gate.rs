@@ -43,6 +43,17 @@ impl ByteClass {
         ByteClass(table)
     }
 
+    /// The bytes of `a` and of `b`, plus every non-ASCII byte when `non_ascii`.
+    pub const fn concat(a: &[u8], b: &[u8], non_ascii: bool) -> ByteClass {
+        let mut class = ByteClass::new(a, non_ascii);
+        let mut i = 0;
+        while i < b.len() {
+            class.0[b[i] as usize] = true;
+            i += 1;
+        }
+        class
+    }
+
     /// Whether `b` is in the set.
     pub fn has(&self, b: u8) -> bool {
         self.0[b as usize]
@@ -51,6 +62,68 @@ impl ByteClass {
 
 /// ASCII digits.
 pub const DIGITS: &[u8] = b"0123456789";
+
+/// ASCII letters and digits.
+pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// The maximal runs of `class` bytes in `b` at or after `from` that are at least `min`
+/// bytes long (a run that began before `from` counts from `from`), in order. Outside
+/// runs it looks at one byte in every `min`: a run that long covers one of them, so text
+/// of other bytes costs about one byte test per `min` bytes.
+pub fn class_runs(
+    b: &[u8],
+    from: usize,
+    min: usize,
+    class: impl Fn(u8) -> bool,
+) -> impl Iterator<Item = (usize, usize)> {
+    let min = min.max(1);
+    let mut floor = from;
+    let mut p = from + min - 1;
+    std::iter::from_fn(move || {
+        while p < b.len() {
+            if !class(b[p]) {
+                p += min;
+                continue;
+            }
+            let (start, end) = run_extent(b, p, floor, &class);
+            // `b[end]` is outside the class: the next run starts after it.
+            floor = end;
+            p = end + min;
+            if end - start >= min {
+                return Some((start, end));
+            }
+        }
+        None
+    })
+}
+
+/// The maximal run of `class` bytes around `b[at]` (itself in the class), not
+/// reaching back before `floor`.
+pub fn run_extent(b: &[u8], at: usize, floor: usize, class: impl Fn(u8) -> bool) -> (usize, usize) {
+    let mut start = at;
+    while start > floor && class(b[start - 1]) {
+        start -= 1;
+    }
+    let mut end = at + 1;
+    while end < b.len() && class(b[end]) {
+        end += 1;
+    }
+    (start, end)
+}
+
+/// `inner`'s first match starting in the run `hay[run_start..run_end]`, for a pattern
+/// whose matches lie inside one such run and look at most one character past it: the
+/// haystack is cut one character after the run (never at the front, so look-behinds see
+/// the real text). Both ends must be character boundaries.
+pub fn find_in_run<F: Finder + ?Sized>(
+    inner: &F,
+    hay: &str,
+    run_start: usize,
+    run_end: usize,
+) -> Option<(usize, usize)> {
+    let cut = run_end + hay[run_end..].chars().next().map_or(0, char::len_utf8);
+    inner.find_from(&hay[..cut], run_start)
+}
 
 /// A pattern searched only inside runs of `class` bytes that could hold a match.
 pub struct RunGated<F> {
@@ -66,58 +139,21 @@ pub struct RunGated<F> {
 }
 
 impl<F: Finder> RunGated<F> {
-    /// The first run at or after `start` that could hold a match: `(run start, run end)`.
-    fn next_run(&self, b: &[u8], start: usize) -> Option<(usize, usize)> {
-        let step = self.min_len.max(1);
-        let mut floor = start;
-        // A run of `step` bytes starting at or after `floor` covers this position.
-        let mut p = floor + step - 1;
-        while p < b.len() {
-            if !self.class.has(b[p]) {
-                p += step;
-                continue;
-            }
-            let mut run_start = p;
-            while run_start > floor && self.class.has(b[run_start - 1]) {
-                run_start -= 1;
-            }
-            let mut run_end = p + 1;
-            while run_end < b.len() && self.class.has(b[run_end]) {
-                run_end += 1;
-            }
-            if run_end - run_start >= self.min_len
-                && b[run_start..run_end]
-                    .iter()
-                    .filter(|&&c| self.core.has(c))
-                    .count()
-                    >= self.min_core
-            {
-                return Some((run_start, run_end));
-            }
-            // The byte at `run_end` is outside the class: the next run starts after it.
-            floor = run_end;
-            p = run_end + step;
-        }
-        None
+    /// The runs at or after `start` that could hold a match, in order.
+    fn runs<'b>(&'b self, b: &'b [u8], start: usize) -> impl Iterator<Item = (usize, usize)> + 'b {
+        class_runs(b, start, self.min_len, |c| self.class.has(c)).filter(move |&(s, e)| {
+            b[s..e].iter().filter(|&&c| self.core.has(c)).count() >= self.min_core
+        })
     }
 }
 
 impl<F: Finder> Finder for RunGated<F> {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        let b = hay.as_bytes();
-        let mut from = start;
-        while let Some((run_start, run_end)) = self.next_run(b, from) {
-            // A run starts at `from` (a boundary) or after a byte outside the class, and
-            // its bytes are ASCII unless the class holds every non-ASCII byte, so both
-            // ends are character boundaries. Keep one character after the run for the
-            // pattern's look-ahead.
-            let cut = run_end + hay[run_end..].chars().next().map_or(0, char::len_utf8);
-            if let Some(found) = self.inner.find_from(&hay[..cut], run_start) {
-                return Some(found);
-            }
-            from = run_end;
-        }
-        None
+        // A run starts at `start` (a boundary) or after a byte outside the class, and
+        // its bytes are ASCII unless the class holds every non-ASCII byte, so both ends
+        // are character boundaries.
+        self.runs(hay.as_bytes(), start)
+            .find_map(|(s, e)| find_in_run(&self.inner, hay, s, e))
     }
 
     fn uses_word_boundary(&self) -> bool {

@@ -1,7 +1,7 @@
 //! The reference's built-in baseline patterns (spec 5.4), rewritten for [`PyPattern`]
 //! so that every match equals Python's. Compiled once per process.
 
-use super::gate::{ByteClass, DIGITS, LiteralGated, RunGated};
+use super::gate::{ALNUM, ByteClass, DIGITS, LiteralGated, RunGated, find_in_run, run_extent};
 use super::placeholder::Category;
 use super::pyre::{Alternation, FindCache, Finder, Guard, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
@@ -197,10 +197,7 @@ pub struct DomainCandidates {
 }
 
 /// Bytes of a domain run.
-const DOMAIN_RUN: ByteClass = ByteClass::new(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-",
-    true,
-);
+const DOMAIN_RUN: ByteClass = ByteClass::concat(ALNUM, b".-", true);
 
 impl DomainCandidates {
     /// Whether `segment` (the bytes after a dot up to the next byte outside
@@ -236,18 +233,10 @@ impl Finder for DomainCandidates {
                 at = dot + 1;
                 continue;
             }
-            let mut run_start = dot;
-            while run_start > start && DOMAIN_RUN.has(b[run_start - 1]) {
-                run_start -= 1;
-            }
-            let mut run_end = segment_end;
-            while run_end < b.len() && DOMAIN_RUN.has(b[run_end]) {
-                run_end += 1;
-            }
+            let (run_start, run_end) = run_extent(b, dot, start, |c| DOMAIN_RUN.has(c));
             // Both ends are boundaries: the run is ASCII or whole characters, and the
             // byte before it (if any) is ASCII or `start`.
-            let cut = run_end + hay[run_end..].chars().next().map_or(0, char::len_utf8);
-            if let Some(found) = self.inner.find_from(&hay[..cut], run_start) {
+            if let Some(found) = find_in_run(&self.inner, hay, run_start, run_end) {
                 return Some(found);
             }
             at = run_end;

@@ -5,6 +5,7 @@
 
 use super::util::{Markers, marker};
 use super::{Candidate, DetectContext, Detector, prio};
+use crate::engine::gate::{ALNUM, ByteClass, class_runs};
 use crate::engine::placeholder::Category;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -108,22 +109,8 @@ fn percent_escapes(text: &str) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// Bytes of base64 runs (standard and URL-safe alphabets), as a table.
-static B64_BYTES: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'_' | b'-');
-        b += 1;
-    }
-    table
-};
-
-/// Whether `b` may appear in a base64 run.
-fn is_b64_byte(b: u8) -> bool {
-    B64_BYTES[b as usize]
-}
+/// Bytes of base64 runs (standard and URL-safe alphabets).
+const B64_BYTES: ByteClass = ByteClass::concat(ALNUM, b"+/_-", false);
 
 /// The matches of [`B64`] in `text`, without the regex: every maximal run of at least
 /// [`MIN_B64`] base64 bytes, with up to two `=` after it. Such a run covers one of the
@@ -131,32 +118,13 @@ fn is_b64_byte(b: u8) -> bool {
 /// a few byte tests per word.
 fn b64_runs(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
-    let mut floor = 0;
-    let mut p = MIN_B64 - 1;
-    while p < b.len() {
-        if !is_b64_byte(b[p]) {
-            p += MIN_B64;
-            continue;
-        }
-        let mut start = p;
-        while start > floor && is_b64_byte(b[start - 1]) {
-            start -= 1;
-        }
-        let mut end = p + 1;
-        while end < b.len() && is_b64_byte(b[end]) {
-            end += 1;
-        }
-        if end - start >= MIN_B64 {
+    // `=` is outside the run class, so padding never starts the next run.
+    class_runs(b, 0, MIN_B64, |c| B64_BYTES.has(c))
+        .map(|(start, end)| {
             let pad = b[end..].iter().take(2).take_while(|&&c| c == b'=').count();
-            end += pad;
-            out.push((start, end));
-        }
-        // The next run starts at `end` (after padding) or later.
-        floor = end;
-        p = end + MIN_B64 - 1;
-    }
-    out
+            (start, end + pad)
+        })
+        .collect()
 }
 
 /// The matches of `\b(?:[0-9a-fA-F]{2}){16,}\b` in `text`, found inside the base64

@@ -1,6 +1,8 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
+use crate::engine::gate::{ByteClass, class_runs};
+
 /// Literal strings whose presence in a text gates a family's pattern. They ride along
 /// in the shared keyword scan, so a family asks [`Markers::has`] instead of reading the
 /// whole text once more for each of them.
@@ -815,96 +817,46 @@ impl KeywordHits {
     }
 }
 
-/// Whether some maximal run of bytes of `class`, at least `min` bytes long, passes
-/// `check`. Every run that long covers one of the bytes looked at (one in every `min`),
-/// so a text of other bytes costs about one byte test per `min` bytes.
-fn any_class_run(
-    b: &[u8],
-    min: usize,
-    class: impl Fn(u8) -> bool,
-    check: impl Fn(&[u8]) -> bool,
-) -> bool {
-    let mut floor = 0;
-    let mut p = min - 1;
-    while p < b.len() {
-        if !class(b[p]) {
-            p += min;
-            continue;
-        }
-        let mut start = p;
-        while start > floor && class(b[start - 1]) {
-            start -= 1;
-        }
-        let mut end = p + 1;
-        while end < b.len() && class(b[end]) {
-            end += 1;
-        }
-        if end - start >= min && check(&b[start..end]) {
-            return true;
-        }
-        // `b[end]` is outside the class: the next run starts after it.
-        floor = end;
-        p = end + min;
-    }
-    false
-}
-
 /// True when `text` has 13 ASCII digits in a row, a single space or hyphen allowed
 /// between two digits (the shape of a card number); a cheap gate before the card regex.
 /// Such a run lies inside a run of digits, spaces and hyphens, so only those runs are read.
 pub fn has_card_digit_run(text: &str) -> bool {
     const MIN: usize = 13;
-    any_class_run(
-        text.as_bytes(),
-        MIN,
-        |c| c.is_ascii_digit() || c == b' ' || c == b'-',
-        |run| {
-            let mut count = 0;
-            let mut after_digit = false;
-            for &c in run {
-                if c.is_ascii_digit() {
-                    count += 1;
-                    if count >= MIN {
-                        return true;
-                    }
-                    after_digit = true;
-                } else if after_digit {
-                    after_digit = false;
-                } else {
-                    count = 0;
+    let b = text.as_bytes();
+    class_runs(b, 0, MIN, |c| c.is_ascii_digit() || c == b' ' || c == b'-').any(|(s, e)| {
+        let mut count = 0;
+        let mut after_digit = false;
+        for &c in &b[s..e] {
+            if c.is_ascii_digit() {
+                count += 1;
+                if count >= MIN {
+                    return true;
                 }
+                after_digit = true;
+            } else if after_digit {
+                after_digit = false;
+            } else {
+                count = 0;
             }
-            false
-        },
-    )
+        }
+        false
+    })
 }
 
 /// True when `text` has two ASCII capitals followed by two ASCII digits (how every IBAN
 /// starts); a cheap gate before the IBAN regex. Only runs of capitals and digits are read.
 pub fn has_iban_start(text: &str) -> bool {
     /// ASCII capitals and digits.
-    static CLASS: [bool; 256] = {
-        let mut table = [false; 256];
-        let mut b = 0;
-        while b < 256 {
-            table[b] = (b as u8).is_ascii_uppercase() || (b as u8).is_ascii_digit();
-            b += 1;
-        }
-        table
-    };
-    any_class_run(
-        text.as_bytes(),
-        4,
-        |c| CLASS[c as usize],
-        |run| {
-            run.windows(4).any(|w| {
-                w[2].is_ascii_digit()
-                    && w[3].is_ascii_digit()
-                    && w[0].is_ascii_uppercase()
-                    && w[1].is_ascii_uppercase()
-            })
-        },
-    )
+    const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", false);
+    let b = text.as_bytes();
+    class_runs(b, 0, 4, |c| CLASS.has(c)).any(|(s, e)| {
+        b[s..e].windows(4).any(|w| {
+            w[2].is_ascii_digit()
+                && w[3].is_ascii_digit()
+                && w[0].is_ascii_uppercase()
+                && w[1].is_ascii_uppercase()
+        })
+    })
 }
 
 /// Calls `found` with the captures of every match of `re` in `text`, as iterating
