@@ -254,24 +254,7 @@ impl<P: MatchAt> Finder for LiteralGated<P> {
 mod tests {
     use super::*;
     use crate::engine::pyre::Guard;
-
-    /// Deterministic pseudo-random haystacks built from `pieces`.
-    fn haystacks(pieces: &[&str], count: usize, seed: u64) -> Vec<String> {
-        let mut state = seed;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
-        (0..count)
-            .map(|_| {
-                (0..1 + next(24))
-                    .map(|_| pieces[next(pieces.len())])
-                    .collect()
-            })
-            .collect()
-    }
+    use crate::engine::testgen::texts;
 
     /// Every match, from every start, equals the ungated pattern's.
     fn assert_same<F: Finder>(gated: &RunGated<F>, hays: &[String]) {
@@ -303,7 +286,7 @@ mod tests {
         let pieces = [
             "1", "23", "456", " ", "-", "x", "\n", "٣", "é", "7890123", "--", "a1",
         ];
-        assert_same(&gated, &haystacks(&pieces, 400, 7));
+        assert_same(&gated, &texts(&pieces, 400, 24, 7));
     }
 
     #[test]
@@ -318,7 +301,7 @@ mod tests {
         let pieces = [
             "deadbeef", "0", "Ab", "é", "g", " ", "123", "ſ", "K", "cafe",
         ];
-        assert_same(&gated, &haystacks(&pieces, 400, 5));
+        assert_same(&gated, &texts(&pieces, 400, 24, 5));
     }
 
     #[test]
@@ -333,6 +316,6 @@ mod tests {
         let pieces = [
             "10", ".", "0", "1.2.3.4", "255", "x", " ", "é", "٣", "1.2.3", "9999", "a",
         ];
-        assert_same(&gated, &haystacks(&pieces, 400, 11));
+        assert_same(&gated, &texts(&pieces, 400, 24, 11));
     }
 }

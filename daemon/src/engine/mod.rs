@@ -16,6 +16,8 @@ pub mod pipeline;
 pub mod placeholder;
 pub mod policy;
 pub mod pyre;
+#[cfg(test)]
+mod testgen;
 pub mod text;
 pub mod wordlists;
 

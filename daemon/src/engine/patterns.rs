@@ -732,20 +732,7 @@ mod tests {
             "private_key",
             "=",
         ];
-        let mut state = 17u64;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
-        let hays: Vec<String> = (0..300)
-            .map(|_| {
-                (0..1 + next(16))
-                    .map(|_| pieces[next(pieces.len())])
-                    .collect()
-            })
-            .collect();
+        let hays = crate::engine::testgen::texts(&pieces, 300, 16, 17);
         for (name, pattern) in plain {
             let stage = EARLY_STAGES
                 .iter()
@@ -800,18 +787,8 @@ mod tests {
             "https://docs.rs/regex",
             "192.168.1.9",
         ];
-        let mut state = 3u64;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
         let hosts = &*PRIVATE_HOSTS;
-        for _ in 0..2000 {
-            let hay: String = (0..1 + next(10))
-                .map(|_| pieces[next(pieces.len())])
-                .collect();
+        for hay in crate::engine::testgen::texts(&pieces, 2000, 10, 3) {
             let fresh = |start: usize| {
                 let url = PrivateHosts::next_private(&hosts.url, &hay, start);
                 let domain = PrivateHosts::next_private(&hosts.domain, &hay, start);

@@ -1218,17 +1218,7 @@ mod tests {
             "ınıtech",
             "AcMe",
         ];
-        let mut state = 29u64;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
-        for _ in 0..400 {
-            let hay: String = (0..1 + next(14))
-                .map(|_| pieces[next(pieces.len())])
-                .collect();
+        for hay in crate::engine::testgen::texts(&pieces, 400, 14, 29) {
             for gated in [&with_non_ascii, &ascii_terms, &allow] {
                 let mut cache = crate::engine::pyre::FindCache::default();
                 let mut start = 0;
