@@ -728,11 +728,12 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
 /// Judges a key name by its head word.
 fn classify(name: &str) -> Option<KeyClass> {
     // Key names repeat within and across files (`token`, `api_key`, `keyboard`), and
-    // classifying one splits it into words twice: remember the answers per thread.
+    // classifying one splits it into words twice: remember the answers per thread
+    // (foldhash: SipHash cost more than the lookup saved on short keys).
     const MEMO_CAP: usize = 32_768;
     thread_local! {
-        static MEMO: std::cell::RefCell<std::collections::HashMap<Box<str>, Option<KeyClass>>> =
-            std::cell::RefCell::new(std::collections::HashMap::new());
+        static MEMO: std::cell::RefCell<foldhash::HashMap<Box<str>, Option<KeyClass>>> =
+            std::cell::RefCell::new(foldhash::HashMap::default());
     }
     MEMO.with_borrow_mut(|memo| {
         if let Some(class) = memo.get(name) {

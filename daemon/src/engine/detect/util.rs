@@ -518,6 +518,9 @@ pub fn looks_random(v: &str, min_len: usize, min_entropy: f64) -> bool {
     shannon_entropy(v) >= min_entropy
 }
 
+/// Lanes of one keyword scan (see [`KeywordScan::scan_lanes`]).
+const LANES: usize = 4;
+
 /// The trigger words of every family, found in one ASCII-case-insensitive pass over a
 /// text. Each family used to run its own Aho-Corasick pass; one shared pass costs the
 /// same as one of them. The automaton is a dense Aho-Corasick DFA over byte classes,
@@ -728,29 +731,131 @@ impl KeywordScan {
         (pos, state)
     }
 
-    /// Every occurrence of every registered word in `text`.
-    #[inline(never)] // one frame per family in profiles
-    pub fn scan(&self, text: &str) -> KeywordHits {
-        let mut present = vec![0u64; self.count.div_ceil(64)];
-        let mut matches = Vec::new();
-        let bytes = text.as_bytes();
-        let (mut end, mut state) = (0, 0);
-        loop {
-            (end, state) = self.run(bytes, end, state);
-            if state < self.first_match {
-                break;
-            }
-            let (from, to) = self.out_ranges[((state - self.first_match) / self.stride) as usize];
-            for &id in &self.out_ids[from as usize..to as usize] {
-                present[id as usize / 64] |= 1 << (id % 64);
-                matches.push((end - self.lens[id as usize] as usize, end, id));
-            }
-            if end == bytes.len() {
+    /// [`KeywordScan::run`] for four lanes in lock step until any lane ends a word or the
+    /// shortest lane runs out: the lanes' positions and states after the last step.
+    #[inline(never)]
+    fn run_lanes(
+        &self,
+        lanes: [&[u8]; LANES],
+        pos: [usize; LANES],
+        [mut s0, mut s1, mut s2, mut s3]: [u32; LANES],
+    ) -> ([usize; LANES], [u32; LANES]) {
+        let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
+        let step = |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize];
+        let steps = (0..LANES)
+            .map(|i| lanes[i].len() - pos[i])
+            .min()
+            .unwrap_or(0);
+        let [a, b, c, d] = std::array::from_fn(|i| &lanes[i][pos[i]..pos[i] + steps]);
+        let mut done = steps;
+        let bytes = a.iter().zip(b).zip(c).zip(d);
+        for (k, (((&x0, &x1), &x2), &x3)) in bytes.enumerate() {
+            s0 = step(s0, x0);
+            s1 = step(s1, x1);
+            s2 = step(s2, x2);
+            s3 = step(s3, x3);
+            if (s0 >= first_match) | (s1 >= first_match) | (s2 >= first_match) | (s3 >= first_match)
+            {
+                done = k + 1;
                 break;
             }
         }
-        matches.sort_unstable();
-        KeywordHits { present, matches }
+        (pos.map(|p| p + done), [s0, s1, s2, s3])
+    }
+
+    /// Every occurrence of every registered word in `text`.
+    #[inline(never)] // one frame per family in profiles
+    pub fn scan(&self, text: &str) -> KeywordHits {
+        // Below this many bytes per lane, the lanes' set-up costs more than they hide.
+        const LANE_BYTES: usize = 256;
+        let len = text.len();
+        if len < LANES * LANE_BYTES {
+            let mut hits = KeywordHits::empty(self.count);
+            self.finish(text.as_bytes(), 0, 0, 0, |_| true, &mut hits);
+            hits.matches.sort_unstable();
+            hits
+        } else {
+            self.scan_lanes(text, std::array::from_fn(|i| len / LANES * i))
+        }
+    }
+
+    /// [`KeywordScan::scan`] in lanes that start at `starts` (ascending, the first 0).
+    /// Each step depends on the transition loaded by the step before, so one lane waits
+    /// on memory most of the time; independent lanes overlap those waits. A lane keeps
+    /// the words that start before the next lane's start, running on past it just far
+    /// enough to finish them; a lane starts from the root, so it finds exactly the words
+    /// that start at or after its start.
+    fn scan_lanes(&self, text: &str, starts: [usize; LANES]) -> KeywordHits {
+        let bytes = text.as_bytes();
+        let mut hits = KeywordHits::empty(self.count);
+        let longest = self.lens.iter().copied().max().unwrap_or(1) as usize;
+        let keep_below: [usize; LANES] =
+            std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(usize::MAX));
+        let lanes: [&[u8]; LANES] = std::array::from_fn(|i| {
+            let end = keep_below[i].saturating_add(longest - 1).min(bytes.len());
+            &bytes[starts[i]..end.max(starts[i])]
+        });
+        let (mut pos, mut state) = ([0; LANES], [0; LANES]);
+        while (0..LANES).all(|i| pos[i] < lanes[i].len()) {
+            (pos, state) = self.run_lanes(lanes, pos, state);
+            for i in 0..LANES {
+                if state[i] >= self.first_match {
+                    self.record(
+                        state[i],
+                        pos[i],
+                        starts[i],
+                        |s| s < keep_below[i],
+                        &mut hits,
+                    );
+                }
+            }
+        }
+        for i in 0..LANES {
+            let keep = |s| s < keep_below[i];
+            self.finish(lanes[i], pos[i], state[i], starts[i], keep, &mut hits);
+        }
+        hits.matches.sort_unstable();
+        hits
+    }
+
+    /// Runs one lane from `(pos, state)` to the end of `bytes`, recording every word.
+    fn finish(
+        &self,
+        bytes: &[u8],
+        mut pos: usize,
+        mut state: u32,
+        offset: usize,
+        keep: impl Fn(usize) -> bool,
+        hits: &mut KeywordHits,
+    ) {
+        while pos < bytes.len() {
+            (pos, state) = self.run(bytes, pos, state);
+            if state < self.first_match {
+                break;
+            }
+            self.record(state, pos, offset, &keep, hits);
+        }
+    }
+
+    /// Records the words that end in word-ending `state` at `end` (lane-relative; the
+    /// lane starts at `offset` in the text) and start where `keep` allows.
+    fn record(
+        &self,
+        state: u32,
+        end: usize,
+        offset: usize,
+        keep: impl Fn(usize) -> bool,
+        hits: &mut KeywordHits,
+    ) {
+        let end = offset + end;
+        let (from, to) = self.out_ranges[((state - self.first_match) / self.stride) as usize];
+        for &id in &self.out_ids[from as usize..to as usize] {
+            let start = end - self.lens[id as usize] as usize;
+            if keep(start) {
+                hits.present[id as usize / 64] |= 1 << (id % 64);
+                hits.matches.push((start, end, id));
+            }
+        }
     }
 }
 
@@ -769,6 +874,14 @@ pub struct KeywordHits {
 }
 
 impl KeywordHits {
+    /// No occurrences of any of `count` words.
+    fn empty(count: usize) -> KeywordHits {
+        KeywordHits {
+            present: vec![0u64; count.div_ceil(64)],
+            matches: Vec::new(),
+        }
+    }
+
     /// True when word `i` of the family `ids` occurs.
     pub fn has(&self, ids: WordIds, i: usize) -> bool {
         debug_assert!(i < ids.len as usize);
@@ -1150,6 +1263,18 @@ mod tests {
                 .collect();
             want.sort_unstable();
             assert_eq!(scan.scan(&text).matches, want, "{text:?}");
+            // Lanes that start anywhere (also inside a word and inside a character).
+            for split in 0..=text.len() {
+                let two = scan.scan_lanes(&text, [0, split, split, split]);
+                assert_eq!(two.matches, want, "{text:?} split at {split}");
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let (x, y) = ((state >> 20) as usize % (split + 1), (state >> 40) as usize);
+                let y = split + y % (text.len() - split + 1);
+                let four = scan.scan_lanes(&text, [0, x, split, y]);
+                assert_eq!(four.matches, want, "{text:?} lanes at {x} {split} {y}");
+            }
         }
     }
 
