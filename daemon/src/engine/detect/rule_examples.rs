@@ -350,3 +350,42 @@ fn every_example_names_a_rule_and_every_allowed_miss_is_used() {
         );
     }
 }
+
+/// Rules that open with lazy identifier prefixes are searched without them first
+/// (`Rule::for_each_match`); that search must report exactly what the whole pattern's
+/// `captures_iter` reports. Checked on every example of every such rule, alone, behind
+/// identifier runs shorter and longer than a prefix reaches, and repeated on one line.
+#[test]
+fn prefiltered_rule_searches_equal_whole_pattern_searches() {
+    let pack = RulePack::builtin();
+    let (mut rules, mut matched) = (0, 0);
+    for (id, tps, fps) in rule_examples() {
+        let examples = tps
+            .iter()
+            .map(|t| &t.text)
+            .chain(fps.iter().map(|f| &f.text));
+        let mut prefiltered = false;
+        for t in examples {
+            let texts = [
+                t.clone(),
+                format!("ab_c.d-{t}"),
+                format!("{}{t}", "x".repeat(60)),
+                format!("{t} {t}\n{}{t}", "_.-9".repeat(12)),
+            ];
+            for text in &texts {
+                let Some((want, got)) = pack.unprefixed_search(&id, text) else {
+                    continue;
+                };
+                prefiltered = true;
+                matched += usize::from(!want.is_empty());
+                assert_eq!(got, want, "{id} on {text:?}");
+            }
+        }
+        rules += usize::from(prefiltered);
+    }
+    assert!(
+        rules > 80,
+        "only {rules} rules search without their prefixes"
+    );
+    assert!(matched > 300, "only {matched} searches matched");
+}

@@ -186,6 +186,9 @@ struct Rule {
     /// for the rules its texts activate.
     source: String,
     regex: OnceLock<Option<Regex>>,
+    /// The pattern without its leading identifier prefixes, and how far back they reach
+    /// (see [`Rule::for_each_match`]); compiled with `regex`.
+    unprefixed: OnceLock<Option<(Regex, usize)>>,
     secret_group: usize,
     entropy: Option<f64>,
     generic: bool,
@@ -298,15 +301,111 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
+/// Every match of a regex, each with every group's span.
+#[cfg(test)]
+pub(super) type Spans = Vec<Vec<Option<(usize, usize)>>>;
+
+/// Lazy runs of identifier bytes that many gitleaks rules open with (`(?i)` or `(?i:`
+/// may come before the second), each able to reach back this many bytes.
+const IDENTIFIER_PREFIX: &str = r"[\w.-]{0,50}?";
+const IDENTIFIER_PREFIX_REACH: usize = 50;
+
+/// `pat` without its leading [`IDENTIFIER_PREFIX`]es, with their total reach; `None`
+/// when it has none or could match an empty string (the search in
+/// [`Rule::for_each_match`] assumes every match moves forward).
+fn unprefixed(pat: &str) -> Option<(String, usize)> {
+    let mut head = String::new();
+    let mut rest = pat;
+    let mut reach = 0;
+    loop {
+        if let Some(r) = rest.strip_prefix(IDENTIFIER_PREFIX) {
+            rest = r;
+            reach += IDENTIFIER_PREFIX_REACH;
+        } else if let Some(flag) = ["(?i)", "(?i:"].into_iter().find(|f| rest.starts_with(f)) {
+            head.push_str(flag);
+            rest = &rest[flag.len()..];
+        } else {
+            break;
+        }
+    }
+    let src = head + rest;
+    let can_be_empty = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(&format!("(?-u){src}"))
+        .map_or(true, |hir| {
+            hir.properties().minimum_len().is_none_or(|n| n == 0)
+        });
+    (reach > 0 && !can_be_empty).then_some((src, reach))
+}
+
 impl Rule {
     fn compiled(&self) -> Option<&Regex> {
         self.regex
             .get_or_init(|| compile(&self.source, &mut Vec::new()))
             .as_ref()
     }
+
+    /// Calls `f` with every match of the rule's regex in `bytes`, as `captures_iter`
+    /// reports them. A lazy identifier prefix at the start of a pattern makes the regex
+    /// engine try up to 50 starts before each keyword (ten times slower on text that
+    /// names `jira` in every file), so the search runs the pattern without it first:
+    /// every match of the whole pattern starting at `s` holds a match of the
+    /// unprefixed one starting in `s..=s + reach`, and every match of the unprefixed
+    /// one is a match of the whole, so the whole pattern's next match starts in
+    /// `t - reach..=t`, where `t` is the unprefixed pattern's next match; searching the
+    /// whole pattern from there gives the very match (groups and all) `captures_iter`
+    /// would have given.
+    fn for_each_match(&self, bytes: &[u8], mut f: impl FnMut(regex::bytes::Captures<'_>)) {
+        let Some(regex) = self.compiled() else {
+            return;
+        };
+        let unprefixed = self.unprefixed.get_or_init(|| {
+            let (src, reach) = unprefixed(&self.source)?;
+            Some((compile(&src, &mut Vec::new())?, reach))
+        });
+        let Some((unprefixed, reach)) = unprefixed else {
+            regex.captures_iter(bytes).for_each(f);
+            return;
+        };
+        let mut pos = 0;
+        while let Some(t) = unprefixed.find_at(bytes, pos) {
+            let from = t.start().saturating_sub(*reach).max(pos);
+            let Some(caps) = regex.captures_at(bytes, from) else {
+                return; // cannot happen: the unprefixed match is a match of the whole
+            };
+            pos = caps.get(0).map_or(bytes.len(), |m| m.end());
+            f(caps);
+        }
+    }
 }
 
 impl RulePack {
+    /// For the rule `id`, when it searches without its identifier prefixes: what
+    /// `captures_iter` reports on `text` and what the prefiltered search reports, every
+    /// match with every group's span.
+    #[cfg(test)]
+    pub(super) fn unprefixed_search(&self, id: &str, text: &str) -> Option<(Spans, Spans)> {
+        let spans = |caps: regex::bytes::Captures<'_>| {
+            caps.iter()
+                .map(|m| m.map(|m| (m.start(), m.end())))
+                .collect::<Vec<_>>()
+        };
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))?;
+        unprefixed(&rule.source)?;
+        let want: Spans = rule
+            .compiled()?
+            .captures_iter(text.as_bytes())
+            .map(spans)
+            .collect();
+        let mut got: Spans = Vec::new();
+        rule.for_each_match(text.as_bytes(), |caps| got.push(spans(caps)));
+        Some((want, got))
+    }
+
     /// The built-in packs: gitleaks' default rules plus redctx's own additions.
     pub fn builtin() -> RulePack {
         RulePack::from_tomls(&[GITLEAKS_TOML, REDCTX_TOML])
@@ -393,6 +492,7 @@ impl RulePack {
                     },
                     source: re_src.to_owned(),
                     regex: OnceLock::new(),
+                    unprefixed: OnceLock::new(),
                     secret_group: r.secret_group.unwrap_or(0),
                     entropy: r.entropy,
                     generic,
@@ -504,10 +604,7 @@ impl RulePack {
             {
                 continue;
             }
-            let Some(regex) = rule.compiled() else {
-                continue;
-            };
-            for caps in regex.captures_iter(bytes) {
+            rule.for_each_match(bytes, |caps| {
                 let whole = caps.get(0).expect("group 0 always matches");
                 let secret = if rule.secret_group > 0 {
                     caps.get(rule.secret_group)
@@ -531,18 +628,18 @@ impl RulePack {
                     e -= 1;
                 }
                 if s >= e {
-                    continue;
+                    return;
                 }
                 let secret_bytes = &bytes[s..e];
                 let Ok(secret_str) = std::str::from_utf8(secret_bytes) else {
-                    continue;
+                    return;
                 };
                 if let Some(threshold) = rule.entropy {
                     if shannon_entropy(secret_str) <= threshold {
-                        continue;
+                        return;
                     }
                     if rule.generic && !secret_bytes.iter().any(u8::is_ascii_digit) {
-                        continue;
+                        return;
                     }
                 }
                 let line_start = bytes[..whole.start()]
@@ -555,7 +652,7 @@ impl RulePack {
                     .map_or(bytes.len(), |x| whole.end() + x);
                 let line = &bytes[line_start..line_end];
                 if line.windows(14).any(|w| w == b"gitleaks:allow") {
-                    continue;
+                    return;
                 }
                 let matched = &bytes[whole.start()..whole.end()];
                 if self
@@ -563,14 +660,14 @@ impl RulePack {
                     .iter()
                     .any(|a| a.allows(rel_path, secret_bytes, matched, line))
                 {
-                    continue;
+                    return;
                 }
                 if rule
                     .allowlists
                     .iter()
                     .any(|a| a.allows(rel_path, secret_bytes, matched, line))
                 {
-                    continue;
+                    return;
                 }
                 out.push(Candidate {
                     start: s,
@@ -579,7 +676,7 @@ impl RulePack {
                     detector: rule.detector,
                     priority: rule.priority,
                 });
-            }
+            });
         }
     }
 }
