@@ -511,6 +511,70 @@ fn a_policy_change_does_not_reuse_cached_text() {
 }
 
 #[test]
+fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hits() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for i in 0..4 {
+        write(
+            &root,
+            &format!("src/m{i}.py"),
+            &format!("value_{i} = {i}\n"),
+        );
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let first = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    first.index_all();
+    // Every edit stores new content and leaves the old behind until a sweep.
+    for n in 0..5 {
+        write(
+            &root,
+            "src/m0.py",
+            &format!("value_0 = {}\n", "9".repeat(n + 2)),
+        );
+        let entry = first.resolve("src/m0.py").unwrap();
+        first.content(&entry, true).unwrap();
+    }
+    cache.flush();
+    assert_eq!(cache.content_records(), Some(9));
+
+    let policy = Policy {
+        salt: "another-salt".into(),
+        terms: vec!["value".into()],
+        ..Policy::default()
+    };
+    let second = ServedRoot::open(
+        &root,
+        engine_with(policy),
+        Some(cache.clone()),
+        opts(true, 0),
+    )
+    .unwrap();
+    second.index_all();
+    assert_eq!(second.progress().files_read, 4);
+    // The pass asked for a sweep before it ended; `flush` waits for it.
+    cache.flush();
+    assert_eq!(cache.content_records(), Some(4));
+    assert_eq!(cache.stats().swept_records.load(Relaxed), 9);
+    let reads = second.counters().content_reads.load(Relaxed);
+    for i in 0..4 {
+        let entry = second.resolve(&format!("src/m{i}.py")).unwrap();
+        assert!(
+            !second
+                .content(&entry, true)
+                .unwrap()
+                .text
+                .contains("value_")
+        );
+    }
+    assert_eq!(
+        second.counters().content_reads.load(Relaxed),
+        reads,
+        "all hits"
+    );
+}
+
+#[test]
 fn a_corrupt_cache_file_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
