@@ -89,7 +89,10 @@ fn edits_restarts_and_a_policy_change_leave_one_content_record_per_file() {
         edit(n);
     }
     let grown = stop_and_count(&env);
-    assert!(grown >= FILES + EDITS, "{grown} records after {EDITS} edits");
+    assert!(
+        grown >= FILES + EDITS,
+        "{grown} records after {EDITS} edits"
+    );
 
     // A warm restart's pass sweeps what the edits left.
     ok(&env, &root, &["stat", "."]);
