@@ -134,6 +134,14 @@ fn lower_thread_priority() {
     }
 }
 
+impl Drop for ServedRoot {
+    fn drop(&mut self) {
+        if let Some(cache) = &self.cache {
+            cache.unserve_policy(&self.root_key, &self.fingerprint);
+        }
+    }
+}
+
 impl ServedRoot {
     /// Serves `root` (canonicalised) under `engine`'s policy, walking it now (stat only:
     /// metadata calls are ready when this returns). `cache: None` serves without
@@ -155,9 +163,16 @@ impl ServedRoot {
         let racy_window_ns = opts.index.racy_window_ns;
         let index = Index::new(&root, engine.clone(), rules, opts.index)?;
         index.scan();
+        let (root_key, fingerprint) = (
+            cache::root_key(&root),
+            cache::policy_fingerprint(engine.policy()),
+        );
+        if let Some(cache) = &cache {
+            cache.serve_policy(&root_key, &fingerprint);
+        }
         Ok(ServedRoot {
-            root_key: cache::root_key(&root),
-            fingerprint: cache::policy_fingerprint(engine.policy()),
+            root_key,
+            fingerprint,
             hash_key: cache::content_hash_key(&engine.policy().salt),
             root,
             engine,

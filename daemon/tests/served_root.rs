@@ -538,8 +538,9 @@ fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hi
     cache.flush();
     assert_eq!(cache.content_records(), Some(9));
 
+    // Same salt (same content hashes), another term: another policy.
     let policy = Policy {
-        salt: "another-salt".into(),
+        salt: "served-root-test-salt".into(),
         terms: vec!["value".into()],
         ..Policy::default()
     };
@@ -552,10 +553,14 @@ fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hi
     .unwrap();
     second.index_all();
     assert_eq!(second.progress().files_read, 4);
-    // The pass asked for a sweep before it ended; `flush` waits for it.
+    // The pass asked for a sweep before it ended; `flush` waits for it. The first policy
+    // still serves the root, so what it serves now stays; its older versions go.
     cache.flush();
+    assert_eq!(cache.stats().swept_records.load(Relaxed), 5);
+    assert_eq!(cache.content_records(), Some(8));
+    drop(first);
+    assert_eq!(cache.sweep().unwrap().records, 4);
     assert_eq!(cache.content_records(), Some(4));
-    assert_eq!(cache.stats().swept_records.load(Relaxed), 9);
     let reads = second.counters().content_reads.load(Relaxed);
     for i in 0..4 {
         let entry = second.resolve(&format!("src/m{i}.py")).unwrap();

@@ -277,6 +277,11 @@ struct SweepControl {
     epoch: AtomicU64,
     /// [`SWEEP_AFTER_ORPHANS`], lowered by tests.
     after: AtomicU64,
+    /// (root key, policy fingerprint) of every root served now, once per
+    /// [`Cache::serve_policy`]: a sweep keeps the content these policies would serve for
+    /// each record of their root, whatever policy the record names (one path served
+    /// under two option sets shares its file records, and each rewrites them).
+    serving: Mutex<Vec<([u8; 32], [u8; 32])>>,
 }
 
 enum Op {
@@ -451,6 +456,7 @@ impl Cache {
         let sweep = Arc::new(SweepControl {
             epoch: AtomicU64::new(0),
             after: AtomicU64::new(SWEEP_AFTER_ORPHANS),
+            serving: Mutex::new(Vec::new()),
         });
         let (tx, rx) = mpsc::channel();
         let writer = {
@@ -770,6 +776,24 @@ impl Cache {
         self.send(Op::ForgetRoot(*root));
     }
 
+    /// Records that `root` is served under the policy `fingerprint` until
+    /// [`Cache::unserve_policy`]: sweeps keep what that policy would serve for the
+    /// root's file records.
+    pub fn serve_policy(&self, root: &[u8; 32], fingerprint: &[u8; 32]) {
+        if let Ok(mut serving) = self.sweep.serving.lock() {
+            serving.push((*root, *fingerprint));
+        }
+    }
+
+    /// Undoes one [`Cache::serve_policy`] (the root's snapshot was dropped).
+    pub fn unserve_policy(&self, root: &[u8; 32], fingerprint: &[u8; 32]) {
+        if let Ok(mut serving) = self.sweep.serving.lock()
+            && let Some(i) = serving.iter().position(|e| *e == (*root, *fingerprint))
+        {
+            serving.swap_remove(i);
+        }
+    }
+
     /// Asks the writer to sweep unreferenced content once what is queued now is
     /// committed, if any file-record change since the last sweep may have left some (the
     /// end of an indexing pass: a warm restart with nothing changed costs nothing). Does
@@ -961,7 +985,7 @@ impl Writer {
     /// Runs one sweep, counts and logs it.
     fn sweep(&mut self) -> Option<SweepReport> {
         self.sweep.epoch.fetch_add(1, Ordering::SeqCst);
-        let swept = sweep_content(&self.db, &self.pending);
+        let swept = sweep_content(&self.db, &self.pending, &self.sweep.serving);
         self.sweep.epoch.fetch_add(1, Ordering::SeqCst);
         match swept {
             Ok(Some(report)) => {
@@ -998,37 +1022,67 @@ fn content_ref(value: &[u8]) -> Option<([u8; 32], [u8; 32])> {
     Some((rec.text?.hash, rec.stored_under?))
 }
 
-/// Adds the digests (the content table's key prefix) of the content keys the record of
-/// `file_key` can name: with and without the path as context, since the record does not
-/// say whether its policy ran the detectors (the fingerprint fixes it, so only one of
-/// the two keys can exist).
-fn add_live(live: &mut HashSet<[u8; 32]>, file_key: &[u8], rec: ([u8; 32], [u8; 32])) {
-    let Some(Ok(rel)) = file_key.get(32..).map(std::str::from_utf8) else {
-        return;
-    };
-    let (hash, fingerprint) = rec;
-    for path_context in [true, false] {
-        let key = file_content_key(&hash, &fingerprint, rel, path_context);
-        live.insert(*blake3::hash(&key).as_bytes());
+/// The live content of file records during one sweep.
+struct LiveSet<'a> {
+    /// Digests (the content table's key prefix) of the content keys to keep.
+    digests: HashSet<[u8; 32]>,
+    /// (root key, fingerprint) of the roots served now.
+    serving: &'a [([u8; 32], [u8; 32])],
+}
+
+impl LiveSet<'_> {
+    /// Adds the content keys the record `rec` of `file_key` can be served from: under the
+    /// policy it names and under each policy its root is served with now. Each with and
+    /// without the path as context, since the record does not say whether the policy
+    /// runs the detectors (the fingerprint fixes it, so only one of the two can exist).
+    fn add_record(&mut self, file_key: &[u8], rec: &FileRecord) {
+        let Some(info) = rec.text else { return };
+        let (Some(root), Some(Ok(rel))) = (
+            file_key.get(..32),
+            file_key.get(32..).map(std::str::from_utf8),
+        ) else {
+            return;
+        };
+        let serving = self
+            .serving
+            .iter()
+            .filter(|(r, fp)| r.as_slice() == root && rec.stored_under != Some(*fp))
+            .map(|(_, fp)| fp);
+        for fingerprint in rec.stored_under.iter().chain(serving) {
+            for path_context in [true, false] {
+                let key = file_content_key(&info.hash, fingerprint, rel, path_context);
+                self.digests.insert(*blake3::hash(&key).as_bytes());
+            }
+        }
     }
 }
 
 /// Removes, in one write transaction, every content chunk that no file record (committed
 /// or queued) and no queued content names. `Ok(None)`: the queue could not be read (a
 /// poisoned lock), so nothing was removed.
-fn sweep_content(db: &Database, pending: &Pending) -> Result<Option<SweepReport>, redb::Error> {
+fn sweep_content(
+    db: &Database,
+    pending: &Pending,
+    serving: &Mutex<Vec<([u8; 32], [u8; 32])>>,
+) -> Result<Option<SweepReport>, redb::Error> {
     let started = Instant::now();
+    let Ok(serving) = serving.lock().map(|s| s.clone()) else {
+        return Ok(None);
+    };
     let mut w = db.begin_write()?;
     w.set_durability(Durability::Immediate)?;
-    let mut live: HashSet<[u8; 32]> = HashSet::new();
+    let mut live = LiveSet {
+        digests: HashSet::new(),
+        serving: &serving,
+    };
     let mut report = SweepReport::default();
     {
         let files = w.open_table(FILES)?;
         for item in files.iter()? {
             let (k, v) = item?;
             report.files += 1;
-            if let Some(rec) = content_ref(v.value()) {
-                add_live(&mut live, k.value(), rec);
+            if let Some(rec) = record::decode::<FileRecord>(v.value()) {
+                live.add_record(k.value(), &rec);
             }
         }
     }
@@ -1040,12 +1094,10 @@ fn sweep_content(db: &Database, pending: &Pending) -> Result<Option<SweepReport>
             return Ok(None);
         };
         for (k, (_, rec)) in files.iter() {
-            if let (Some(info), Some(fingerprint)) = (rec.text, rec.stored_under) {
-                add_live(&mut live, k, (info.hash, fingerprint));
-            }
+            live.add_record(k, rec);
         }
         for key in content.keys() {
-            live.insert(*blake3::hash(key).as_bytes());
+            live.digests.insert(*blake3::hash(key).as_bytes());
         }
     }
     {
@@ -1055,7 +1107,7 @@ fn sweep_content(db: &Database, pending: &Pending) -> Result<Option<SweepReport>
             let keep = k.len() == CONTENT_DB_KEY
                 && k[..32]
                     .try_into()
-                    .is_ok_and(|d: [u8; 32]| live.contains(&d));
+                    .is_ok_and(|d: [u8; 32]| live.digests.contains(&d));
             if keep {
                 report.kept += u64::from(first);
             } else {
@@ -1463,6 +1515,32 @@ mod tests {
         cache.pending.content.lock().unwrap().clear();
         assert_eq!(cache.get_content(&key_of("a.py", 1)), Some(one));
         assert_eq!(cache.get_content(&key_of("b.py", 3)), Some(three));
+    }
+
+    #[test]
+    fn a_policy_serving_the_root_keeps_its_content_under_records_of_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, other_root) = ([7u8; 32], [8u8; 32]);
+        let cache = Cache::open(dir.path()).unwrap();
+        let served_fp = [5u8; 32];
+        let key = file_content_key(&[1; 32], &served_fp, "a.py", true);
+        let under_other = file_content_key(&[1; 32], &served_fp, "b.py", true);
+        let rec = record("a\n".into());
+        // The record names FP (another option set rewrote it); served_fp's content stays
+        // while a root is served with it.
+        cache.put(&root, "a.py", text_file(1), Some((key, rec.clone())));
+        cache.put(
+            &other_root,
+            "b.py",
+            text_file(1),
+            Some((under_other, rec.clone())),
+        );
+        cache.serve_policy(&root, &served_fp);
+        assert_eq!(cache.sweep().unwrap().records, 1, "only another root's");
+        assert_eq!(cache.get_content(&key), Some(rec));
+        cache.unserve_policy(&root, &served_fp);
+        assert_eq!(cache.sweep().unwrap().records, 1);
+        assert_eq!(cache.content_records(), Some(0));
     }
 
     #[test]
