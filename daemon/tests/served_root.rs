@@ -580,6 +580,48 @@ fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hi
 }
 
 #[test]
+fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for i in 0..3 {
+        write(&root, &format!("m{i}.py"), &format!("value_{i} = {i}\n"));
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let open = |policy: Option<Policy>| {
+        let engine = policy.map_or_else(engine, engine_with);
+        ServedRoot::open(&root, engine, Some(cache.clone()), opts(true, 0)).unwrap()
+    };
+    let other = || Policy {
+        salt: "served-root-test-salt".into(),
+        terms: vec!["value".into()],
+        ..Policy::default()
+    };
+    let first = open(None);
+    first.index_all();
+    // Another option set of the same root rewrites the records; the first still serves.
+    let second = open(Some(other()));
+    second.index_all();
+    cache.flush();
+    assert_eq!(cache.content_records(), Some(6));
+    drop(second);
+    // Back to the first policy: its content is reused, its records re-stored naming it,
+    // and the pass's sweep takes the other policy's content only.
+    let third = open(None);
+    drop(first);
+    third.index_all();
+    cache.flush();
+    assert_eq!(third.progress().files_read, 0);
+    assert_eq!(cache.stats().swept_records.load(Relaxed), 3);
+    assert_eq!(cache.content_records(), Some(3));
+    for i in 0..3 {
+        let entry = third.resolve(&format!("m{i}.py")).unwrap();
+        assert!(third.content(&entry, true).unwrap().text.contains("value_"));
+    }
+    assert_eq!(third.counters().content_reads.load(Relaxed), 0, "all hits");
+}
+
+#[test]
 fn a_corrupt_cache_file_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
