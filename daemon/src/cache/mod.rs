@@ -460,17 +460,11 @@ impl Cache {
         });
         let (tx, rx) = mpsc::channel();
         let writer = {
-            let writer = Writer {
-                db: db.clone(),
-                pending: pending.clone(),
-                stats: stats.clone(),
-                sweep: sweep.clone(),
-                orphans,
-                files_at_last_sweep: 0,
-            };
+            let (db, pending, stats) = (db.clone(), pending.clone(), stats.clone());
+            let control = sweep.clone();
             std::thread::Builder::new()
                 .name("redctx-cache-writer".into())
-                .spawn(move || writer.run(&rx))
+                .spawn(move || writer_loop(&db, &rx, &pending, &stats, &control, orphans))
                 .map_err(|_| CacheError::Open)?
         };
         Ok(Cache {
@@ -866,12 +860,111 @@ impl Drop for Cache {
     }
 }
 
-/// The writer thread's state.
-struct Writer {
-    db: Arc<Database>,
-    pending: Arc<Pending>,
-    stats: Arc<CacheStats>,
-    sweep: Arc<SweepControl>,
+fn writer_loop(
+    db: &Database,
+    rx: &Receiver<Op>,
+    pending: &Pending,
+    stats: &CacheStats,
+    sweep_control: &SweepControl,
+    orphans: u64,
+) {
+    let mut sweeper = Sweeper {
+        orphans,
+        files_at_last_sweep: 0,
+    };
+    loop {
+        let Ok(first) = rx.recv() else { return };
+        let mut bytes = first.bytes();
+        let mut flushes = Vec::new();
+        let mut batch = Vec::new();
+        // `Some(force)` once a sweep was asked for.
+        let mut sweep: Option<bool> = None;
+        let mut sweep_replies = Vec::new();
+        let mut disconnected = false;
+        let mut stop = false;
+        let deadline = Instant::now() + MAX_LINGER;
+        let mut next = Some(first);
+        loop {
+            if let Some(op) = next.take() {
+                match op {
+                    Op::Flush(reply) => flushes.push(reply),
+                    Op::Stop(reply) => {
+                        flushes.push(reply);
+                        stop = true;
+                    }
+                    Op::Sweep { force, reply } => {
+                        sweep = Some(sweep.unwrap_or(false) || force);
+                        sweep_replies.extend(reply);
+                    }
+                    op => batch.push(op),
+                }
+            }
+            if !flushes.is_empty()
+                || sweep.is_some()
+                || batch.len() >= MAX_BATCH_OPS
+                || bytes >= MAX_BATCH_BYTES
+            {
+                break;
+            }
+            match rx.try_recv() {
+                Ok(op) => {
+                    bytes += op.bytes();
+                    next = Some(op);
+                    continue;
+                }
+                Err(TryRecvError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            match rx.recv_timeout((deadline - now).min(LINGER)) {
+                Ok(op) => {
+                    bytes += op.bytes();
+                    next = Some(op);
+                }
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    disconnected = true;
+                    break;
+                }
+            }
+        }
+        if !batch.is_empty() {
+            match commit(db, &batch, sweeper.orphans) {
+                Ok(orphans) => {
+                    sweeper.orphans = orphans;
+                    stats.commits.fetch_add(1, Ordering::Relaxed);
+                    stats
+                        .committed_ops
+                        .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                }
+                Err(err) => {
+                    stats.write_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %err, "cache commit failed; entries will be recomputed");
+                }
+            }
+            clear_pending(pending, &batch);
+        }
+        let report = sweeper.maybe_sweep(sweep, db, pending, stats, sweep_control);
+        for reply in sweep_replies {
+            let _ = reply.send(report);
+        }
+        for reply in flushes {
+            let _ = reply.send(());
+        }
+        if disconnected || stop {
+            return;
+        }
+    }
+}
+
+/// The writer thread's sweep state.
+struct Sweeper {
     /// File-record changes since the last sweep that may have left content unreferenced
     /// (as committed in `meta`).
     orphans: u64,
@@ -879,120 +972,38 @@ struct Writer {
     files_at_last_sweep: u64,
 }
 
-impl Writer {
-    fn run(mut self, rx: &Receiver<Op>) {
-        loop {
-            let Ok(first) = rx.recv() else { return };
-            let mut bytes = first.bytes();
-            let mut flushes = Vec::new();
-            let mut batch = Vec::new();
-            // `Some(force)` once a sweep was asked for.
-            let mut sweep: Option<bool> = None;
-            let mut sweep_replies = Vec::new();
-            let mut disconnected = false;
-            let mut stop = false;
-            let deadline = Instant::now() + MAX_LINGER;
-            let mut next = Some(first);
-            loop {
-                if let Some(op) = next.take() {
-                    match op {
-                        Op::Flush(reply) => flushes.push(reply),
-                        Op::Stop(reply) => {
-                            flushes.push(reply);
-                            stop = true;
-                        }
-                        Op::Sweep { force, reply } => {
-                            sweep = Some(sweep.unwrap_or(false) || force);
-                            sweep_replies.extend(reply);
-                        }
-                        op => batch.push(op),
-                    }
-                }
-                if !flushes.is_empty()
-                    || sweep.is_some()
-                    || batch.len() >= MAX_BATCH_OPS
-                    || bytes >= MAX_BATCH_BYTES
-                {
-                    break;
-                }
-                match rx.try_recv() {
-                    Ok(op) => {
-                        bytes += op.bytes();
-                        next = Some(op);
-                        continue;
-                    }
-                    Err(TryRecvError::Disconnected) => {
-                        disconnected = true;
-                        break;
-                    }
-                    Err(TryRecvError::Empty) => {}
-                }
-                let now = Instant::now();
-                if now >= deadline {
-                    break;
-                }
-                match rx.recv_timeout((deadline - now).min(LINGER)) {
-                    Ok(op) => {
-                        bytes += op.bytes();
-                        next = Some(op);
-                    }
-                    Err(RecvTimeoutError::Timeout) => break,
-                    Err(RecvTimeoutError::Disconnected) => {
-                        disconnected = true;
-                        break;
-                    }
-                }
-            }
-            if !batch.is_empty() {
-                match commit(&self.db, &batch, self.orphans) {
-                    Ok(orphans) => {
-                        self.orphans = orphans;
-                        self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                        self.stats
-                            .committed_ops
-                            .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                    }
-                    Err(err) => {
-                        self.stats.write_errors.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(error = %err, "cache commit failed; entries will be recomputed");
-                    }
-                }
-                clear_pending(&self.pending, &batch);
-            }
-            let due = self
-                .sweep
-                .after
-                .load(Ordering::Relaxed)
-                .max(self.files_at_last_sweep / 4);
-            let run = match sweep {
-                Some(true) => true,
-                Some(false) => self.orphans > 0,
-                None => self.orphans >= due,
-            };
-            let report = if run { self.sweep() } else { None };
-            for reply in sweep_replies {
-                let _ = reply.send(report);
-            }
-            for reply in flushes {
-                let _ = reply.send(());
-            }
-            if disconnected || stop {
-                return;
-            }
+impl Sweeper {
+    /// After a batch: sweeps when asked (`Some(force)`: always if forced, else if
+    /// anything may be unreferenced) or when enough changes piled up; counts and logs it.
+    fn maybe_sweep(
+        &mut self,
+        asked: Option<bool>,
+        db: &Database,
+        pending: &Pending,
+        stats: &CacheStats,
+        control: &SweepControl,
+    ) -> Option<SweepReport> {
+        let due = control
+            .after
+            .load(Ordering::Relaxed)
+            .max(self.files_at_last_sweep / 4);
+        let run = match asked {
+            Some(true) => true,
+            Some(false) => self.orphans > 0,
+            None => self.orphans >= due,
+        };
+        if !run {
+            return None;
         }
-    }
-
-    /// Runs one sweep, counts and logs it.
-    fn sweep(&mut self) -> Option<SweepReport> {
-        self.sweep.epoch.fetch_add(1, Ordering::SeqCst);
-        let swept = sweep_content(&self.db, &self.pending, &self.sweep.serving);
-        self.sweep.epoch.fetch_add(1, Ordering::SeqCst);
+        control.epoch.fetch_add(1, Ordering::SeqCst);
+        let swept = sweep_content(db, pending, &control.serving);
+        control.epoch.fetch_add(1, Ordering::SeqCst);
         match swept {
             Ok(Some(report)) => {
                 self.orphans = 0;
                 self.files_at_last_sweep = report.files;
-                self.stats.sweeps.fetch_add(1, Ordering::Relaxed);
-                self.stats
+                stats.sweeps.fetch_add(1, Ordering::Relaxed);
+                stats
                     .swept_records
                     .fetch_add(report.records, Ordering::Relaxed);
                 tracing::info!(
@@ -1007,7 +1018,7 @@ impl Writer {
             }
             Ok(None) => None,
             Err(err) => {
-                self.stats.write_errors.fetch_add(1, Ordering::Relaxed);
+                stats.write_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(error = %err, "cache sweep failed; unreferenced content stays");
                 None
             }
