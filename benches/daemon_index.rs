@@ -40,7 +40,7 @@
 mod corpus;
 
 use redctx_client::daemon::{Endpoint, connect};
-use redctx_daemon::cache::Cache;
+use redctx_daemon::cache::{Cache, SweepReport};
 use redctx_daemon::engine::Engine;
 use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::policy_loader::PolicySource;
@@ -141,7 +141,7 @@ fn main() {
     // (c) edit-to-visible through a running warm daemon.
     let visible = world.edit_to_visible(edits);
     // (c) re-redaction of one changed file, in-process (library).
-    let reredact = world.reredact_in_process(edits);
+    let (reredact, sweep) = world.reredact_in_process(edits);
 
     let rg_med = median(&rg_times);
     let ready_med = median(&cold.iter().map(|c| c.ready).collect::<Vec<_>>());
@@ -225,6 +225,25 @@ fn main() {
         format!("{r50:.2}/{r99:.2}/{rmax:.2}"),
         "10".to_owned(),
         verdict(r99 <= 10.0),
+    );
+    row(
+        "(c) sweep after the in-process edits: swept / kept, ms",
+        sweep.map_or("failed".to_owned(), |r| {
+            format!(
+                "{} / {}, {:.0}",
+                r.records,
+                r.kept,
+                r.elapsed.as_secs_f64() * 1e3
+            )
+        }),
+        String::new(),
+        "",
+    );
+    row(
+        "    daemon's last logged sweep: swept, ms",
+        world.last_sweep_logged(),
+        String::new(),
+        "",
     );
     let hwm = cold.iter().map(|c| c.mem.hwm).max().unwrap_or(0);
     let warm_hwm = warm.iter().map(|w| w.mem.hwm).max().unwrap_or(0);
@@ -619,6 +638,26 @@ impl World {
         }
     }
 
+    /// `swept, ms` of the daemon's last logged sweep (`none` if it never swept: a cold
+    /// index and warm restarts with nothing changed leave nothing to sweep).
+    fn last_sweep_logged(&self) -> String {
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let Some(line) = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("cache sweep finished"))
+        else {
+            return "none".to_owned();
+        };
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .unwrap_or("?")
+                .to_owned()
+        };
+        format!("{}, {}", field("swept="), field("ms="))
+    }
+
     fn cold_run(&self) -> Cold {
         let d = self.start();
         let (_, ready, info) = self.until_ready(&d);
@@ -714,8 +753,9 @@ impl World {
     }
 
     /// In-process: what the watcher does for one changed file (re-validate it in the
-    /// index, then read, hash, redact and store it), timed per file.
-    fn reredact_in_process(&self, count: usize) -> Vec<f64> {
+    /// index, then read, hash, redact and store it), timed per file; then a sweep of the
+    /// content the edits left behind (the files are restored), with its report.
+    fn reredact_in_process(&self, count: usize) -> (Vec<f64>, Option<SweepReport>) {
         let env = EnvOverrides {
             state_dir: Some(self.vault.clone()),
             ..EnvOverrides::default()
@@ -725,8 +765,13 @@ impl World {
         let (policy, _) = source.load().expect("policy loads");
         let engine = Arc::new(Engine::new(Arc::new(policy)).expect("engine"));
         let cache = Arc::new(Cache::open(&self.state).expect("cache"));
-        let served = ServedRoot::open(&self.root, engine, Some(cache), RootOptions::default())
-            .expect("serve the root");
+        let served = ServedRoot::open(
+            &self.root,
+            engine,
+            Some(cache.clone()),
+            RootOptions::default(),
+        )
+        .expect("serve the root");
         // As in the daemon, whose background pass runs before any edit arrives, and
         // whose re-redaction thread warms the engine's per-thread matcher state when it
         // starts (`Engine::warm_up`); this thread plays that one.
@@ -761,6 +806,8 @@ impl World {
             out.push(ms);
             std::fs::write(&path, &original).unwrap();
         }
-        out
+        let sweep = cache.sweep();
+        cache.shutdown();
+        (out, sweep)
     }
 }

@@ -134,6 +134,14 @@ fn lower_thread_priority() {
     }
 }
 
+impl Drop for ServedRoot {
+    fn drop(&mut self) {
+        if let Some(cache) = &self.cache {
+            cache.unserve_policy(&self.root_key, &self.fingerprint);
+        }
+    }
+}
+
 impl ServedRoot {
     /// Serves `root` (canonicalised) under `engine`'s policy, walking it now (stat only:
     /// metadata calls are ready when this returns). `cache: None` serves without
@@ -155,9 +163,16 @@ impl ServedRoot {
         let racy_window_ns = opts.index.racy_window_ns;
         let index = Index::new(&root, engine.clone(), rules, opts.index)?;
         index.scan();
+        let (root_key, fingerprint) = (
+            cache::root_key(&root),
+            cache::policy_fingerprint(engine.policy()),
+        );
+        if let Some(cache) = &cache {
+            cache.serve_policy(&root_key, &fingerprint);
+        }
         Ok(ServedRoot {
-            root_key: cache::root_key(&root),
-            fingerprint: cache::policy_fingerprint(engine.policy()),
+            root_key,
+            fingerprint,
             hash_key: cache::content_hash_key(&engine.policy().salt),
             root,
             engine,
@@ -344,6 +359,11 @@ impl ServedRoot {
             total_ms = started.elapsed().as_millis() as u64,
             "indexing pass finished"
         );
+        if let Some(cache) = &self.cache {
+            // Before "ready": a pass that changed records (edits while stopped, a new
+            // policy) leaves content unreferenced; one with nothing changed costs nothing.
+            cache.request_sweep();
+        }
         p.running.store(false, Ordering::SeqCst);
         p.finished.store(true, Ordering::SeqCst);
         if snap.files_read == 0 {
@@ -436,7 +456,7 @@ impl ServedRoot {
         let mut order: Vec<usize> = (0..files.len()).collect();
         order.sort_unstable_by(|&a, &b| files[a].0.cmp(&files[b].0));
         let mut todo = Vec::new();
-        let mut check: Vec<(usize, ContentKey)> = Vec::new();
+        let mut check: Vec<(usize, ContentKey, FileRecord)> = Vec::new();
         let mut stale: Vec<String> = Vec::new();
         let mut next = 0;
         let complete = cache.scan_root_files(&self.root_key, |rel, rec| {
@@ -466,17 +486,37 @@ impl ServedRoot {
                 Some(_) if rec.stored_under == Some(self.fingerprint) => {
                     self.count(Outcome::Indexed { read: false }, stat.size)
                 }
-                Some(info) => check.push((i, self.content_key(&info.hash, rel))),
+                Some(info) => check.push((i, self.content_key(&info.hash, rel), rec)),
             }
         });
         todo.extend(order[next..].iter().copied());
         if !check.is_empty() {
-            let keys: Vec<ContentKey> = check.iter().map(|(_, k)| *k).collect();
-            for ((i, _), present) in check.into_iter().zip(cache.contents_present(&keys)) {
+            // Content this policy stored before (a policy changed back): the records are
+            // stored again naming this policy, so that a sweep keeps that content.
+            let epoch = cache.sweep_epoch();
+            let keys: Vec<ContentKey> = check.iter().map(|(_, k, _)| *k).collect();
+            let mut reused = Vec::new();
+            for ((i, _, rec), present) in check.into_iter().zip(cache.contents_present(&keys)) {
                 if present {
-                    self.count(Outcome::Indexed { read: false }, files[i].1.size);
+                    let rel = files[i].0.as_str();
+                    cache.put(
+                        &self.root_key,
+                        rel,
+                        rec.stored_under(self.fingerprint),
+                        None,
+                    );
+                    reused.push(i);
                 } else {
                     todo.push(i);
+                }
+            }
+            if cache.swept_since(epoch) {
+                // A sweep may have taken the content between the check and the records:
+                // those files go through `index_one` (a hit, or redacted again).
+                todo.extend(reused);
+            } else {
+                for i in reused {
+                    self.count(Outcome::Indexed { read: false }, files[i].1.size);
                 }
             }
         }
@@ -530,12 +570,7 @@ impl ServedRoot {
     fn content_key(&self, hash: &[u8; 32], rel: &str) -> ContentKey {
         // The detectors read the path (file kind, lockfile exemptions), so with them on
         // the same bytes at another path are a different entry.
-        let context = if self.engine.policy().detectors {
-            rel
-        } else {
-            ""
-        };
-        cache::content_key(hash, &self.fingerprint, is_prose_path(rel), context)
+        cache::file_content_key(hash, &self.fingerprint, rel, self.engine.policy().detectors)
     }
 
     /// The current stat of `rel` once it passes the checks every content answer makes: a
@@ -623,6 +658,7 @@ impl ServedRoot {
         let hash = cache::content_hash(&self.hash_key, &bytes);
         let lines = fs::text::count_lines(&bytes);
         let key = self.content_key(&hash, rel);
+        let epoch = self.cache.as_ref().map_or(0, |c| c.sweep_epoch());
         let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
         let (content, is_new) = match known {
             Some(content) => (content, false),
@@ -638,6 +674,10 @@ impl ServedRoot {
                 file,
                 is_new.then(|| (key, content.clone())),
             );
+            if !is_new && cache.swept_since(epoch) {
+                // Found before a sweep that no record named it yet: store it again.
+                cache.put(&self.root_key, rel, file, Some((key, content.clone())));
+            }
         }
         Ok(Loaded {
             content,

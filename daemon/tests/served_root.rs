@@ -511,6 +511,117 @@ fn a_policy_change_does_not_reuse_cached_text() {
 }
 
 #[test]
+fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hits() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for i in 0..4 {
+        write(
+            &root,
+            &format!("src/m{i}.py"),
+            &format!("value_{i} = {i}\n"),
+        );
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let first = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    first.index_all();
+    // Every edit stores new content and leaves the old behind until a sweep.
+    for n in 0..5 {
+        write(
+            &root,
+            "src/m0.py",
+            &format!("value_0 = {}\n", "9".repeat(n + 2)),
+        );
+        let entry = first.resolve("src/m0.py").unwrap();
+        first.content(&entry, true).unwrap();
+    }
+    cache.flush();
+    assert_eq!(cache.content_records(), Some(9));
+
+    // Same salt (same content hashes), another term: another policy.
+    let policy = Policy {
+        salt: "served-root-test-salt".into(),
+        terms: vec!["value".into()],
+        ..Policy::default()
+    };
+    let second = ServedRoot::open(
+        &root,
+        engine_with(policy),
+        Some(cache.clone()),
+        opts(true, 0),
+    )
+    .unwrap();
+    second.index_all();
+    assert_eq!(second.progress().files_read, 4);
+    // The pass asked for a sweep before it ended; `flush` waits for it. The first policy
+    // still serves the root, so what it serves now stays; its older versions go.
+    cache.flush();
+    assert_eq!(cache.stats().swept_records.load(Relaxed), 5);
+    assert_eq!(cache.content_records(), Some(8));
+    drop(first);
+    assert_eq!(cache.sweep().unwrap().records, 4);
+    assert_eq!(cache.content_records(), Some(4));
+    let reads = second.counters().content_reads.load(Relaxed);
+    for i in 0..4 {
+        let entry = second.resolve(&format!("src/m{i}.py")).unwrap();
+        assert!(
+            !second
+                .content(&entry, true)
+                .unwrap()
+                .text
+                .contains("value_")
+        );
+    }
+    assert_eq!(
+        second.counters().content_reads.load(Relaxed),
+        reads,
+        "all hits"
+    );
+}
+
+#[test]
+fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for i in 0..3 {
+        write(&root, &format!("m{i}.py"), &format!("value_{i} = {i}\n"));
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let open = |policy: Option<Policy>| {
+        let engine = policy.map_or_else(engine, engine_with);
+        ServedRoot::open(&root, engine, Some(cache.clone()), opts(true, 0)).unwrap()
+    };
+    let other = || Policy {
+        salt: "served-root-test-salt".into(),
+        terms: vec!["value".into()],
+        ..Policy::default()
+    };
+    let first = open(None);
+    first.index_all();
+    // Another option set of the same root rewrites the records; the first still serves.
+    let second = open(Some(other()));
+    second.index_all();
+    cache.flush();
+    assert_eq!(cache.content_records(), Some(6));
+    drop(second);
+    // Back to the first policy: its content is reused, its records re-stored naming it,
+    // and the pass's sweep takes the other policy's content only.
+    let third = open(None);
+    drop(first);
+    third.index_all();
+    cache.flush();
+    assert_eq!(third.progress().files_read, 0);
+    assert_eq!(cache.stats().swept_records.load(Relaxed), 3);
+    assert_eq!(cache.content_records(), Some(3));
+    for i in 0..3 {
+        let entry = third.resolve(&format!("m{i}.py")).unwrap();
+        assert!(third.content(&entry, true).unwrap().text.contains("value_"));
+    }
+    assert_eq!(third.counters().content_reads.load(Relaxed), 0, "all hits");
+}
+
+#[test]
 fn a_corrupt_cache_file_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");

@@ -10,7 +10,8 @@
 //!   of two pages (a 5 KB value takes 8 KB) and that rounding cost a third of the file.
 //! - `files`: (root key, raw relative path) → [`FileRecord`] (the stat the content was
 //!   read at, the content hash, the line count).
-//! - `meta`: the cache format number.
+//! - `meta`: the cache format number and the count of file-record changes since the last
+//!   sweep that may have left a content record unreferenced (`orphans`).
 //!
 //! Invariants: raw content is never stored (only redacted text and a keyed hash of the raw
 //! bytes, keyed by the policy salt so the file cannot confirm guesses of short secrets);
@@ -25,13 +26,24 @@
 //! exactly the committed batches (redb is copy-on-write with a checksummed commit slot;
 //! an interrupted commit is rolled back on the next open). Batching keeps the fsync count
 //! low during bulk indexing, and a lost uncommitted batch only costs re-redaction.
+//!
+//! Content records are referenced or swept: a file record names its content by (content
+//! hash, policy fingerprint, path), so an edit, a policy change or a deletion leaves the
+//! old content behind. The writer counts those changes (in the commit that makes them,
+//! so the count survives a restart) and, when a pass asks for it ([`Cache::request_sweep`])
+//! or the count grows past [`SWEEP_AFTER_ORPHANS`], runs a sweep in one write transaction
+//! of its own: it derives the live content keys from every root's file records and from
+//! the records queued but not committed, and removes every content chunk whose key is not
+//! among them. Nothing else writes meanwhile, and `kill -9` leaves the database before or
+//! after the sweep. A lookup that found content just before a sweep removed it notices
+//! ([`Cache::swept_since`]) and stores the content again.
 
 pub mod record;
 
 use crate::engine::Policy;
 pub use record::{ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo};
 use redb::{Database, DatabaseError, Durability, ReadableDatabase, ReadableTable, TableDefinition};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -51,6 +63,17 @@ pub const CACHE_FORMAT: u64 = 3;
 /// Bump whenever the redaction engine's output for the same policy changes, so older
 /// cached text is never served. Part of the policy fingerprint.
 pub const ENGINE_EPOCH: u32 = 1;
+
+/// `meta` key of the count of file-record changes since the last sweep that may have left
+/// content unreferenced.
+const META_ORPHANS: &str = "orphans";
+
+/// A sweep runs by itself once this many file-record changes (an edit, a record re-stored
+/// under another policy, a deleted file) may have left content unreferenced since the
+/// last one, or a quarter of the file records of that sweep if that is more: a sweep
+/// reads the whole database, so its cost stays a fixed share of the writes that made it
+/// due. Cold indexing (new records only) never makes one due.
+pub const SWEEP_AFTER_ORPHANS: u64 = 10_000;
 
 /// File name of the database inside the state dir.
 pub const CACHE_FILE: &str = "cache.redb";
@@ -164,6 +187,21 @@ pub fn content_key(hash: &[u8; 32], fingerprint: &[u8; 32], prose: bool, path: &
     key
 }
 
+/// The content key of a file's text: [`content_key`] with the prose flag of `rel` and, as
+/// the path context, `rel` itself when the policy runs the detectors (they read the path:
+/// file kind, lockfile exemptions) or nothing when it does not, so that the same bytes
+/// anywhere in the tree share one record. The sweep derives the live keys of the file
+/// table from this, so every file's content must be stored under it.
+pub fn file_content_key(
+    hash: &[u8; 32],
+    fingerprint: &[u8; 32],
+    rel: &str,
+    path_context: bool,
+) -> ContentKey {
+    let context = if path_context { rel } else { "" };
+    content_key(hash, fingerprint, crate::fs::is_prose_path(rel), context)
+}
+
 /// Fingerprint of everything that determines redacted output: the policy (with the
 /// engine version), the detector rules, and this build's cache layout epoch.
 pub fn policy_fingerprint(policy: &Policy) -> [u8; 32] {
@@ -211,6 +249,39 @@ pub struct CacheStats {
     pub decode_errors: AtomicU64,
     /// The database was deleted and recreated when opening.
     pub rebuilt_on_open: AtomicBool,
+    /// Sweeps of unreferenced content that committed.
+    pub sweeps: AtomicU64,
+    /// Content records (whole values, not chunks) those sweeps removed.
+    pub swept_records: AtomicU64,
+}
+
+/// What one sweep found and removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// File records read (every root's).
+    pub files: u64,
+    /// Content records (whole values) removed.
+    pub records: u64,
+    /// Content chunks removed (a record spans one or more).
+    pub chunks: u64,
+    /// Content records left.
+    pub kept: u64,
+    pub elapsed: Duration,
+}
+
+/// What the cache handle and its writer share about sweeps.
+struct SweepControl {
+    /// Bumped when a sweep starts and again when it ends: odd while one runs. A caller
+    /// that found content and then stored a file record naming it compares this around
+    /// the two steps ([`Cache::swept_since`]).
+    epoch: AtomicU64,
+    /// [`SWEEP_AFTER_ORPHANS`], lowered by tests.
+    after: AtomicU64,
+    /// (root key, policy fingerprint) of every root served now, once per
+    /// [`Cache::serve_policy`]: a sweep keeps the content these policies would serve for
+    /// each record of their root, whatever policy the record names (one path served
+    /// under two option sets shares its file records, and each rewrites them).
+    serving: Mutex<Vec<([u8; 32], [u8; 32])>>,
 }
 
 enum Op {
@@ -230,6 +301,13 @@ enum Op {
     DeleteTree(Vec<u8>),
     DeleteContent(ContentKey),
     ForgetRoot([u8; 32]),
+    /// Sweep unreferenced content once the queued operations are committed: always when
+    /// `force`, otherwise only if a file-record change since the last sweep may have left
+    /// some behind. The report (none if the sweep did not run or failed) goes to `reply`.
+    Sweep {
+        force: bool,
+        reply: Option<Sender<Option<SweepReport>>>,
+    },
     Flush(Sender<()>),
     /// Commit what is queued, answer, and end the writer.
     Stop(Sender<()>),
@@ -262,6 +340,7 @@ pub struct Cache {
     seq: AtomicU64,
     writer: Mutex<Option<JoinHandle<()>>>,
     stats: Arc<CacheStats>,
+    sweep: Arc<SweepControl>,
 }
 
 impl std::fmt::Debug for Cache {
@@ -309,14 +388,20 @@ fn try_open(path: &Path) -> Result<Option<Database>, CacheError> {
         let ok = {
             let mut meta = w.open_table(META)?;
             let format = meta.get("format")?.map(|g| g.value());
-            match format {
+            let ok = match format {
                 Some(CACHE_FORMAT) => true,
                 Some(_) => false,
                 None => {
                     meta.insert("format", CACHE_FORMAT)?;
                     true
                 }
+            };
+            if ok && meta.get(META_ORPHANS)?.is_none() {
+                // A cache written before sweeps were counted may hold unreferenced
+                // content: the first pass that asks sweeps it. A new one holds none.
+                meta.insert(META_ORPHANS, u64::from(format.is_some()))?;
             }
+            ok
         };
         w.open_table(CONTENT)?;
         w.open_table(FILES)?;
@@ -359,14 +444,27 @@ impl Cache {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         }
+        let orphans = (|| -> Result<u64, redb::Error> {
+            let r = db.begin_read()?;
+            Ok(r.open_table(META)?
+                .get(META_ORPHANS)?
+                .map_or(0, |g| g.value()))
+        })()
+        .unwrap_or(1);
         let db = Arc::new(db);
         let pending = Arc::new(Pending::default());
+        let sweep = Arc::new(SweepControl {
+            epoch: AtomicU64::new(0),
+            after: AtomicU64::new(SWEEP_AFTER_ORPHANS),
+            serving: Mutex::new(Vec::new()),
+        });
         let (tx, rx) = mpsc::channel();
         let writer = {
             let (db, pending, stats) = (db.clone(), pending.clone(), stats.clone());
+            let control = sweep.clone();
             std::thread::Builder::new()
                 .name("redctx-cache-writer".into())
-                .spawn(move || writer_loop(&db, &rx, &pending, &stats))
+                .spawn(move || writer_loop(&db, &rx, &pending, &stats, &control, orphans))
                 .map_err(|_| CacheError::Open)?
         };
         Ok(Cache {
@@ -377,6 +475,7 @@ impl Cache {
             seq: AtomicU64::new(1),
             writer: Mutex::new(Some(writer)),
             stats,
+            sweep,
         })
     }
 
@@ -671,6 +770,78 @@ impl Cache {
         self.send(Op::ForgetRoot(*root));
     }
 
+    /// Records that `root` is served under the policy `fingerprint` until
+    /// [`Cache::unserve_policy`]: sweeps keep what that policy would serve for the
+    /// root's file records.
+    pub fn serve_policy(&self, root: &[u8; 32], fingerprint: &[u8; 32]) {
+        if let Ok(mut serving) = self.sweep.serving.lock() {
+            serving.push((*root, *fingerprint));
+        }
+    }
+
+    /// Undoes one [`Cache::serve_policy`] (the root's snapshot was dropped).
+    pub fn unserve_policy(&self, root: &[u8; 32], fingerprint: &[u8; 32]) {
+        if let Ok(mut serving) = self.sweep.serving.lock()
+            && let Some(i) = serving.iter().position(|e| *e == (*root, *fingerprint))
+        {
+            serving.swap_remove(i);
+        }
+    }
+
+    /// Asks the writer to sweep unreferenced content once what is queued now is
+    /// committed, if any file-record change since the last sweep may have left some (the
+    /// end of an indexing pass: a warm restart with nothing changed costs nothing). Does
+    /// not wait.
+    pub fn request_sweep(&self) {
+        self.send(Op::Sweep {
+            force: false,
+            reply: None,
+        });
+    }
+
+    /// Sweeps unreferenced content now (after what is queued) and waits for it; `None`
+    /// when the sweep failed or the cache is shut down. For tests and maintenance.
+    pub fn sweep(&self) -> Option<SweepReport> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Op::Sweep {
+            force: true,
+            reply: Some(tx),
+        });
+        rx.recv().ok().flatten()
+    }
+
+    /// The sweep epoch now: take it before looking content up, and pass it to
+    /// [`Cache::swept_since`] after storing a file record that names that content.
+    pub fn sweep_epoch(&self) -> u64 {
+        self.sweep.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Whether a sweep ran (or was running) since `epoch` was taken. A sweep keeps the
+    /// content of every queued file record, so only content found before a sweep and
+    /// named by a record queued after it read the queue can have been removed: the
+    /// caller then stores that content again.
+    pub fn swept_since(&self, epoch: u64) -> bool {
+        epoch % 2 == 1 || self.sweep_epoch() != epoch
+    }
+
+    /// Number of content records (whole values) in the database, not counting queued
+    /// ones; `None` on a read error. Walks the whole content table: for tests and
+    /// diagnostics.
+    pub fn content_records(&self) -> Option<u64> {
+        let db = self.reader()?;
+        let counted = (|| -> Result<u64, redb::Error> {
+            let r = db.begin_read()?;
+            let t = r.open_table(CONTENT)?;
+            let mut n = 0;
+            for item in t.iter()? {
+                let (k, _) = item?;
+                n += u64::from(k.value().get(32..) == Some(&[0u8; 4][..]));
+            }
+            Ok(n)
+        })();
+        counted.ok()
+    }
+
     /// Blocks until everything queued before this call is committed.
     pub fn flush(&self) {
         let (tx, rx) = mpsc::channel();
@@ -689,12 +860,26 @@ impl Drop for Cache {
     }
 }
 
-fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &CacheStats) {
+fn writer_loop(
+    db: &Database,
+    rx: &Receiver<Op>,
+    pending: &Pending,
+    stats: &CacheStats,
+    sweep_control: &SweepControl,
+    orphans: u64,
+) {
+    let mut sweeper = Sweeper {
+        orphans,
+        files_at_last_sweep: 0,
+    };
     loop {
         let Ok(first) = rx.recv() else { return };
         let mut bytes = first.bytes();
         let mut flushes = Vec::new();
         let mut batch = Vec::new();
+        // `Some(force)` once a sweep was asked for.
+        let mut sweep: Option<bool> = None;
+        let mut sweep_replies = Vec::new();
         let mut disconnected = false;
         let mut stop = false;
         let deadline = Instant::now() + MAX_LINGER;
@@ -707,10 +892,18 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
                         flushes.push(reply);
                         stop = true;
                     }
+                    Op::Sweep { force, reply } => {
+                        sweep = Some(sweep.unwrap_or(false) || force);
+                        sweep_replies.extend(reply);
+                    }
                     op => batch.push(op),
                 }
             }
-            if !flushes.is_empty() || batch.len() >= MAX_BATCH_OPS || bytes >= MAX_BATCH_BYTES {
+            if !flushes.is_empty()
+                || sweep.is_some()
+                || batch.len() >= MAX_BATCH_OPS
+                || bytes >= MAX_BATCH_BYTES
+            {
                 break;
             }
             match rx.try_recv() {
@@ -742,8 +935,9 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
             }
         }
         if !batch.is_empty() {
-            match commit(db, &batch) {
-                Ok(()) => {
+            match commit(db, &batch, sweeper.orphans) {
+                Ok(orphans) => {
+                    sweeper.orphans = orphans;
                     stats.commits.fetch_add(1, Ordering::Relaxed);
                     stats
                         .committed_ops
@@ -756,6 +950,10 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
             }
             clear_pending(pending, &batch);
         }
+        let report = sweeper.maybe_sweep(sweep, db, pending, stats, sweep_control);
+        for reply in sweep_replies {
+            let _ = reply.send(report);
+        }
         for reply in flushes {
             let _ = reply.send(());
         }
@@ -765,16 +963,195 @@ fn writer_loop(db: &Database, rx: &Receiver<Op>, pending: &Pending, stats: &Cach
     }
 }
 
-fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
+/// The writer thread's sweep state.
+struct Sweeper {
+    /// File-record changes since the last sweep that may have left content unreferenced
+    /// (as committed in `meta`).
+    orphans: u64,
+    /// File records the last sweep read (0 before the first).
+    files_at_last_sweep: u64,
+}
+
+impl Sweeper {
+    /// After a batch: sweeps when asked (`Some(force)`: always if forced, else if
+    /// anything may be unreferenced) or when enough changes piled up; counts and logs it.
+    fn maybe_sweep(
+        &mut self,
+        asked: Option<bool>,
+        db: &Database,
+        pending: &Pending,
+        stats: &CacheStats,
+        control: &SweepControl,
+    ) -> Option<SweepReport> {
+        let due = control
+            .after
+            .load(Ordering::Relaxed)
+            .max(self.files_at_last_sweep / 4);
+        let run = match asked {
+            Some(true) => true,
+            Some(false) => self.orphans > 0,
+            None => self.orphans >= due,
+        };
+        if !run {
+            return None;
+        }
+        control.epoch.fetch_add(1, Ordering::SeqCst);
+        let swept = sweep_content(db, pending, &control.serving);
+        control.epoch.fetch_add(1, Ordering::SeqCst);
+        match swept {
+            Ok(Some(report)) => {
+                self.orphans = 0;
+                self.files_at_last_sweep = report.files;
+                stats.sweeps.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .swept_records
+                    .fetch_add(report.records, Ordering::Relaxed);
+                tracing::info!(
+                    swept = report.records,
+                    chunks = report.chunks,
+                    kept = report.kept,
+                    file_records = report.files,
+                    ms = report.elapsed.as_millis() as u64,
+                    "cache sweep finished"
+                );
+                Some(report)
+            }
+            Ok(None) => None,
+            Err(err) => {
+                stats.write_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %err, "cache sweep failed; unreferenced content stays");
+                None
+            }
+        }
+    }
+}
+
+/// The content a stored file record names, as (content hash, policy fingerprint); `None`
+/// for a record without text, without a policy, or that does not decode.
+fn content_ref(value: &[u8]) -> Option<([u8; 32], [u8; 32])> {
+    let rec = record::decode::<FileRecord>(value)?;
+    Some((rec.text?.hash, rec.stored_under?))
+}
+
+/// The live content of file records during one sweep.
+struct LiveSet<'a> {
+    /// Digests (the content table's key prefix) of the content keys to keep.
+    digests: HashSet<[u8; 32]>,
+    /// (root key, fingerprint) of the roots served now.
+    serving: &'a [([u8; 32], [u8; 32])],
+}
+
+impl LiveSet<'_> {
+    /// Adds the content keys the record `rec` of `file_key` can be served from: under the
+    /// policy it names and under each policy its root is served with now. Each with and
+    /// without the path as context, since the record does not say whether the policy
+    /// runs the detectors (the fingerprint fixes it, so only one of the two can exist).
+    fn add_record(&mut self, file_key: &[u8], rec: &FileRecord) {
+        let Some(info) = rec.text else { return };
+        let (Some(root), Some(Ok(rel))) = (
+            file_key.get(..32),
+            file_key.get(32..).map(std::str::from_utf8),
+        ) else {
+            return;
+        };
+        let serving = self
+            .serving
+            .iter()
+            .filter(|(r, fp)| r.as_slice() == root && rec.stored_under != Some(*fp))
+            .map(|(_, fp)| fp);
+        for fingerprint in rec.stored_under.iter().chain(serving) {
+            for path_context in [true, false] {
+                let key = file_content_key(&info.hash, fingerprint, rel, path_context);
+                self.digests.insert(*blake3::hash(&key).as_bytes());
+            }
+        }
+    }
+}
+
+/// Removes, in one write transaction, every content chunk that no file record (committed
+/// or queued) and no queued content names. `Ok(None)`: the queue could not be read (a
+/// poisoned lock), so nothing was removed.
+fn sweep_content(
+    db: &Database,
+    pending: &Pending,
+    serving: &Mutex<Vec<([u8; 32], [u8; 32])>>,
+) -> Result<Option<SweepReport>, redb::Error> {
+    let started = Instant::now();
+    let Ok(serving) = serving.lock().map(|s| s.clone()) else {
+        return Ok(None);
+    };
     let mut w = db.begin_write()?;
     w.set_durability(Durability::Immediate)?;
+    let mut live = LiveSet {
+        digests: HashSet::new(),
+        serving: &serving,
+    };
+    let mut report = SweepReport::default();
+    {
+        let files = w.open_table(FILES)?;
+        for item in files.iter()? {
+            let (k, v) = item?;
+            report.files += 1;
+            if let Some(rec) = record::decode::<FileRecord>(v.value()) {
+                live.add_record(k.value(), &rec);
+            }
+        }
+    }
+    // What is queued is committed after this sweep: its content stays. (The writer is
+    // this thread, so nothing leaves the queue meanwhile.)
+    {
+        let (Ok(files), Ok(content)) = (pending.files.lock(), pending.content.lock()) else {
+            w.abort()?;
+            return Ok(None);
+        };
+        for (k, (_, rec)) in files.iter() {
+            live.add_record(k, rec);
+        }
+        for key in content.keys() {
+            live.digests.insert(*blake3::hash(key).as_bytes());
+        }
+    }
+    {
+        let mut content = w.open_table(CONTENT)?;
+        content.retain(|k, _| {
+            let first = k.get(32..) == Some(&[0u8; 4][..]);
+            let keep = k.len() == CONTENT_DB_KEY
+                && k[..32]
+                    .try_into()
+                    .is_ok_and(|d: [u8; 32]| live.digests.contains(&d));
+            if keep {
+                report.kept += u64::from(first);
+            } else {
+                report.chunks += 1;
+                report.records += u64::from(first);
+            }
+            keep
+        })?;
+        w.open_table(META)?.insert(META_ORPHANS, 0)?;
+    }
+    w.commit()?;
+    report.elapsed = started.elapsed();
+    Ok(Some(report))
+}
+
+/// Applies a batch in one transaction; returns the new count of file-record changes
+/// that may have left content unreferenced (`orphans` plus this batch's), committed with it.
+fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, redb::Error> {
+    let mut w = db.begin_write()?;
+    w.set_durability(Durability::Immediate)?;
+    let mut orphaned = 0u64;
     {
         let mut files = w.open_table(FILES)?;
         let mut content = w.open_table(CONTENT)?;
         for op in batch {
             match op {
                 Op::PutFile { key, value, .. } => {
-                    files.insert(key.as_slice(), value.as_slice())?;
+                    let old = files
+                        .insert(key.as_slice(), value.as_slice())?
+                        .and_then(|g| content_ref(g.value()));
+                    if old.is_some() && old != content_ref(value) {
+                        orphaned += 1;
+                    }
                 }
                 Op::PutContent { key, value, .. } => {
                     remove_chunks(&mut content, key)?;
@@ -784,10 +1161,20 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                     }
                 }
                 Op::DeleteFile(key) => {
-                    files.remove(key.as_slice())?;
+                    if files
+                        .remove(key.as_slice())?
+                        .is_some_and(|g| content_ref(g.value()).is_some())
+                    {
+                        orphaned += 1;
+                    }
                 }
                 Op::DeleteTree(key) => {
-                    files.remove(key.as_slice())?;
+                    if files
+                        .remove(key.as_slice())?
+                        .is_some_and(|g| content_ref(g.value()).is_some())
+                    {
+                        orphaned += 1;
+                    }
                     let below = [key.as_slice(), b"/"].concat();
                     let mut doomed = Vec::new();
                     for item in files.range::<&[u8]>(below.as_slice()..)? {
@@ -798,7 +1185,12 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                         doomed.push(k.value().to_vec());
                     }
                     for key in doomed {
-                        files.remove(key.as_slice())?;
+                        if files
+                            .remove(key.as_slice())?
+                            .is_some_and(|g| content_ref(g.value()).is_some())
+                        {
+                            orphaned += 1;
+                        }
                     }
                 }
                 Op::DeleteContent(key) => {
@@ -814,15 +1206,24 @@ fn commit(db: &Database, batch: &[Op]) -> Result<(), redb::Error> {
                         doomed.push(k.value().to_vec());
                     }
                     for key in doomed {
-                        files.remove(key.as_slice())?;
+                        if files
+                            .remove(key.as_slice())?
+                            .is_some_and(|g| content_ref(g.value()).is_some())
+                        {
+                            orphaned += 1;
+                        }
                     }
                 }
-                Op::Flush(_) | Op::Stop(_) => {}
+                Op::Sweep { .. } | Op::Flush(_) | Op::Stop(_) => {}
             }
+        }
+        if orphaned > 0 {
+            w.open_table(META)?
+                .insert(META_ORPHANS, orphans.saturating_add(orphaned))?;
         }
     }
     w.commit()?;
-    Ok(())
+    Ok(orphans.saturating_add(orphaned))
 }
 
 fn clear_pending(pending: &Pending, batch: &[Op]) {
@@ -995,5 +1396,239 @@ mod tests {
         assert!(cache.stats().rebuilt_on_open.load(Ordering::Relaxed));
         assert_eq!(cache.get_content(&[1u8; 96]), None);
         assert_eq!(cache.contents_present(&[[1u8; 96]]), vec![false]);
+    }
+
+    const FP: [u8; 32] = [9u8; 32];
+
+    /// A text file record whose content hash is `b` repeated, stored under [`FP`].
+    fn text_file(b: u8) -> FileRecord {
+        let info = TextInfo {
+            hash: [b; 32],
+            lines: 1,
+        };
+        FileRecord::new(&crate::fs::StatKey::default(), true, Some(info)).stored_under(FP)
+    }
+
+    /// The key the record of `rel` from [`text_file`]`(b)` names (detectors on).
+    fn key_of(rel: &str, b: u8) -> ContentKey {
+        file_content_key(&[b; 32], &FP, rel, true)
+    }
+
+    /// Whether serving `rel` (record and the content it names) is a hit.
+    fn served(cache: &Cache, root: &[u8; 32], rel: &str) -> Option<Arc<ContentRecord>> {
+        let (_, content) = cache.get_file_and_content(root, rel, |rec| {
+            rec.text
+                .map(|info| file_content_key(&info.hash, &FP, rel, true))
+        })?;
+        content
+    }
+
+    #[test]
+    fn a_sweep_removes_the_content_of_an_edited_file_and_keeps_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let cache = Cache::open(dir.path()).unwrap();
+        let (old, new) = (record(noisy(20_000, 1)), record("v2\n".into()));
+        cache.put(&root, "a.py", text_file(1), Some((key_of("a.py", 1), old)));
+        cache.flush();
+        cache.put(
+            &root,
+            "a.py",
+            text_file(2),
+            Some((key_of("a.py", 2), new.clone())),
+        );
+        let report = cache.sweep().unwrap();
+        assert_eq!((report.records, report.kept, report.files), (1, 1, 1));
+        assert!(report.chunks > 1, "a multi-chunk record goes whole");
+        assert_eq!(cache.get_content(&key_of("a.py", 1)), None);
+        assert_eq!(served(&cache, &root, "a.py"), Some(new.clone()));
+        assert_eq!(cache.content_records(), Some(1));
+        assert_eq!(cache.stats().swept_records.load(Ordering::Relaxed), 1);
+        // Still a hit after a restart, and nothing more to sweep.
+        cache.shutdown();
+        drop(cache);
+        let cache = Cache::open(dir.path()).unwrap();
+        assert_eq!(served(&cache, &root, "a.py"), Some(new));
+        assert_eq!(cache.sweep().unwrap().records, 0);
+    }
+
+    #[test]
+    fn content_shared_by_two_files_survives_deleting_one_of_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let cache = Cache::open(dir.path()).unwrap();
+        // Without the detectors the path is no part of the key: both files share it.
+        let key = file_content_key(&[1; 32], &FP, "", false);
+        assert_eq!(key, file_content_key(&[1; 32], &FP, "b.py", false));
+        let shared = record("x = 1\n".into());
+        cache.put(&root, "a.py", text_file(1), Some((key, shared.clone())));
+        cache.put(&root, "b.py", text_file(1), None);
+        cache.put(
+            &root,
+            "dir/c.py",
+            text_file(3),
+            Some((key_of("dir/c.py", 3), shared.clone())),
+        );
+        cache.flush();
+        cache.forget_file(&root, "a.py");
+        cache.forget_tree(&root, "dir");
+        let report = cache.sweep().unwrap();
+        assert_eq!((report.records, report.kept), (1, 1));
+        assert_eq!(cache.get_content(&key), Some(shared));
+        assert_eq!(cache.get_content(&key_of("dir/c.py", 3)), None);
+    }
+
+    #[test]
+    fn content_named_only_by_queued_records_is_never_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let cache = Cache::open(dir.path()).unwrap();
+        let (one, three) = (record("one\n".into()), record("three\n".into()));
+        cache.put(
+            &root,
+            "a.py",
+            text_file(1),
+            Some((key_of("a.py", 1), one.clone())),
+        );
+        cache.put(
+            &root,
+            "b.py",
+            text_file(3),
+            Some((key_of("b.py", 3), three.clone())),
+        );
+        cache.flush();
+        cache.put(
+            &root,
+            "a.py",
+            text_file(2),
+            Some((key_of("a.py", 2), record("two\n".into()))),
+        );
+        cache.forget_file(&root, "b.py");
+        cache.flush();
+        // Queued but not yet received by the writer: a record naming the committed
+        // content of version 1 (a file edited back, found in the cache), and content 3
+        // stored again.
+        cache
+            .pending
+            .files
+            .lock()
+            .unwrap()
+            .insert(file_key(&root, "a.py"), (u64::MAX, text_file(1)));
+        cache
+            .pending
+            .content
+            .lock()
+            .unwrap()
+            .insert(key_of("b.py", 3), (u64::MAX, three.clone()));
+        let report = cache.sweep().unwrap();
+        assert_eq!((report.records, report.kept), (0, 3));
+        cache.pending.files.lock().unwrap().clear();
+        cache.pending.content.lock().unwrap().clear();
+        assert_eq!(cache.get_content(&key_of("a.py", 1)), Some(one));
+        assert_eq!(cache.get_content(&key_of("b.py", 3)), Some(three));
+    }
+
+    #[test]
+    fn a_policy_serving_the_root_keeps_its_content_under_records_of_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, other_root) = ([7u8; 32], [8u8; 32]);
+        let cache = Cache::open(dir.path()).unwrap();
+        let served_fp = [5u8; 32];
+        let key = file_content_key(&[1; 32], &served_fp, "a.py", true);
+        let under_other = file_content_key(&[1; 32], &served_fp, "b.py", true);
+        let rec = record("a\n".into());
+        // The record names FP (another option set rewrote it); served_fp's content stays
+        // while a root is served with it.
+        cache.put(&root, "a.py", text_file(1), Some((key, rec.clone())));
+        cache.put(
+            &other_root,
+            "b.py",
+            text_file(1),
+            Some((under_other, rec.clone())),
+        );
+        cache.serve_policy(&root, &served_fp);
+        assert_eq!(cache.sweep().unwrap().records, 1, "only another root's");
+        assert_eq!(cache.get_content(&key), Some(rec));
+        cache.unserve_policy(&root, &served_fp);
+        assert_eq!(cache.sweep().unwrap().records, 1);
+        assert_eq!(cache.content_records(), Some(0));
+    }
+
+    #[test]
+    fn enough_orphaning_changes_start_a_sweep_and_an_unchanged_cache_skips_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        {
+            let cache = Cache::open(dir.path()).unwrap();
+            for b in 1..=3 {
+                cache.put(
+                    &root,
+                    "a.py",
+                    text_file(b),
+                    Some((key_of("a.py", b), record(format!("v{b}\n")))),
+                );
+                cache.flush();
+            }
+            // Two changes orphaned content: counted, committed, not swept yet.
+            assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 0);
+            cache.shutdown();
+        }
+        let cache = Cache::open(dir.path()).unwrap();
+        cache.sweep.after.store(3, Ordering::Relaxed);
+        // New records orphan nothing.
+        cache.put(
+            &root,
+            "b.py",
+            text_file(9),
+            Some((key_of("b.py", 9), record("b\n".into()))),
+        );
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 0);
+        // The third change since the last sweep (the count survived the restart).
+        cache.put(
+            &root,
+            "a.py",
+            text_file(4),
+            Some((key_of("a.py", 4), record("v4\n".into()))),
+        );
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 1);
+        assert_eq!(cache.stats().swept_records.load(Ordering::Relaxed), 3);
+        assert_eq!(cache.content_records(), Some(2));
+        // A requested sweep with nothing changed since is skipped.
+        cache.put(&root, "b.py", text_file(9), None);
+        cache.request_sweep();
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 1);
+        cache.forget_root(&root);
+        cache.request_sweep();
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 2);
+        assert_eq!(cache.content_records(), Some(0));
+    }
+
+    #[test]
+    fn a_cache_from_before_sweeps_is_swept_on_the_first_request() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let cache = Cache::open(dir.path()).unwrap();
+            cache.put(
+                &[7u8; 32],
+                "a.py",
+                text_file(1),
+                Some(([1u8; 96], record("x\n".into()))),
+            );
+            cache.shutdown();
+        }
+        {
+            let db = Database::open(dir.path().join(CACHE_FILE)).unwrap();
+            let w = db.begin_write().unwrap();
+            w.open_table(META).unwrap().remove(META_ORPHANS).unwrap();
+            w.commit().unwrap();
+        }
+        let cache = Cache::open(dir.path()).unwrap();
+        cache.request_sweep();
+        cache.flush();
+        assert_eq!(cache.stats().swept_records.load(Ordering::Relaxed), 1);
     }
 }
