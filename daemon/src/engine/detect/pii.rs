@@ -791,10 +791,10 @@ fn cand(start: usize, end: usize, category: Category, detector: &'static str) ->
 fn reserved_domain(d: &str) -> bool {
     const EXACT: &[&str] = &["example.com", "example.org", "example.net", "localhost"];
     const SUFFIX: &[&str] = &[".example", ".invalid", ".test", ".localhost", ".local"];
-    EXACT
-        .iter()
-        .any(|x| d == *x || d.ends_with(&format!(".{x}")))
-        || SUFFIX.iter().any(|s| d.ends_with(s))
+    EXACT.iter().any(|x| {
+        d.strip_suffix(x)
+            .is_some_and(|head| head.is_empty() || head.ends_with('.'))
+    }) || SUFFIX.iter().any(|s| d.ends_with(s))
 }
 
 /// Trims a captured name and rejects organisations, headings and single words where
