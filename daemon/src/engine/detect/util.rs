@@ -956,19 +956,19 @@ pub fn has_card_digit_run(text: &str) -> bool {
     })
 }
 
-/// True when `text` has two ASCII capitals followed by two ASCII digits (how every IBAN
-/// starts); a cheap gate before the IBAN regex. Only runs of capitals and digits are read.
+/// True when a run of ASCII capitals and digits in `text` begins with two capitals and
+/// two digits; a cheap gate before the IBAN regex. An IBAN begins that way, and at a
+/// word boundary, so never inside such a run (the byte before it would be a word
+/// character): only the first four bytes of each run are read.
 pub fn has_iban_start(text: &str) -> bool {
     /// ASCII capitals and digits.
     const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", false);
     let b = text.as_bytes();
-    class_runs(b, 0, 4, |c| CLASS.has(c)).any(|(s, e)| {
-        b[s..e].windows(4).any(|w| {
-            w[2].is_ascii_digit()
-                && w[3].is_ascii_digit()
-                && w[0].is_ascii_uppercase()
-                && w[1].is_ascii_uppercase()
-        })
+    class_runs(b, 0, 4, |c| CLASS.has(c)).any(|(s, _)| {
+        b[s].is_ascii_uppercase()
+            && b[s + 1].is_ascii_uppercase()
+            && b[s + 2].is_ascii_digit()
+            && b[s + 3].is_ascii_digit()
     })
 }
 
@@ -1305,11 +1305,11 @@ mod tests {
     #[test]
     fn card_and_iban_gates_pass_every_match() {
         let card = regex::Regex::new(r"\d(?:[ \-]?\d){12,18}").unwrap();
-        let iban = regex::Regex::new(r"[A-Z]{2}\d{2}").unwrap();
-        let iban_ascii = regex::Regex::new(r"[A-Z]{2}[0-9]{2}").unwrap();
+        let iban = regex::Regex::new(r"\b[A-Z]{2}\d{2}").unwrap();
+        let iban_ascii = regex::Regex::new(r"(?:^|[^A-Z0-9])[A-Z]{2}[0-9]{2}").unwrap();
         let pieces = [
             "4", "12", "DE", "89", " ", "-", "--", "x", "GB", "0000", "a", "\u{663}", "\n",
-            "1234567", " -",
+            "1234567", " -", "_", "\u{c4}", "Q",
         ];
         let mut state = 9u64;
         for _ in 0..5000 {
