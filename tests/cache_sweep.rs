@@ -32,15 +32,6 @@ fn replace(env: &Env, root: &Path, rel: &str, content: &str) {
     std::fs::rename(&tmp, root.join(rel)).unwrap();
 }
 
-/// `redctx --root <root> <args>`; panics unless it exits 0.
-fn ok(env: &Env, root: &Path, args: &[&str]) -> String {
-    let mut all = vec!["--root", root.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let (code, out, err) = env.run(&all);
-    assert_eq!(code, 0, "redctx {args:?}: {err}");
-    out
-}
-
 fn wait_ready(env: &Env, what: &str) {
     poll(what, Duration::from_secs(60), || {
         let (code, out, _) = env.run(&["status"]);
@@ -75,14 +66,14 @@ fn edits_restarts_and_a_policy_change_leave_one_content_record_per_file() {
             &format!("# Project Meridian module {i}\nvalue_{i} = {i}\n"),
         );
     }
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     wait_ready(&env, "the first pass");
 
     // Every edit is read (so its redaction is stored) before the next one.
     let edit = |n: u64| {
         let marker = format!("edit_{n}_{}", "x".repeat(n as usize));
         replace(&env, &root, "src/m00.py", &format!("{marker} = 1\n"));
-        let text = ok(&env, &root, &["cat", "src/m00.py"]);
+        let text = env.ok_on(&root, &["cat", "src/m00.py"]);
         assert!(text.contains(&marker), "{text}");
     };
     for n in 0..EDITS {
@@ -95,13 +86,13 @@ fn edits_restarts_and_a_policy_change_leave_one_content_record_per_file() {
     );
 
     // A warm restart's pass sweeps what the edits left.
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     wait_ready(&env, "the warm restart");
     assert_eq!(stop_and_count(&env), FILES);
 
     // More edits, then a new policy: its pass redacts every file again and sweeps the
     // old policy's records with the edits' leftovers.
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     wait_ready(&env, "the second restart");
     for n in EDITS..EDITS + 10 {
         edit(n);
@@ -112,14 +103,14 @@ fn edits_restarts_and_a_policy_change_leave_one_content_record_per_file() {
         CONFIG,
         "[redaction]\nsalt = \"sweep-salt\"\nterms = [\"Project Meridian\", \"value_3\"]\n",
     );
-    let text = ok(&env, &root, &["cat", "src/m03.py"]);
+    let text = env.ok_on(&root, &["cat", "src/m03.py"]);
     assert!(!text.contains("value_3"), "the new policy applies: {text}");
     wait_ready(&env, "the new policy's pass");
     assert_eq!(stop_and_count(&env), FILES);
 
     // What is left is what is served: a fresh daemon answers every file.
     for i in 0..FILES {
-        let text = ok(&env, &root, &["cat", &format!("src/m{i:02}.py")]);
+        let text = env.ok_on(&root, &["cat", &format!("src/m{i:02}.py")]);
         assert!(!text.contains("Meridian"), "{text}");
     }
 }

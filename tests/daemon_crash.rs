@@ -44,15 +44,6 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// `redctx <args>` on `root`; panics unless it exits 0.
-fn ok(env: &Env, root: &Path, args: &[&str]) -> String {
-    let mut all = vec!["--root", root.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let (code, out, err) = env.run(&all);
-    assert_eq!(code, 0, "redctx {args:?}: {err}");
-    out
-}
-
 /// (state, files indexed) of the first root `redctx status` shows.
 fn status(env: &Env) -> Option<(String, u64)> {
     let (code, out, _) = env.run(&["status"]);
@@ -77,9 +68,8 @@ fn status(env: &Env) -> Option<(String, u64)> {
 /// a search across all of it.
 fn everything(env: &Env, root: &Path) -> Vec<String> {
     vec![
-        ok(env, root, &["ls", "-r", "."]),
-        ok(
-            env,
+        env.ok_on(root, &["ls", "-r", "."]),
+        env.ok_on(
             root,
             &[
                 "bundle",
@@ -90,7 +80,7 @@ fn everything(env: &Env, root: &Path) -> Vec<String> {
                 ".",
             ],
         ),
-        ok(env, root, &["grep", "value_"]),
+        env.ok_on(root, &["grep", "value_"]),
     ]
 }
 
@@ -107,16 +97,16 @@ fn kill_9_during_indexing_then_restart_answers_as_an_empty_cache_would() {
     start.env("REDCTX_TEST_PAUSE_INDEX_AFTER", HOLD_AFTER.to_string());
     let st = start.status().unwrap();
     assert!(st.success());
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     poll("the pass to hold", Duration::from_secs(60), || {
         status(&env).filter(|(state, n)| state == "indexing" && *n >= HOLD_AFTER)
     });
 
     // Held mid-pass: listing, stat and content still answer, and the pass is still held.
-    let listing = ok(&env, &root, &["ls", "src/d5"]);
+    let listing = env.ok_on(&root, &["ls", "src/d5"]);
     assert_eq!(listing.lines().count(), FILES / 6, "{listing}");
-    ok(&env, &root, &["stat", "src/d5/m119.py"]);
-    let text = ok(&env, &root, &["cat", "src/d5/m119.py"]);
+    env.ok_on(&root, &["stat", "src/d5/m119.py"]);
+    let text = env.ok_on(&root, &["cat", "src/d5/m119.py"]);
     assert!(text.contains("value_119 = 119"), "{text}");
     assert!(!text.contains("AKIAQ"), "{text}");
     let (state, _) = status(&env).unwrap();
@@ -139,7 +129,7 @@ fn kill_9_during_indexing_then_restart_answers_as_an_empty_cache_would() {
     );
 
     // Restart on the crashed state dir; it reaches ready.
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     poll("ready after the restart", Duration::from_secs(60), || {
         status(&env).filter(|(state, _)| state == "ready")
     });
@@ -166,7 +156,7 @@ fn files_created_right_after_a_warm_restart_are_visible_at_once() {
         write(&root, &format!("src/d{}/m{i:03}.py", i % 6), &file_text(i));
     }
     // Index once, persist, stop.
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     poll("the first pass", Duration::from_secs(60), || {
         status(&env).filter(|(state, _)| state == "ready")
     });
@@ -175,12 +165,12 @@ fn files_created_right_after_a_warm_restart_are_visible_at_once() {
     env.wait_daemon_gone();
 
     // Warm restart: right after the first answer, before the watches can be in place.
-    ok(&env, &root, &["stat", "."]);
+    env.ok_on(&root, &["stat", "."]);
     write(&root, "src/d3/early.py", "value_early = 1\n");
     write(&root, "src/brand/new/deep.py", "value_deep = 2\n");
-    let listing = ok(&env, &root, &["ls", "src/d3"]);
+    let listing = env.ok_on(&root, &["ls", "src/d3"]);
     assert!(listing.contains("early.py"), "{listing}");
-    let text = ok(&env, &root, &["cat", "src/brand/new/deep.py"]);
+    let text = env.ok_on(&root, &["cat", "src/brand/new/deep.py"]);
     assert!(text.contains("value_deep = 2"), "{text}");
 
     // Right after "ready": created and edited files are seen by the very next answers.
@@ -190,11 +180,11 @@ fn files_created_right_after_a_warm_restart_are_visible_at_once() {
     write(&root, "src/d4/after_ready.py", "value_after_ready = 3\n");
     write(&root, "src/d5/m011.py", "value_11 = 111\n");
     write(&root, "src/other/after.py", "value_other = 4\n");
-    let tree = ok(&env, &root, &["ls", "-r", "."]);
+    let tree = env.ok_on(&root, &["ls", "-r", "."]);
     for name in ["after_ready.py", "after.py", "early.py", "deep.py"] {
         assert!(tree.contains(name), "{name} missing from\n{tree}");
     }
-    let hits = ok(&env, &root, &["grep", "value_"]);
+    let hits = env.ok_on(&root, &["grep", "value_"]);
     for needle in [
         "value_after_ready = 3",
         "value_other = 4",
@@ -204,6 +194,6 @@ fn files_created_right_after_a_warm_restart_are_visible_at_once() {
     ] {
         assert!(hits.contains(needle), "{needle} missing from\n{hits}");
     }
-    let text = ok(&env, &root, &["cat", "src/d5/m011.py"]);
+    let text = env.ok_on(&root, &["cat", "src/d5/m011.py"]);
     assert!(text.contains("value_11 = 111"), "{text}");
 }

@@ -174,6 +174,16 @@ impl Env {
         )
     }
 
+    /// `redctx --root <root> <args>`; panics unless it exits 0. Its stdout.
+    #[track_caller]
+    pub fn ok_on(&self, root: &Path, args: &[&str]) -> String {
+        let mut all = vec!["--root", root.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let (code, out, err) = self.run(&all);
+        assert_eq!(code, 0, "redctx {args:?}: {err}");
+        out
+    }
+
     /// The daemon's pid, from `redctx daemon status` (None: not running).
     pub fn daemon_pid(&self) -> Option<u32> {
         let (code, out, _) = self.run(&["daemon", "status"]);

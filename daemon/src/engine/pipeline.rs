@@ -1243,13 +1243,7 @@ mod tests {
             "ab", "B1", "c", " ", "-", "y", "x", "1", "\u{e9}", "K", "\u{e000}", "  ", "\n", "\t",
             "\u{a0}", "\u{1c}", "\u{2003}",
         ];
-        let mut state = 5u64;
-        let mut next = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
+        let mut next = crate::engine::testgen::picker(5);
         for _ in 0..3000 {
             let mut values: Vec<String> = (0..1 + next(4))
                 .map(|_| words[next(words.len())].to_owned())

@@ -1112,13 +1112,7 @@ mod tests {
                 "Jane",
             ],
         ];
-        let mut state = 5u64;
-        let mut pick = |n: usize| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) as usize % n
-        };
+        let mut pick = crate::engine::testgen::picker(5);
         let mut texts = Vec::new();
         for _ in 0..6000 {
             let mut text = String::new();
