@@ -8,7 +8,7 @@
 //! dotted paths) and judged by its *head* word (the last word that is not a modifier
 //! such as `old`, `confirm`, `v2`): `DB_PASSWORD`, `clientSecret`, `aws_secret_access_key`
 //! are sensitive, `password_file`, `token_type`, `api_key_id` are not. Then the
-//! separator (`=`, `:`, `:=`, `=>`, `==`, `>` of an XML element, a space after a CLI
+//! separator (`=`, `:`, `:=`, `::=`, `=>`, `==`, `>` of an XML element, a space after a CLI
 //! flag) and the value (quoted in any of `"`, `'`, `` ` ``, `\"`, `&quot;`, … or bare)
 //! are read. Strong keys have no entropy floor: only references and placeholders are
 //! dropped. In source code a bare value is an expression, so it is kept only when it
@@ -494,8 +494,11 @@ impl Structural {
             || rest.starts_with("?=")
         {
             (2, "S3.assignment")
-        } else if rest.starts_with("||=") {
+        } else if rest.starts_with("||=") || rest.starts_with("::=") {
             (3, "S3.assignment")
+        } else if rest.starts_with(":::=") {
+            // GNU make's POSIX (`::=`) and immediate-with-escapes (`:::=`) assignments.
+            (4, "S3.assignment")
         } else if let Some(after) = rest.strip_prefix('=') {
             if after.starts_with(['~', '=']) {
                 return;

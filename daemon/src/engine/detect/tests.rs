@@ -200,6 +200,8 @@ fn s3_values_of_sensitive_keys_across_formats() {
             "tkA1b2c3d4",
         ),
         ("de.ini", "passwort = geheim123\n", "geheim123"),
+        ("Makefile", "DB_PASSWORD ::= mkPass123\n", "mkPass123"),
+        ("build.mk", "API_TOKEN :::= mkTok4567\n", "mkTok4567"),
     ];
     for (path, text, want) in cases {
         let got = values(path, text);
