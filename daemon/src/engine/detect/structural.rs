@@ -9,8 +9,8 @@
 //! such as `old`, `confirm`, `v2`): `DB_PASSWORD`, `clientSecret`, `aws_secret_access_key`
 //! are sensitive, `password_file`, `token_type`, `api_key_id` are not. Then the
 //! separator (`=`, `:`, `:=`, `::=`, `=>`, `==`, `>` of an XML element, a space after a CLI
-//! flag) and the value (quoted in any of `"`, `'`, `` ` ``, `\"`, `&quot;`, … or bare)
-//! are read. Strong keys have no entropy floor: only references and placeholders are
+//! flag, the `,` after a compound strong key quoted as a call's first argument) and the
+//! value (quoted in any of `"`, `'`, `` ` ``, `\"`, `&quot;`, … or bare) are read. Strong keys have no entropy floor: only references and placeholders are
 //! dropped. In source code a bare value is an expression, so it is kept only when it
 //! reads as a literal token.
 
@@ -506,6 +506,15 @@ impl Structural {
             (1, "S3.assignment")
         } else if open_quote {
             return;
+        } else if rest.starts_with(',')
+            && key_quote.is_some_and(|q| first_call_argument(text, ks - q.len()))
+            && split_words(name).len() > 1
+        {
+            // `System.setProperty("db.password", "…")`, `os.Setenv("API_TOKEN", "…")`:
+            // a quoted key as a call's first argument, its value the second. A single
+            // word there is as often a value (`HashPassword("password", salt)`), and
+            // only strong keys count (checked below).
+            (1, "S3.call-argument")
         } else if let Some(after) = rest.strip_prefix(':') {
             if after.starts_with(':') || after.starts_with("//") {
                 return;
@@ -569,7 +578,9 @@ impl Structural {
         let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else {
             return;
         };
-        if detector == "S3.setter" && !quoted {
+        if matches!(detector, "S3.setter" | "S3.call-argument") && !quoted
+            || detector == "S3.call-argument" && class.tier != Tier::Strong
+        {
             return;
         }
         let value = &text[vs..ve];
@@ -726,6 +737,14 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
         words.push(cur);
     }
     words
+}
+
+/// Whether the quote opening at `quote_at` is the first argument of a call: `(` before
+/// it, blanks allowed between.
+fn first_call_argument(text: &str, quote_at: usize) -> bool {
+    text[..quote_at]
+        .trim_end_matches([' ', '\t'])
+        .ends_with('(')
 }
 
 /// Judges a key name by its head word.

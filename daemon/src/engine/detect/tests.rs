@@ -202,6 +202,16 @@ fn s3_values_of_sensitive_keys_across_formats() {
         ("de.ini", "passwort = geheim123\n", "geheim123"),
         ("Makefile", "DB_PASSWORD ::= mkPass123\n", "mkPass123"),
         ("build.mk", "API_TOKEN :::= mkTok4567\n", "mkTok4567"),
+        (
+            "Boot.java",
+            "System.setProperty(\"javax.net.ssl.keyStorePassword\", \"ksPw2024x\");",
+            "ksPw2024x",
+        ),
+        (
+            "main.go",
+            "os.Setenv( \"API_TOKEN\", \"tok9f8e7d6c\")",
+            "tok9f8e7d6c",
+        ),
     ];
     for (path, text, want) in cases {
         let got = values(path, text);
@@ -243,6 +253,22 @@ fn s3_references_and_placeholders_are_not_values() {
         ),
         ("a.go", "\"RedisPassword\": \"session.redis.password\","),
         ("a.json", "\"page_token\": \"PBCPcccccccc1234\""),
+        ("a.go", "pw := os.Getenv(\"DB_PASSWORD\")\n"),
+        ("a.py", "pw = cfg.get(\"password\", \"\")\n"),
+        ("a.py", "pw = os.getenv(\"PASSWORD\", \"changeme\")\n"),
+        ("a.java", "props.setProperty(\"db.password\", dbPassword);"),
+        (
+            "a.js",
+            "assert.equal(label, \"password\", \"wrong label\");",
+        ),
+        (
+            "a.go",
+            "hash, err := HashPassword(\"password\", \"BpLnfgDsc2WD8F2q\")\n",
+        ),
+        (
+            "a.go",
+            "req.Header.Set(\"Sec-Websocket-Key\", \"dGhlIHNhbXBsZSBub25jZQ==\")\n",
+        ),
     ];
     for (path, text) in cases {
         let got = spans(path, text);
