@@ -641,17 +641,21 @@ impl Cache {
         content: Option<(ContentKey, Arc<ContentRecord>)>,
     ) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        if let Some((key, rec)) = content
-            && let Some(value) = record::encode_content(&rec)
-        {
+        let content = content.and_then(|(key, rec)| {
+            let value = record::encode_content(&rec)?;
             if let Ok(mut p) = self.pending.content.lock() {
                 p.insert(key, (seq, rec));
             }
-            self.send(Op::PutContent { key, value, seq });
-        }
+            Some((key, value))
+        });
+        // Both pending entries before either op: a sweep between the two commits then
+        // still finds the record naming the content (in the queue or in the table).
         let key = file_key(root, rel);
         if let Ok(mut p) = self.pending.files.lock() {
             p.insert(key.clone(), (seq, file));
+        }
+        if let Some((key, value)) = content {
+            self.send(Op::PutContent { key, value, seq });
         }
         self.send(Op::PutFile {
             key,
