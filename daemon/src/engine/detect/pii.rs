@@ -453,8 +453,7 @@ impl Pii {
             if lines.last().is_some_and(|&(_, end)| at < end) {
                 continue;
             }
-            let start = memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |i| i + 1);
-            let end = memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |i| at + i);
+            let (start, end) = line_around(text, at);
             if memchr::memchr(b'<', &text.as_bytes()[start..at]).is_some() {
                 lines.push((start, end));
             }
@@ -485,9 +484,7 @@ impl Pii {
                 if lines.last().is_some_and(|&(_, end)| at < end) {
                     continue;
                 }
-                let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-                let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-                lines.push((start, end));
+                lines.push(line_around(text, at));
             }
             lines
         };
@@ -545,9 +542,7 @@ impl Pii {
             let Some(name_at) = copyright_name_at(text, at) else {
                 continue;
             };
-            let line_end = text[name_at..]
-                .find('\n')
-                .map_or(text.len(), |i| name_at + i);
+            let (_, line_end) = line_around(text, name_at);
             let input = regex_automata::Input::new(&text[..line_end])
                 .span(name_at..line_end)
                 .anchored(regex_automata::Anchored::Yes);
@@ -680,6 +675,14 @@ impl Default for Pii {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The line holding byte `at`: from after the `\n` before it to the `\n` after it.
+fn line_around(text: &str, at: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    let start = memchr::memrchr(b'\n', &b[..at]).map_or(0, |i| i + 1);
+    let end = memchr::memchr(b'\n', &b[at..]).map_or(text.len(), |i| at + i);
+    (start, end)
 }
 
 /// The spans group 1 of `re` captures in each of `lines` (ranges of `text`), as offsets
