@@ -17,10 +17,9 @@ use crate::index::{Index, IndexOptions, is_settled, now_ns};
 use crate::view::{
     Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
 };
-use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// How a root is served.
@@ -92,6 +91,12 @@ struct Loaded {
 
 /// In-memory caches of redacted paths and names are dropped wholesale past this size.
 const MAX_CACHED_PATHS: usize = 1 << 18;
+
+/// How far the indexing pass's prefetcher runs ahead of its workers, in files…
+const PREFETCH_FILES: usize = 512;
+/// …and in bytes, whichever is reached first: enough reads in flight to keep a cold disk
+/// busy while the workers redact, little enough that the page cache keeps them.
+const PREFETCH_BYTES: u64 = 16 << 20;
 
 /// One root served under one policy.
 pub struct ServedRoot {
@@ -342,10 +347,26 @@ impl ServedRoot {
                 .thread_name(|i| format!("redctx-index-{i}"))
                 .start_handler(|_| lower_thread_priority())
                 .build();
-            match pool {
-                Ok(pool) => pool.install(|| todo.par_iter().for_each(|&i| work(&files[i]))),
-                Err(_) => todo.iter().for_each(|&i| work(&files[i])),
-            }
+            // Workers take files in walk order from one cursor, so that a prefetcher
+            // running a window ahead of it has the pages in memory when they are read.
+            let cursor = AtomicUsize::new(0);
+            let next = || {
+                let k = cursor.fetch_add(1, Ordering::Relaxed);
+                todo.get(k).map(|&i| &files[i])
+            };
+            std::thread::scope(|scope| {
+                let _ = std::thread::Builder::new()
+                    .name("redctx-prefetch".into())
+                    .spawn_scoped(scope, || self.prefetch_ahead(&files, &todo, &cursor));
+                match pool {
+                    Ok(pool) => {
+                        pool.broadcast(|_| std::iter::from_fn(next).for_each(&work));
+                    }
+                    Err(_) => std::iter::from_fn(next).for_each(&work),
+                }
+                // Past the end: the prefetcher sees it and stops.
+                cursor.store(todo.len(), Ordering::Relaxed);
+            });
         }
         let snap = self.progress();
         tracing::info!(
@@ -369,6 +390,51 @@ impl ServedRoot {
         if snap.files_read == 0 {
             // Nothing was redacted (a warm restart): warm the engine after "ready".
             self.warm_up_engine(&files);
+        }
+    }
+
+    /// Keeps the kernel reading ahead of the pass's workers: up to [`PREFETCH_FILES`]
+    /// files or [`PREFETCH_BYTES`] beyond the cursor they take files from, so a cold
+    /// disk has many reads in flight while the workers redact. Returns when the cursor
+    /// passes the end.
+    fn prefetch_ahead(&self, files: &[(String, StatKey)], todo: &[usize], cursor: &AtomicUsize) {
+        lower_thread_priority();
+        // What advising position `k` adds to the window (0 for files the pass will not
+        // read, which are not advised).
+        let advised = |k: usize| {
+            let stat = &files[todo[k]].1;
+            if stat.is_regular() && stat.size <= self.limits.max_raw_bytes_per_file {
+                stat.size
+            } else {
+                0
+            }
+        };
+        let mut ahead = 0; // next position to advise
+        let mut start = 0; // first position still counted in `bytes`
+        let mut bytes = 0u64; // advised and not yet taken: positions start..ahead
+        while ahead < todo.len() {
+            let at = cursor.load(Ordering::Relaxed);
+            if at >= todo.len() {
+                return;
+            }
+            while start < at.min(ahead) {
+                bytes -= advised(start);
+                start += 1;
+            }
+            if ahead < at {
+                // The workers overtook (warm pages): restart the window at the cursor.
+                (ahead, start, bytes) = (at, at, 0);
+            }
+            if ahead - at >= PREFETCH_FILES || bytes >= PREFETCH_BYTES {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let size = advised(ahead);
+            if size > 0 {
+                fs::prefetch(&fs::abs_path(&self.root, &files[todo[ahead]].0));
+            }
+            bytes += size;
+            ahead += 1;
         }
     }
 

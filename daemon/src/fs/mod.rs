@@ -15,4 +15,6 @@ pub mod text;
 pub use gitignore::GitignoreRules;
 pub use paths::{PathInput, abs_path, parse_input, validate_components};
 pub use rules::{FsRules, is_prose_path, reference_order_key};
-pub use text::{StatKey, decode_text, has_text_extension, looks_like_text, read_verified};
+pub use text::{
+    StatKey, decode_text, has_text_extension, looks_like_text, prefetch, read_verified,
+};
