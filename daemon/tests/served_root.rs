@@ -493,6 +493,44 @@ fn a_restart_reuses_the_cache_without_reading_content() {
 }
 
 #[test]
+fn a_pass_over_more_files_than_the_read_ahead_window_reads_each_exactly_once() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    // More files than the prefetcher's window, across directories, mixed with files the
+    // pass never reads (binary, over the per-file limit).
+    let texts: u64 = 1_500;
+    for i in 0..texts {
+        write(
+            &root,
+            &format!("pkg{}/m{i}.py", i % 37),
+            &format!("api_key_{i} = {i}\n"),
+        );
+    }
+    write(&root, "pkg3/blob.bin", "\u{0}\u{1}binary");
+    let big = "x".repeat(2_000);
+    write(&root, "pkg4/big.txt", &big);
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut options = opts(true, 0);
+    options.limits.max_raw_bytes_per_file = 1_000;
+    let view = ServedRoot::open(&root, engine(), Some(cache), options).unwrap();
+    view.index_all();
+    let p = view.progress();
+    assert_eq!(
+        (p.files_seen, p.files_indexed, p.files_read, p.files_skipped),
+        (texts + 2, texts, texts, 2)
+    );
+    // Each file was read once: none twice, none left for the first call.
+    assert_eq!(view.counters().content_reads.load(Relaxed), texts);
+    let entry = view.resolve("pkg19/m1499.py").unwrap();
+    assert_eq!(
+        view.content(&entry, true).unwrap().text.as_ref(),
+        expected(&view, "api_key_1499 = 1499\n", "pkg19/m1499.py", true)
+    );
+    assert_eq!(view.counters().content_reads.load(Relaxed), texts);
+}
+
+#[test]
 fn a_policy_change_does_not_reuse_cached_text() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
