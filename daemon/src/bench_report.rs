@@ -112,7 +112,7 @@ pub fn run(
         if !fs::looks_like_text(&bytes) {
             return Err(ViewError::NotText.into());
         }
-        let text = fs::decode_text(&bytes);
+        let text = fs::decode_text(&bytes).into_owned();
         report.text_characters += text.chars().count() as u64;
         texts.push((entry.rel.clone(), bytes.len() as u64, text));
     }

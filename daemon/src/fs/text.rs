@@ -73,16 +73,17 @@ pub fn looks_like_text(content: &[u8]) -> bool {
 
 /// Decodes file bytes as the reference does: strip one UTF-8 BOM, then replace each
 /// maximal invalid subpart with U+FFFD (CPython's `errors="replace"` and Rust's lossy
-/// decoding follow the same Unicode recommendation).
-pub fn decode_text(bytes: &[u8]) -> String {
+/// decoding follow the same Unicode recommendation). Valid UTF-8, nearly every source
+/// file, is borrowed rather than copied.
+pub fn decode_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
     let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
-    String::from_utf8_lossy(body).into_owned()
+    String::from_utf8_lossy(body)
 }
 
 /// `\n` count, plus one when the content is non-empty and does not end with `\n`
 /// (the reference's `lines:` of `stat`).
 pub fn count_lines(bytes: &[u8]) -> u64 {
-    let newlines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    let newlines = memchr::memchr_iter(b'\n', bytes).count() as u64;
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         newlines + 1
     } else {
