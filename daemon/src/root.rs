@@ -563,7 +563,17 @@ impl ServedRoot {
             let keys: Vec<ContentKey> = check.iter().map(|(_, k, _)| *k).collect();
             let mut reused = Vec::new();
             for ((i, _, rec), present) in check.into_iter().zip(cache.contents_present(&keys)) {
-                if present {
+                if present
+                    && rec
+                        .stored_under
+                        .is_some_and(|other| cache.is_served(&self.root_key, &other))
+                {
+                    // The record's own policy is served too (one root under two option
+                    // sets): a sweep keeps both contents while both are served, and
+                    // re-storing would make the two restarts rewrite each other's
+                    // records every time.
+                    self.count(Outcome::Indexed { read: false }, files[i].1.size);
+                } else if present {
                     let rel = files[i].0.as_str();
                     cache.put(
                         &self.root_key,

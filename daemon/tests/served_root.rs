@@ -660,6 +660,57 @@ fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
 }
 
 #[test]
+fn two_option_sets_served_at_once_restart_without_rewriting_each_others_records() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    for i in 0..3 {
+        write(&root, &format!("m{i}.py"), &format!("value_{i} = {i}\n"));
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let open = |policy: Option<Policy>| {
+        let engine = policy.map_or_else(engine, engine_with);
+        ServedRoot::open(&root, engine, Some(cache.clone()), opts(true, 0)).unwrap()
+    };
+    let other = || Policy {
+        salt: "served-root-test-salt".into(),
+        terms: vec!["value".into()],
+        ..Policy::default()
+    };
+    let first = open(None);
+    first.index_all();
+    let second = open(Some(other()));
+    second.index_all();
+    cache.flush();
+    let ops = cache.stats().committed_ops.load(Relaxed);
+    // Each option set restarts while the other one still serves the root.
+    let third = open(None);
+    drop(first);
+    third.index_all();
+    let fourth = open(Some(other()));
+    drop(second);
+    fourth.index_all();
+    cache.flush();
+    assert_eq!(
+        (third.progress().files_read, fourth.progress().files_read),
+        (0, 0)
+    );
+    assert_eq!(
+        cache.stats().committed_ops.load(Relaxed),
+        ops,
+        "no file record rewritten"
+    );
+    assert_eq!(cache.content_records(), Some(6));
+    for view in [&third, &fourth] {
+        for i in 0..3 {
+            let entry = view.resolve(&format!("m{i}.py")).unwrap();
+            view.content(&entry, true).unwrap();
+        }
+        assert_eq!(view.counters().content_reads.load(Relaxed), 0, "all hits");
+    }
+}
+
+#[test]
 fn a_corrupt_cache_file_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");

@@ -786,6 +786,15 @@ impl Cache {
         }
     }
 
+    /// Whether a root is served under `fingerprint` now (see [`Cache::serve_policy`]): a
+    /// sweep keeps that policy's content whatever the file records name.
+    pub fn is_served(&self, root: &[u8; 32], fingerprint: &[u8; 32]) -> bool {
+        self.sweep
+            .serving
+            .lock()
+            .is_ok_and(|serving| serving.contains(&(*root, *fingerprint)))
+    }
+
     /// Undoes one [`Cache::serve_policy`] (the root's snapshot was dropped).
     pub fn unserve_policy(&self, root: &[u8; 32], fingerprint: &[u8; 32]) {
         if let Ok(mut serving) = self.sweep.serving.lock()
@@ -878,6 +887,7 @@ fn writer_loop(
     let mut sweeper = Sweeper {
         orphans,
         files_at_last_sweep: 0,
+        retry_at: 0,
     };
     loop {
         let Ok(first) = rx.recv() else { return };
@@ -964,7 +974,15 @@ fn writer_loop(
             }
             clear_pending(pending, &batch);
         }
-        let report = sweeper.maybe_sweep(sweep, db, pending, stats, sweep_control);
+        // On the way out only a forced sweep runs: an asked or due one would hold up
+        // shutdown for a whole-table read, and the orphan count kept in `meta` makes it
+        // due again after the next start.
+        let leaving = disconnected || stop;
+        let report = if leaving && sweep != Some(true) {
+            None
+        } else {
+            sweeper.maybe_sweep(sweep, db, pending, stats, sweep_control)
+        };
         for reply in sweep_replies {
             let _ = reply.send(report);
         }
@@ -984,6 +1002,9 @@ struct Sweeper {
     orphans: u64,
     /// File records the last sweep read (0 before the first).
     files_at_last_sweep: u64,
+    /// After a failed sweep, the orphan count an automatic one waits for before trying
+    /// again (a failure would otherwise repeat its whole-table read after every batch).
+    retry_at: u64,
 }
 
 impl Sweeper {
@@ -1001,12 +1022,7 @@ impl Sweeper {
             .after
             .load(Ordering::Relaxed)
             .max(self.files_at_last_sweep / 4);
-        let run = match asked {
-            Some(true) => true,
-            Some(false) => self.orphans > 0,
-            None => self.orphans >= due,
-        };
-        if !run {
+        if !self.should_run(asked, due) {
             return None;
         }
         control.epoch.fetch_add(1, Ordering::SeqCst);
@@ -1015,6 +1031,7 @@ impl Sweeper {
         match swept {
             Ok(Some(report)) => {
                 self.orphans = 0;
+                self.retry_at = 0;
                 self.files_at_last_sweep = report.files;
                 stats.sweeps.fetch_add(1, Ordering::Relaxed);
                 stats
@@ -1030,13 +1047,33 @@ impl Sweeper {
                 );
                 Some(report)
             }
-            Ok(None) => None,
+            Ok(None) => {
+                self.failed(due);
+                None
+            }
             Err(err) => {
+                self.failed(due);
                 stats.write_errors.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(error = %err, "cache sweep failed; unreferenced content stays");
                 None
             }
         }
+    }
+
+    /// Whether to sweep now: always when forced; when asked, if anything may be
+    /// unreferenced; by itself once `due` changes piled up (and, after a failure, `due`
+    /// more since it).
+    fn should_run(&self, asked: Option<bool>, due: u64) -> bool {
+        match asked {
+            Some(true) => true,
+            Some(false) => self.orphans > 0,
+            None => self.orphans >= due.max(self.retry_at),
+        }
+    }
+
+    /// Backs an automatic sweep off after one that removed nothing because it failed.
+    fn failed(&mut self, due: u64) {
+        self.retry_at = self.orphans.saturating_add(due);
     }
 }
 
@@ -1265,6 +1302,28 @@ fn clear_pending(pending: &Pending, batch: &[Op]) {
 mod tests {
     use super::*;
     use crate::engine::{Category, Counts};
+
+    #[test]
+    fn after_a_failed_sweep_an_automatic_one_waits_for_as_many_changes_again() {
+        let due = SWEEP_AFTER_ORPHANS;
+        let mut sweeper = Sweeper {
+            orphans: due,
+            files_at_last_sweep: 0,
+            retry_at: 0,
+        };
+        assert!(sweeper.should_run(None, due));
+        sweeper.failed(due);
+        // Not after every following batch…
+        sweeper.orphans += due - 1;
+        assert!(!sweeper.should_run(None, due));
+        // …but once as many changes piled up again.
+        sweeper.orphans += 1;
+        assert!(sweeper.should_run(None, due));
+        // A sweep asked for at the end of a pass, or forced, does not wait.
+        sweeper.failed(due);
+        assert!(sweeper.should_run(Some(false), due));
+        assert!(sweeper.should_run(Some(true), due));
+    }
 
     fn record(text: String) -> Arc<ContentRecord> {
         let mut counts = Counts::default();
