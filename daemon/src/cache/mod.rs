@@ -102,8 +102,18 @@ const CONTENT_DB_KEY: usize = 36;
 
 /// The content table's key of chunk `chunk` of the record under `key`.
 fn chunk_key(key: &ContentKey, chunk: u32) -> [u8; CONTENT_DB_KEY] {
+    chunk_key_at(&content_digest(key), chunk)
+}
+
+/// The digest that opens every content table key of the record under `key`.
+fn content_digest(key: &ContentKey) -> [u8; 32] {
+    *blake3::hash(key).as_bytes()
+}
+
+/// [`chunk_key`] from the record's [`content_digest`].
+fn chunk_key_at(digest: &[u8; 32], chunk: u32) -> [u8; CONTENT_DB_KEY] {
     let mut out = [0u8; CONTENT_DB_KEY];
-    out[..32].copy_from_slice(blake3::hash(key).as_bytes());
+    out[..32].copy_from_slice(digest);
     out[32..].copy_from_slice(&chunk.to_be_bytes());
     out
 }
@@ -150,10 +160,10 @@ fn read_chunks(
 /// Removes every chunk stored under `key`.
 fn remove_chunks(
     table: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
-    key: &ContentKey,
+    digest: &[u8; 32],
 ) -> Result<(), redb::Error> {
-    let first = chunk_key(key, 0);
-    let last = chunk_key(key, u32::MAX);
+    let first = chunk_key_at(digest, 0);
+    let last = chunk_key_at(digest, u32::MAX);
     table.retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |_, _| false)?;
     Ok(())
 }
@@ -1204,13 +1214,7 @@ fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, redb::Error>
                         orphaned += 1;
                     }
                 }
-                Op::PutContent { key, value, .. } => {
-                    remove_chunks(&mut content, key)?;
-                    // At most MAX_DECODED_CONTENT / CHUNK_BYTES chunks: far below u32::MAX.
-                    for (n, chunk) in value.chunks(CHUNK_BYTES).enumerate() {
-                        content.insert(chunk_key(key, n as u32).as_slice(), chunk)?;
-                    }
-                }
+                Op::PutContent { .. } | Op::DeleteContent(_) => {} // below
                 Op::DeleteFile(key) => {
                     if files
                         .remove(key.as_slice())?
@@ -1244,9 +1248,6 @@ fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, redb::Error>
                         }
                     }
                 }
-                Op::DeleteContent(key) => {
-                    remove_chunks(&mut content, key)?;
-                }
                 Op::ForgetRoot(root) => {
                     let mut doomed = Vec::new();
                     for item in files.range::<&[u8]>(root.as_slice()..)? {
@@ -1266,6 +1267,29 @@ fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, redb::Error>
                     }
                 }
                 Op::Sweep { .. } | Op::Flush(_) | Op::Stop(_) => {}
+            }
+        }
+        // Content operations touch only their table, so they go in digest order (stable:
+        // two on one record keep theirs): content keys are random, and neighbouring
+        // inserts then share the pages they dirty instead of each copying a path of its
+        // own through the tree.
+        let mut content_ops: Vec<([u8; 32], &Op)> = batch
+            .iter()
+            .filter_map(|op| match op {
+                Op::PutContent { key, .. } | Op::DeleteContent(key) => {
+                    Some((content_digest(key), op))
+                }
+                _ => None,
+            })
+            .collect();
+        content_ops.sort_by(|a, b| a.0.cmp(&b.0));
+        for (digest, op) in content_ops {
+            remove_chunks(&mut content, &digest)?;
+            if let Op::PutContent { value, .. } = op {
+                // At most MAX_DECODED_CONTENT / CHUNK_BYTES chunks: far below u32::MAX.
+                for (n, chunk) in value.chunks(CHUNK_BYTES).enumerate() {
+                    content.insert(chunk_key_at(&digest, n as u32).as_slice(), chunk)?;
+                }
             }
         }
         if orphaned > 0 {
