@@ -1282,7 +1282,7 @@ fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, redb::Error>
                 _ => None,
             })
             .collect();
-        content_ops.sort_by(|a, b| a.0.cmp(&b.0));
+        content_ops.sort_by_key(|op| op.0);
         for (digest, op) in content_ops {
             remove_chunks(&mut content, &digest)?;
             if let Op::PutContent { value, .. } = op {
