@@ -476,6 +476,16 @@ impl Structural {
                 return;
             }
         }
+        // A key inside a string literal of source code (a config snippet in a test,
+        // `"user: x\npass: y"`) is read as configuration: its bare values are literals,
+        // and it declares nothing. Asked only once a separator is found.
+        let literal_at = ks - key_quote.map_or(0, str::len);
+        let mut literal: Option<bool> = None;
+        let mut in_literal = || {
+            *literal.get_or_insert_with(|| {
+                kind == FileKind::Code && in_string_literal(text, literal_at, backticks)
+            })
+        };
         let xml = ks > 0 && b[ks - 1] == b'<';
         if pos < b.len() && b[pos] == b']' {
             pos += 1;
@@ -488,6 +498,8 @@ impl Structural {
         let (sep_len, detector) = if xml && rest.starts_with('>') {
             (1, "S3.xml")
         } else if rest.starts_with(":=")
+            || rest.starts_with(".=")
+            || rest.starts_with("+=")
             || rest.starts_with("=>")
             || rest.starts_with("==")
             || rest.starts_with("!=")
@@ -519,11 +531,22 @@ impl Structural {
             if after.starts_with(':') || after.starts_with("//") {
                 return;
             }
-            (1, "S3.assignment")
+            // `apiKey: string = "…"` (TypeScript, Rust, Kotlin, Swift, Python hints).
+            match typed_value_start(text, pos + 1)
+                .filter(|_| kind == FileKind::Code && !in_literal())
+            {
+                Some(value_at) => (value_at - pos, "S3.typed-declaration"),
+                None => (1, "S3.assignment"),
+            }
         } else if flag && pos > sep_start && !rest.starts_with(['\n', '\r']) && !rest.is_empty() {
             (0, "S3.cli-flag")
         } else if rest.starts_with('(') && starts_with_setter(name) {
             (1, "S3.setter")
+        } else if kind == FileKind::Code
+            && let Some(value_at) = declared_value_start(text, ks, sep_start, pos)
+            && !in_literal()
+        {
+            (value_at - pos, "S3.typed-declaration")
         } else {
             return;
         };
@@ -533,15 +556,7 @@ impl Structural {
                 pos += 1;
             }
         }
-        // A bare value inside a string literal of source code (a config snippet in a
-        // test, `"user: x\npass: y"`) is a literal, not an expression.
-        let kind = if kind == FileKind::Code
-            && in_string_literal(text, ks - key_quote.map_or(0, str::len), backticks)
-        {
-            FileKind::Config
-        } else {
-            kind
-        };
+        let kind = if in_literal() { FileKind::Config } else { kind };
         let det = if class.tier == Tier::Weak {
             "S7.keyword-entropy"
         } else {
@@ -737,6 +752,84 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
         words.push(cur);
     }
     words
+}
+
+/// Where the value of a type-annotated declaration starts, given the position just
+/// after the key's `:`: a type (`string`, `&'static str`, `Optional[str]`,
+/// `string | null`), blanks, then a single `=`. `None` when no `=` follows the type.
+fn typed_value_start(text: &str, from: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut p = from;
+    while p < b.len() && matches!(b[p], b' ' | b'\t') {
+        p += 1;
+    }
+    let type_start = p;
+    let limit = (p + 80).min(b.len());
+    let mut depth = 0usize; // inside `<…>` / `[…]`, where a `,` separates type arguments
+    while p < limit {
+        match b[p] {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => {}
+            b'_' | b'.' | b':' | b'&' | b'*' | b'?' | b'|' | b' ' | b'\t' => {}
+            b'<' | b'[' => depth += 1,
+            b'>' | b']' if depth > 0 => depth -= 1,
+            b',' if depth > 0 => {}
+            // A Rust lifetime: `&'static str`.
+            b'\'' if p > type_start && b[p - 1] == b'&' => {}
+            _ => break,
+        }
+        p += 1;
+    }
+    let first = *b.get(type_start)?;
+    if p == type_start || !(first.is_ascii_alphabetic() || matches!(first, b'&' | b'[' | b'_')) {
+        return None;
+    }
+    single_equals_at(b, p)
+}
+
+/// Where the value starts after a key in a declaration written without `:`: Go's
+/// `var apiKey string = "…"` (the key opens its line or follows `var`/`const`, then a
+/// type, then `=`), a C array `char password[] = "…"`, or `#define API_KEY "…"`
+/// (the value must then be quoted, as `read_value` checks for the caller).
+fn declared_value_start(text: &str, ks: usize, sep_start: usize, pos: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let line_start = memchr::memrchr(b'\n', &b[..ks]).map_or(0, |i| i + 1);
+    let before = text[line_start..ks].trim();
+    if pos > sep_start {
+        if before == "#define" && util::quote_at(text, pos).is_some() {
+            return Some(pos);
+        }
+        if !matches!(before, "" | "var" | "const") {
+            return None;
+        }
+        let type_start = pos;
+        let mut p = pos;
+        while p < b.len()
+            && (b[p].is_ascii_alphanumeric() || matches!(b[p], b'_' | b'.' | b'*' | b'[' | b']'))
+        {
+            p += 1;
+        }
+        if p == type_start
+            || !b[type_start].is_ascii_alphabetic() && !matches!(b[type_start], b'*' | b'[')
+        {
+            return None;
+        }
+        return single_equals_at(b, p);
+    }
+    // `password[]` / `password[64]` right after the key.
+    let rest = b.get(pos..)?.strip_prefix(b"[")?;
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if rest.get(digits) != Some(&b']') {
+        return None;
+    }
+    single_equals_at(b, pos + 1 + digits + 1)
+}
+
+/// After blanks from `p`, a `=` that is not `==`, `=>` or `=~`: the position after it.
+fn single_equals_at(b: &[u8], mut p: usize) -> Option<usize> {
+    while p < b.len() && matches!(b[p], b' ' | b'\t') {
+        p += 1;
+    }
+    (b.get(p) == Some(&b'=') && !matches!(b.get(p + 1), Some(b'=' | b'>' | b'~'))).then_some(p + 1)
 }
 
 /// Whether the quote opening at `quote_at` is the first argument of a call: `(` before

@@ -212,6 +212,50 @@ fn s3_values_of_sensitive_keys_across_formats() {
             "os.Setenv( \"API_TOKEN\", \"tok9f8e7d6c\")",
             "tok9f8e7d6c",
         ),
+        // Declarations with a type between the key and the value.
+        (
+            "main.go",
+            "var apiKey string = \"goKey9f8e7d6c\"",
+            "goKey9f8e7d6c",
+        ),
+        (
+            "main.go",
+            "var (\n\tclientSecret string = \"goSec9f8e7d6c\"\n)",
+            "goSec9f8e7d6c",
+        ),
+        (
+            "a.ts",
+            "const apiKey: string = \"tsKey9f8e7d6c\";",
+            "tsKey9f8e7d6c",
+        ),
+        (
+            "a.ts",
+            "let dbPassword: string | undefined = 'tsPw9f8e7d6c';",
+            "tsPw9f8e7d6c",
+        ),
+        (
+            "a.rs",
+            "static CLIENT_SECRET: &'static str = \"rsSec9f8e7d6c\";",
+            "rsSec9f8e7d6c",
+        ),
+        (
+            "a.py",
+            "DB_PASSWORD: Final[str] = \"pyPw9f8e7d6c\"",
+            "pyPw9f8e7d6c",
+        ),
+        (
+            "a.py",
+            "def connect(password: Dict[str, str] = \"pyDef9f8e7d6c\"):",
+            "pyDef9f8e7d6c",
+        ),
+        (
+            "a.kt",
+            "private const val API_KEY: String = \"ktKey9f8e7d6c\"",
+            "ktKey9f8e7d6c",
+        ),
+        ("a.c", "#define API_KEY \"cKey9f8e7d6c\"", "cKey9f8e7d6c"),
+        ("a.c", "char password[] = \"cPw9f8e7d6c\";", "cPw9f8e7d6c"),
+        ("a.php", "$secret .= \"phpSec9f8e7d6c\";", "phpSec9f8e7d6c"),
     ];
     for (path, text, want) in cases {
         let got = values(path, text);
@@ -269,6 +313,16 @@ fn s3_references_and_placeholders_are_not_values() {
             "a.go",
             "req.Header.Set(\"Sec-Websocket-Key\", \"dGhlIHNhbXBsZSBub25jZQ==\")\n",
         ),
+        // Typed names without a value, or whose value is code.
+        ("a.ts", "function check(password: string): boolean {\n"),
+        ("a.ts", "const token: string = await fetchToken();\n"),
+        ("a.py", "def check(password: str) -> bool:\n"),
+        ("a.rs", "let api_key: String = env::var(\"API_KEY\")?;\n"),
+        ("a.go", "var apiKey string\n"),
+        ("a.go", "var apiKey string = os.Getenv(\"API_KEY\")\n"),
+        ("a.c", "char password[MAX_LEN];\n"),
+        ("a.c", "#define PASSWORD_LEN 64\n"),
+        ("a.php", "$token .= $suffix;\n"),
     ];
     for (path, text) in cases {
         let got = spans(path, text);
