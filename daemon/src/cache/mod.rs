@@ -984,15 +984,7 @@ fn writer_loop(
             }
             clear_pending(pending, &batch);
         }
-        // On the way out only a forced sweep runs: an asked or due one would hold up
-        // shutdown for a whole-table read, and the orphan count kept in `meta` makes it
-        // due again after the next start.
-        let leaving = disconnected || stop;
-        let report = if leaving && sweep != Some(true) {
-            None
-        } else {
-            sweeper.maybe_sweep(sweep, db, pending, stats, sweep_control)
-        };
+        let report = sweeper.maybe_sweep(sweep, db, pending, stats, sweep_control);
         for reply in sweep_replies {
             let _ = reply.send(report);
         }
