@@ -36,6 +36,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    withhold_panic_messages();
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,6 +46,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A panic's message can quote the text being processed (a string slice out of bounds
+/// prints the string), and this process holds raw file content: log where it happened,
+/// never what it said.
+fn withhold_panic_messages() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let thread = std::thread::current();
+        let thread = thread.name().unwrap_or("unnamed");
+        tracing::error!(at, thread, "internal error (panic; message withheld)");
+        eprintln!("redctxd: internal error at {at} on thread {thread} (message withheld)");
+    }));
 }
 
 fn run(args: Args) -> Result<(), String> {

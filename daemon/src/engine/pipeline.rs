@@ -74,6 +74,10 @@ pub enum EngineError {
     NoMarkerBlock,
     #[error("Placeholder collision for {0}.")]
     Collision(Category),
+    /// A built-in detector failed (a bug): the text is refused rather than served with
+    /// only the baseline's redactions.
+    #[error("A built-in detector failed on this text.")]
+    DetectorFailed,
 }
 
 /// A compiled policy, ready to redact. Cheap to share between threads.
@@ -533,7 +537,12 @@ impl Engine {
             return Ok(Redacted::default());
         }
         let findings = match (&self.detector, detect) {
-            (Some(detector), Some(context)) => detector.detect(text, context),
+            (Some(detector), Some(context)) => {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    detector.detect(text, context)
+                }))
+                .map_err(|_| EngineError::DetectorFailed)?
+            }
             _ => Vec::new(),
         };
         // Code mode with detectors: the precise detectors replace the reference's

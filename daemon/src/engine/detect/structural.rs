@@ -547,9 +547,12 @@ impl Structural {
             && !in_literal()
         {
             (value_at - pos, "S3.typed-declaration")
+        } else if let Some((value_at, detector)) = paired_value_start(text, ks, key_quote, pos) {
+            (value_at - pos, detector)
         } else {
             return;
         };
+        let colon = sep_len == 1 && b[pos] == b':';
         pos += sep_len;
         if detector != "S3.xml" {
             while pos < b.len() && matches!(b[pos], b' ' | b'\t') {
@@ -586,6 +589,15 @@ impl Structural {
                     p += 1;
                 } else {
                     break;
+                }
+            }
+            return;
+        }
+        if colon && let Some(lines) = block_scalar_lines(text, ks, pos) {
+            // `password: |` / `token: >-`: the value is the indented block below.
+            for (vs, ve) in lines {
+                if accept(&text[vs..ve], true, FileKind::Config, class, name) {
+                    out.push(cand(vs, ve, det, class.tier));
                 }
             }
             return;
@@ -822,6 +834,156 @@ fn declared_value_start(text: &str, ks: usize, sep_start: usize, pos: usize) -> 
         return None;
     }
     single_equals_at(b, pos + 1 + digits + 1)
+}
+
+/// The content lines of a YAML block scalar whose indicator (`|`, `>`, with chomping or
+/// indentation marks and an optional comment) starts at `pos`, after the `:` of the key
+/// at `ks`: the following lines indented deeper than the key's line, blank lines
+/// allowed, each trimmed; at most 64. `None` when `pos` holds no such indicator.
+fn block_scalar_lines(text: &str, ks: usize, pos: usize) -> Option<Vec<(usize, usize)>> {
+    let b = text.as_bytes();
+    if !matches!(b.get(pos), Some(b'|' | b'>')) {
+        return None;
+    }
+    let line_end = memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |i| pos + i);
+    let indicator = text[pos + 1..line_end].trim_end_matches('\r');
+    let indicator = indicator
+        .split_once('#')
+        .map_or(indicator, |(head, _)| head);
+    if !indicator
+        .trim_end()
+        .bytes()
+        .all(|c| matches!(c, b'-' | b'+' | b'1'..=b'9'))
+    {
+        return None;
+    }
+    let line_start = memchr::memrchr(b'\n', &b[..ks]).map_or(0, |i| i + 1);
+    let key_indent = indent_of(&text[line_start..]);
+    let mut lines = Vec::new();
+    let mut at = line_end + 1;
+    while at < b.len() && lines.len() < 64 {
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i);
+        let line = text[at..end].trim_end_matches('\r');
+        if !line.trim().is_empty() {
+            if indent_of(line) <= key_indent {
+                break;
+            }
+            let content = line.trim();
+            let vs = at + (line.len() - line.trim_start().len());
+            lines.push((vs, vs + content.len()));
+        }
+        at = end + 1;
+    }
+    Some(lines)
+}
+
+/// Leading blanks of a line.
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start_matches([' ', '\t']).len()
+}
+
+/// Where the value starts when a sensitive name is itself a value that a neighbouring
+/// key pairs with a value:
+/// - `name: DB_PASSWORD` followed by `value: …` within the same item (Kubernetes and
+///   compose `env` lists, ECS and CloudFormation `{"name": …, "value": …}`, HCL
+///   `name = "…"` / `value = "…"`): `S3.name-value`;
+/// - Terraform `variable "db_password" { default = "…" }`: `S3.variable-default`.
+///
+/// `ks` is the key's start, `key_quote` its quote, `pos` just after it (and its quote).
+fn paired_value_start(
+    text: &str,
+    ks: usize,
+    key_quote: Option<&str>,
+    pos: usize,
+) -> Option<(usize, &'static str)> {
+    // At most this far ahead (bytes, line breaks) for the paired key.
+    const REACH: usize = 400;
+    const LINES: usize = 4;
+    let b = text.as_bytes();
+    let line_start = line_start_of(text, ks);
+    let before = text[line_start..ks - key_quote.map_or(0, str::len)].trim_end();
+    let window_end = (pos + REACH).min(b.len());
+    if let Some(key) = before.strip_suffix([':', '=']) {
+        // The key before the separator, without its quotes: `name`, `"Name"`.
+        let key = key.trim_end().trim_end_matches(['"', '\'']);
+        let word = &key[key
+            .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            .len()..];
+        if !word.eq_ignore_ascii_case("name") {
+            return None;
+        }
+        let mut line_breaks = 0;
+        let mut p = pos;
+        while p < window_end {
+            match b[p] {
+                b'\n' => {
+                    line_breaks += 1;
+                    if line_breaks > LINES {
+                        return None;
+                    }
+                }
+                // The item ends: a JSON object or an HTML/XML tag closes, the next
+                // YAML item starts.
+                b'}' | b'>' | b'<' => return None,
+                b'-' if text[line_start_of(text, p)..p].trim().is_empty() => {
+                    return None;
+                }
+                b'v' | b'V'
+                    if (p == 0 || !util::is_key_byte(b[p - 1]))
+                        && b[p..].len() >= 5
+                        && b[p..p + 5].eq_ignore_ascii_case(b"value") =>
+                {
+                    let mut q = p + 5;
+                    if matches!(b.get(q), Some(b'"' | b'\'')) {
+                        q += 1;
+                    }
+                    while q < b.len() && matches!(b[q], b' ' | b'\t') {
+                        q += 1;
+                    }
+                    if matches!(b.get(q), Some(b':' | b'=')) && b.get(q + 1) != Some(&b'=') {
+                        return Some((q + 1, "S3.name-value"));
+                    }
+                }
+                _ => {}
+            }
+            p += 1;
+        }
+        return None;
+    }
+    if before == "variable" && key_quote.is_some() && text[pos..].trim_start().starts_with('{') {
+        // The block's own `default = …`, before it closes.
+        let open = pos + text[pos..].find('{')?;
+        let mut depth = 0usize;
+        let mut p = open;
+        while p < window_end {
+            match b[p] {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return None;
+                    }
+                }
+                b'd' if depth == 1
+                    && text[p..].starts_with("default")
+                    && !util::is_key_byte(b[p - 1]) =>
+                {
+                    let q = p + "default".len();
+                    if let Some(after) = single_equals_at(b, q) {
+                        return Some((after, "S3.variable-default"));
+                    }
+                }
+                _ => {}
+            }
+            p += 1;
+        }
+    }
+    None
+}
+
+/// Start of the line holding `p`.
+fn line_start_of(text: &str, p: usize) -> usize {
+    memchr::memrchr(b'\n', &text.as_bytes()[..p]).map_or(0, |i| i + 1)
 }
 
 /// After blanks from `p`, a `=` that is not `==`, `=>` or `=~`: the position after it.

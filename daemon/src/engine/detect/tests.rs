@@ -40,6 +40,79 @@ fn findings_are_sorted_disjoint_and_on_char_boundaries() {
     }
 }
 
+/// Generated texts that put multi-byte characters right against every key form the
+/// structural scan reads around (declarations, name/value pairs, block scalars,
+/// variable blocks): no panic, and every finding on character boundaries.
+#[test]
+fn key_forms_next_to_multibyte_characters_never_panic() {
+    let pieces = [
+        "password",
+        "api_key",
+        "name",
+        "value",
+        "Name",
+        "Value",
+        "default",
+        "variable",
+        "token",
+        ":",
+        "=",
+        " = ",
+        ": ",
+        ":=",
+        ".=",
+        "[]",
+        "[8]",
+        "#define ",
+        "var ",
+        "const ",
+        ": string = ",
+        ": &'static str = ",
+        "|",
+        ">-",
+        "{",
+        "}",
+        "\"",
+        "'",
+        " ",
+        "\t",
+        "\n",
+        "\n  ",
+        "- ",
+        "…",
+        "é",
+        "пароль",
+        "密码",
+        "ſ",
+        "🙂",
+        "q8Zr2mW7xK4pL9sT",
+        "\\",
+    ];
+    let d = Detector::new();
+    let mut findings = 0;
+    for (n, text) in crate::engine::testgen::texts(&pieces, 12_000, 14, 29)
+        .iter()
+        .enumerate()
+    {
+        let path = ["a.go", "a.yaml", "main.tf", "a.ts", ".env", "a.c"][n % 6];
+        let f = d.detect(
+            text,
+            &DetectContext {
+                rel_path: path,
+                prose: false,
+            },
+        );
+        for x in &f {
+            assert!(
+                text.is_char_boundary(x.start) && text.is_char_boundary(x.end),
+                "{path}: {text:?}"
+            );
+        }
+        findings += f.len();
+    }
+    assert!(findings > 60, "only {findings} findings");
+}
+
 // ---- S1 private keys -------------------------------------------------------------
 
 fn pem(label: &str) -> String {
@@ -256,6 +329,43 @@ fn s3_values_of_sensitive_keys_across_formats() {
         ("a.c", "#define API_KEY \"cKey9f8e7d6c\"", "cKey9f8e7d6c"),
         ("a.c", "char password[] = \"cPw9f8e7d6c\";", "cPw9f8e7d6c"),
         ("a.php", "$secret .= \"phpSec9f8e7d6c\";", "phpSec9f8e7d6c"),
+        // YAML block scalars.
+        (
+            "a.yaml",
+            "db:\n  password: |\n    yamlBlockPw9f8e\n",
+            "yamlBlockPw9f8e",
+        ),
+        (
+            "a.yaml",
+            "db:\n  api_key: >-  # folded\n    q8Zr2mW7xK4pL9sT\n",
+            "q8Zr2mW7xK4pL9sT",
+        ),
+        // A sensitive name paired with a value.
+        (
+            "deploy.yaml",
+            "env:\n  - name: DB_PASSWORD\n    value: \"k8sEnvPw9f8e\"\n",
+            "k8sEnvPw9f8e",
+        ),
+        (
+            "task.json",
+            "[{\"name\": \"API_TOKEN\", \"value\": \"ecsTok9f8e7d6c\"}]",
+            "ecsTok9f8e7d6c",
+        ),
+        (
+            "stack.yaml",
+            "  - Name: API_TOKEN\n    Value: q8Zr2mW7xK4pL9sT\n",
+            "q8Zr2mW7xK4pL9sT",
+        ),
+        (
+            "main.tf",
+            "env { name = \"DB_PASSWORD\" value = \"hclEnvPw9f8e\" }",
+            "hclEnvPw9f8e",
+        ),
+        (
+            "variables.tf",
+            "variable \"db_password\" {\n  type    = string\n  default = \"tfDefPw9f8e\"\n}\n",
+            "tfDefPw9f8e",
+        ),
     ];
     for (path, text, want) in cases {
         let got = values(path, text);
@@ -323,6 +433,23 @@ fn s3_references_and_placeholders_are_not_values() {
         ("a.c", "char password[MAX_LEN];\n"),
         ("a.c", "#define PASSWORD_LEN 64\n"),
         ("a.php", "$token .= $suffix;\n"),
+        // Pairs that are not one item.
+        (
+            "deploy.yaml",
+            "  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        key: pw\n  - name: MODE\n    value: fast\n",
+        ),
+        (
+            "login.html",
+            "<input name=\"password\">\n<input type=\"submit\" value=\"SignInNow\">",
+        ),
+        (
+            "task.json",
+            "{\"name\": \"API_TOKEN\"}, {\"value\": \"q8Zr2mW7xK4pL9sT\"}",
+        ),
+        (
+            "variables.tf",
+            "variable \"db_password\" {\n  type = string\n}\nlocals {\n  default = \"q8Zr2mW7xK4pL9sT\"\n}\n",
+        ),
     ];
     for (path, text) in cases {
         let got = spans(path, text);
