@@ -17,6 +17,7 @@
 //! `S7` keyword + entropy fallback, `S8` base64/hex/percent-encoded secrets,
 //! `P1`–`P5` validated PII (email, phone, card/IBAN/SSN, IP, names in structured places).
 
+mod cli;
 mod decode;
 mod hashes;
 mod http;
@@ -110,6 +111,7 @@ struct Compiled {
     stem_words: util::WordIds,
     pii_words: util::WordIds,
     http_words: util::WordIds,
+    cli_words: util::WordIds,
     marker_words: util::WordIds,
 }
 
@@ -120,6 +122,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let stem_words = words.add(structural::Structural::words());
     let pii_words = words.add(pii::Pii::words());
     let http_words = words.add(http::TRIGGER_WORDS);
+    let cli_words = words.add(cli::TRIGGER_WORDS);
     let marker_words = words.add(util::marker::words());
     Arc::new(Compiled {
         rules,
@@ -130,6 +133,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
         stem_words,
         pii_words,
         http_words,
+        cli_words,
         marker_words,
     })
 });
@@ -202,6 +206,7 @@ impl Detector {
             .scan(text, kind, hits, c.stem_words, &markers, &mut out);
         urls::scan(text, ctx.rel_path, &markers, &mut out);
         http::scan(text, hits, c.http_words, &mut out);
+        cli::scan(text, hits, c.cli_words, &mut out);
         hashes::scan(text, &markers, &mut out);
         if depth == 0 {
             c.pii

@@ -10,7 +10,7 @@
 //! - P5 person names only in structured places: `Name <email>`, `Signed-off-by:` and other
 //!   trailers, `@author`, manifest author/maintainer fields, copyright lines.
 
-use super::util::{self, FileKind, KeywordHits, Markers, WordIds, marker};
+use super::util::{self, FileKind, KeywordHits, Markers, WordIds, line_around, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -675,14 +675,6 @@ impl Default for Pii {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// The line holding byte `at`: from after the `\n` before it to the `\n` after it.
-fn line_around(text: &str, at: usize) -> (usize, usize) {
-    let b = text.as_bytes();
-    let start = memchr::memrchr(b'\n', &b[..at]).map_or(0, |i| i + 1);
-    let end = memchr::memchr(b'\n', &b[at..]).map_or(text.len(), |i| at + i);
-    (start, end)
 }
 
 /// The spans group 1 of `re` captures in each of `lines` (ranges of `text`), as offsets

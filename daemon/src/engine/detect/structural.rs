@@ -645,7 +645,7 @@ impl BacktickCount {
 /// the text.
 fn in_string_literal(text: &str, pos: usize, backticks: &mut BacktickCount) -> bool {
     let b = text.as_bytes();
-    let line_start = memchr::memrchr(b'\n', &b[..pos]).map_or(0, |i| i + 1);
+    let line_start = util::line_start(text, pos);
     let mut state: Option<u8> = None;
     let mut i = line_start;
     while i < pos {
@@ -804,7 +804,7 @@ fn typed_value_start(text: &str, from: usize) -> Option<usize> {
 /// (the value must then be quoted, as `read_value` checks for the caller).
 fn declared_value_start(text: &str, ks: usize, sep_start: usize, pos: usize) -> Option<usize> {
     let b = text.as_bytes();
-    let line_start = memchr::memrchr(b'\n', &b[..ks]).map_or(0, |i| i + 1);
+    let line_start = util::line_start(text, ks);
     let before = text[line_start..ks].trim();
     if pos > sep_start {
         if before == "#define" && util::quote_at(text, pos).is_some() {
@@ -857,7 +857,7 @@ fn block_scalar_lines(text: &str, ks: usize, pos: usize) -> Option<Vec<(usize, u
     {
         return None;
     }
-    let line_start = memchr::memrchr(b'\n', &b[..ks]).map_or(0, |i| i + 1);
+    let line_start = util::line_start(text, ks);
     let key_indent = indent_of(&text[line_start..]);
     let mut lines = Vec::new();
     let mut at = line_end + 1;
@@ -900,7 +900,7 @@ fn paired_value_start(
     const REACH: usize = 400;
     const LINES: usize = 4;
     let b = text.as_bytes();
-    let line_start = line_start_of(text, ks);
+    let line_start = util::line_start(text, ks);
     let before = text[line_start..ks - key_quote.map_or(0, str::len)].trim_end();
     let window_end = (pos + REACH).min(b.len());
     if let Some(key) = before.strip_suffix([':', '=']) {
@@ -925,7 +925,7 @@ fn paired_value_start(
                 // The item ends: a JSON object or an HTML/XML tag closes, the next
                 // YAML item starts.
                 b'}' | b'>' | b'<' => return None,
-                b'-' if text[line_start_of(text, p)..p].trim().is_empty() => {
+                b'-' if text[util::line_start(text, p)..p].trim().is_empty() => {
                     return None;
                 }
                 b'v' | b'V'
@@ -979,11 +979,6 @@ fn paired_value_start(
         }
     }
     None
-}
-
-/// Start of the line holding `p`.
-fn line_start_of(text: &str, p: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..p]).map_or(0, |i| i + 1)
 }
 
 /// After blanks from `p`, a `=` that is not `==`, `=>` or `=~`: the position after it.

@@ -930,6 +930,17 @@ impl KeywordHits {
     }
 }
 
+/// Start of the line holding byte `at`: just after the `\n` before it.
+pub fn line_start(text: &str, at: usize) -> usize {
+    memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |i| i + 1)
+}
+
+/// The line holding byte `at`: from after the `\n` before it to the `\n` after it.
+pub fn line_around(text: &str, at: usize) -> (usize, usize) {
+    let end = memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |i| at + i);
+    (line_start(text, at), end)
+}
+
 /// True when `text` has 13 ASCII digits in a row, a single space or hyphen allowed
 /// between two digits (the shape of a card number); a cheap gate before the card regex.
 /// Such a run lies inside a run of digits, spaces and hyphens, so only those runs are read.

@@ -1,0 +1,269 @@
+//! S3 on command lines: passwords handed to well-known clients as short flags, which
+//! the key-based scan cannot see because the flag names no key: `mysql -pSECRET`,
+//! `sshpass -p SECRET`, `docker login -u me -p SECRET`, `redis-cli -a SECRET`,
+//! `mongosh -p SECRET`. Long flags (`--password=…`) are the key-based scan's.
+//!
+//! Only the flag of the named client counts, on its own command (up to `|`, `;`, `&`):
+//! `-p` is a port for `ssh` and `docker run`, and `mysql -p` alone asks for a password.
+
+use super::util::{self, KeywordHits, WordIds};
+use super::{Candidate, prio};
+use crate::engine::placeholder::Category;
+
+/// Trigger words, found by the shared keyword scan (indexes into [`TRIGGER_WORDS`]).
+pub const TRIGGER_WORDS: &[&str] = &["mysql", "mariadb", "sshpass", "login", "redis-cli", "mongo"];
+
+/// One client: the program names that start its command, the password flag, and whether
+/// the value must be glued to the flag (`mysql -pSECRET`; `-p SECRET` prompts instead).
+struct Client {
+    programs: &'static [&'static str],
+    flag: &'static str,
+    glued_only: bool,
+    /// A word that must follow the program (`docker login`).
+    subcommand: Option<&'static str>,
+}
+
+const CLIENTS: &[Client] = &[
+    Client {
+        programs: &[
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlshow",
+            "mariadb",
+            "mariadb-dump",
+        ],
+        flag: "-p",
+        glued_only: true,
+        subcommand: None,
+    },
+    Client {
+        programs: &["sshpass"],
+        flag: "-p",
+        glued_only: false,
+        subcommand: None,
+    },
+    Client {
+        programs: &[
+            "docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras",
+        ],
+        flag: "-p",
+        glued_only: false,
+        subcommand: Some("login"),
+    },
+    Client {
+        programs: &["redis-cli"],
+        flag: "-a",
+        glued_only: false,
+        subcommand: None,
+    },
+    Client {
+        programs: &[
+            "mongo",
+            "mongosh",
+            "mongodump",
+            "mongorestore",
+            "mongoexport",
+            "mongoimport",
+        ],
+        flag: "-p",
+        glued_only: false,
+        subcommand: None,
+    },
+];
+
+/// Appends S3 candidates for client password flags; `hits` holds the occurrences of
+/// [`TRIGGER_WORDS`] under `ids`.
+#[inline(never)] // one frame per family in profiles
+pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
+    if !(0..TRIGGER_WORDS.len()).any(|i| hits.has(ids, i)) || !util::has_byte(text, b'-') {
+        return;
+    }
+    let mut starts: Vec<usize> = (0..TRIGGER_WORDS.len())
+        .flat_map(|i| hits.starts_of(ids, i))
+        .collect();
+    starts.sort_unstable();
+    let mut line_end = 0; // end of the last line read
+    for at in starts {
+        if at < line_end {
+            continue;
+        }
+        let (ls, le) = util::line_around(text, at);
+        command_line(text, ls, le, out);
+        line_end = le;
+    }
+}
+
+/// Reads one line's commands for client password flags.
+fn command_line(text: &str, ls: usize, le: usize, out: &mut Vec<Candidate>) {
+    let toks = tokens(text, ls, le);
+    let mut i = 0;
+    while i < toks.len() {
+        let (s, e) = toks[i];
+        // `` `mysql `` in Markdown, `$(mysql …)` in a script.
+        let word = text[s..e].trim_start_matches(['`', '$', '(', '"', '\'']);
+        let program = word.rsplit('/').next().unwrap_or(word);
+        let Some(client) = CLIENTS.iter().find(|c| c.programs.contains(&program)) else {
+            i += 1;
+            continue;
+        };
+        // The command's own words: up to a shell separator.
+        let end = toks[i + 1..]
+            .iter()
+            .position(|&(a, b)| matches!(&text[a..b], "|" | "||" | ";" | "&" | "&&"))
+            .map_or(toks.len(), |p| i + 1 + p);
+        let args = &toks[i + 1..end];
+        if client
+            .subcommand
+            .is_none_or(|sub| args.iter().any(|&(a, b)| &text[a..b] == sub))
+        {
+            flag_value(text, client, args, out);
+        }
+        i = end.max(i + 1);
+    }
+}
+
+/// The value of `client`'s password flag among `args`, if it is a literal.
+fn flag_value(text: &str, client: &Client, args: &[(usize, usize)], out: &mut Vec<Candidate>) {
+    for (k, &(a, b)) in args.iter().enumerate() {
+        let tok = &text[a..b];
+        let (vs, ve) = if tok == client.flag {
+            if client.glued_only {
+                continue;
+            }
+            match args.get(k + 1) {
+                Some(&next) => next,
+                None => continue,
+            }
+        } else if let Some(rest) = tok.strip_prefix(client.flag)
+            && !rest.is_empty()
+            && !rest.starts_with('-')
+        {
+            (a + client.flag.len(), b)
+        } else {
+            continue;
+        };
+        let (vs, ve) = unquoted(text, vs, ve);
+        let value = &text[vs..ve];
+        if value.is_empty() || value.starts_with(['-', '$', '%']) || util::is_placeholder(value) {
+            continue;
+        }
+        out.push(Candidate {
+            start: vs,
+            end: ve,
+            category: Category::SECRET,
+            detector: "S3.cli-password",
+            priority: prio::STRUCTURAL,
+        });
+    }
+}
+
+/// A word without the quotes around it, or without what closes the command or the
+/// Markdown span right after it (`-pX;`, `-pX)`, `` -pX` ``).
+fn unquoted(text: &str, s: usize, e: usize) -> (usize, usize) {
+    let t = &text.as_bytes()[s..e];
+    if t.len() >= 2 && matches!(t[0], b'"' | b'\'') && t[t.len() - 1] == t[0] {
+        return (s + 1, e - 1);
+    }
+    // A Markdown code span ends at its backtick, whatever follows it.
+    let t = &t[..memchr::memchr(b'`', t).unwrap_or(t.len())];
+    let kept = t
+        .iter()
+        .rposition(|c| !matches!(c, b';' | b'&' | b'|' | b')'))
+        .map_or(0, |i| i + 1);
+    (s, s + kept)
+}
+
+/// Shell-like words of `text[ls..le]` as byte ranges: split at blanks, a quoted stretch
+/// (`'…'`, `"…"`) kept inside its word.
+fn tokens(text: &str, ls: usize, le: usize) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut p = ls;
+    while p < le {
+        while p < le && matches!(b[p], b' ' | b'\t' | b'\r') {
+            p += 1;
+        }
+        if p >= le {
+            break;
+        }
+        let start = p;
+        while p < le && !matches!(b[p], b' ' | b'\t' | b'\r') {
+            if matches!(b[p], b'"' | b'\'') {
+                let q = b[p];
+                p = memchr::memchr(q, &b[p + 1..le]).map_or(le, |i| p + 1 + i + 1);
+            } else {
+                p += 1;
+            }
+        }
+        out.push((start, p.min(le)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(text: &str) -> Vec<String> {
+        let mut words = util::KeywordBuilder::default();
+        let ids = words.add(TRIGGER_WORDS);
+        let hits = words.build().scan(text);
+        let mut out = Vec::new();
+        scan(text, &hits, ids, &mut out);
+        out.iter()
+            .map(|c| text[c.start..c.end].to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn client_password_flags_name_their_value() {
+        for (text, want) in [
+            ("mysql -u root -pMysqlPw9988 app", "MysqlPw9988"),
+            (
+                "  /usr/bin/mysqldump -uroot -p'dump pw 7' db > x.sql",
+                "dump pw 7",
+            ),
+            ("sshpass -p 'SshPassPw55' ssh deploy@host", "SshPassPw55"),
+            ("sshpass -pSshGlued77 scp a b:", "SshGlued77"),
+            (
+                "echo ok && docker login -u me -p DockerPw7766 registry.io",
+                "DockerPw7766",
+            ),
+            (
+                "helm registry login reg.io --username u -p HelmPw5544",
+                "HelmPw5544",
+            ),
+            ("redis-cli -h cache -a RedisPw3322 ping", "RedisPw3322"),
+            (
+                "mongosh mongodb://db -u admin -p \"MongoPw1122\"",
+                "MongoPw1122",
+            ),
+            ("Run `mysql -u app -pMdPw8877` first.", "MdPw8877"),
+            ("(`mysql -pMdPw8878`, or", "MdPw8878"),
+            ("mysql -uroot -pSemiPw6655; echo done", "SemiPw6655"),
+        ] {
+            assert_eq!(found(text), [want], "{text}");
+        }
+    }
+
+    #[test]
+    fn other_flags_prompts_and_references_are_not_values() {
+        for text in [
+            "mysql -u root -p app",
+            "mysql -h db -P 3306 -p",
+            "docker run -p 8080:80 nginx",
+            "ssh -p 22 host && echo login ok",
+            "docker login -u me --password-stdin registry.io",
+            "docker login -u me -p \"$REGISTRY_TOKEN\" registry.io",
+            "redis-cli -a ${REDIS_PASSWORD} ping",
+            "sshpass -f ~/.pw ssh host",
+            "mysql -u root -p<password> app",
+            "echo mysql; nc -p 9000 host",
+            "git log --format=%p mongo",
+        ] {
+            assert!(found(text).is_empty(), "{text} -> {:?}", found(text));
+        }
+    }
+}
