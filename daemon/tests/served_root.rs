@@ -617,35 +617,51 @@ fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hi
     );
 }
 
-#[test]
-fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
-    use std::sync::atomic::Ordering::Relaxed;
+/// A root of three files, a shared cache, and a way to serve the root under the test's
+/// default policy (`false`) or under [`other_policy`] (`true`).
+fn two_policy_root() -> (tempfile::TempDir, Arc<Cache>, impl Fn(bool) -> ServedRoot) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     for i in 0..3 {
         write(&root, &format!("m{i}.py"), &format!("value_{i} = {i}\n"));
     }
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
-    let open = |policy: Option<Policy>| {
-        let engine = policy.map_or_else(engine, engine_with);
-        ServedRoot::open(&root, engine, Some(cache.clone()), opts(true, 0)).unwrap()
+    let shared = cache.clone();
+    let open = move |other: bool| {
+        let engine = if other {
+            engine_with(other_policy())
+        } else {
+            engine()
+        };
+        ServedRoot::open(&root, engine, Some(shared.clone()), opts(true, 0)).unwrap()
     };
-    let other = || Policy {
+    (dir, cache, open)
+}
+
+/// A second option set for the root of [`two_policy_root`]: `value` is a term.
+fn other_policy() -> Policy {
+    Policy {
         salt: "served-root-test-salt".into(),
         terms: vec!["value".into()],
         ..Policy::default()
-    };
-    let first = open(None);
+    }
+}
+
+#[test]
+fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (_dir, cache, open) = two_policy_root();
+    let first = open(false);
     first.index_all();
     // Another option set of the same root rewrites the records; the first still serves.
-    let second = open(Some(other()));
+    let second = open(true);
     second.index_all();
     cache.flush();
     assert_eq!(cache.content_records(), Some(6));
     drop(second);
     // Back to the first policy: its content is reused, its records re-stored naming it,
     // and the pass's sweep takes the other policy's content only.
-    let third = open(None);
+    let third = open(false);
     drop(first);
     third.index_all();
     cache.flush();
@@ -662,32 +678,18 @@ fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
 #[test]
 fn two_option_sets_served_at_once_restart_without_rewriting_each_others_records() {
     use std::sync::atomic::Ordering::Relaxed;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    for i in 0..3 {
-        write(&root, &format!("m{i}.py"), &format!("value_{i} = {i}\n"));
-    }
-    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
-    let open = |policy: Option<Policy>| {
-        let engine = policy.map_or_else(engine, engine_with);
-        ServedRoot::open(&root, engine, Some(cache.clone()), opts(true, 0)).unwrap()
-    };
-    let other = || Policy {
-        salt: "served-root-test-salt".into(),
-        terms: vec!["value".into()],
-        ..Policy::default()
-    };
-    let first = open(None);
+    let (_dir, cache, open) = two_policy_root();
+    let first = open(false);
     first.index_all();
-    let second = open(Some(other()));
+    let second = open(true);
     second.index_all();
     cache.flush();
     let ops = cache.stats().committed_ops.load(Relaxed);
     // Each option set restarts while the other one still serves the root.
-    let third = open(None);
+    let third = open(false);
     drop(first);
     third.index_all();
-    let fourth = open(Some(other()));
+    let fourth = open(true);
     drop(second);
     fourth.index_all();
     cache.flush();
