@@ -92,6 +92,15 @@ struct Loaded {
 /// In-memory caches of redacted paths and names are dropped wholesale past this size.
 const MAX_CACHED_PATHS: usize = 1 << 18;
 
+/// Moves a pass's cursor past its last file when dropped.
+struct CursorToEnd<'a>(&'a AtomicUsize, usize);
+
+impl Drop for CursorToEnd<'_> {
+    fn drop(&mut self) {
+        self.0.store(self.1, Ordering::Relaxed);
+    }
+}
+
 /// How far the indexing pass's prefetcher runs ahead of its workers, in files…
 const PREFETCH_FILES: usize = 512;
 /// …and in bytes, whichever is reached first: enough reads in flight to keep a cold disk
@@ -358,14 +367,15 @@ impl ServedRoot {
                 let _ = std::thread::Builder::new()
                     .name("redctx-prefetch".into())
                     .spawn_scoped(scope, || self.prefetch_ahead(&files, &todo, &cursor));
+                // Past the end however the workers stop (a panic included): the
+                // prefetcher sees it and returns, so the scope can end.
+                let _stop_prefetch = CursorToEnd(&cursor, todo.len());
                 match pool {
                     Ok(pool) => {
                         pool.broadcast(|_| std::iter::from_fn(next).for_each(&work));
                     }
                     Err(_) => std::iter::from_fn(next).for_each(&work),
                 }
-                // Past the end: the prefetcher sees it and stops.
-                cursor.store(todo.len(), Ordering::Relaxed);
             });
         }
         let snap = self.progress();
@@ -396,14 +406,21 @@ impl ServedRoot {
     /// Keeps the kernel reading ahead of the pass's workers: up to [`PREFETCH_FILES`]
     /// files or [`PREFETCH_BYTES`] beyond the cursor they take files from, so a cold
     /// disk has many reads in flight while the workers redact. Returns when the cursor
-    /// passes the end.
+    /// passes the end (set on the way out of the pass, even by a panic).
     fn prefetch_ahead(&self, files: &[(String, StatKey)], todo: &[usize], cursor: &AtomicUsize) {
         lower_thread_priority();
         // What advising position `k` adds to the window (0 for files the pass will not
         // read, which are not advised).
         let advised = |k: usize| {
-            let stat = &files[todo[k]].1;
-            if stat.is_regular() && stat.size <= self.limits.max_raw_bytes_per_file {
+            let (rel, stat) = &files[todo[k]];
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            // Only what `index_one` reads whole: files with another suffix are sniffed
+            // first, documents are never read.
+            if stat.is_regular()
+                && stat.size <= self.limits.max_raw_bytes_per_file
+                && fs::has_text_extension(name)
+                && !fs::text::is_document_name(name)
+            {
                 stat.size
             } else {
                 0

@@ -52,6 +52,11 @@ fn main() -> ExitCode {
 /// prints the string), and this process holds raw file content: log where it happened,
 /// never what it said.
 fn withhold_panic_messages() {
+    thread_local! {
+        /// Set while this thread runs the hook: a panic inside the log writer then
+        /// only reaches stderr instead of re-entering the logger.
+        static IN_HOOK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
     std::panic::set_hook(Box::new(|info| {
         let at = info
             .location()
@@ -59,8 +64,11 @@ fn withhold_panic_messages() {
             .unwrap_or_default();
         let thread = std::thread::current();
         let thread = thread.name().unwrap_or("unnamed");
-        tracing::error!(at, thread, "internal error (panic; message withheld)");
         eprintln!("redctxd: internal error at {at} on thread {thread} (message withheld)");
+        if !IN_HOOK.replace(true) {
+            tracing::error!(at, thread, "internal error (panic; message withheld)");
+            IN_HOOK.set(false);
+        }
     }));
 }
 

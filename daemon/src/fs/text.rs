@@ -148,8 +148,9 @@ pub fn prefetch(path: &Path) {
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
         .open(path)
+        && file.metadata().is_ok_and(|m| m.is_file())
     {
         use std::os::fd::AsRawFd;
         // SAFETY: the descriptor is open for the duration of the call; the advice

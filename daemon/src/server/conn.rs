@@ -312,7 +312,9 @@ where
     tokio::task::spawn_blocking(move || f(&*backend, &cancel))
         .await
         .map_err(|e| {
-            tracing::error!(error = %e, "backend call panicked");
+            // Not `%e`: a join error's text carries the panic message, which can quote
+            // file text.
+            tracing::error!(panicked = e.is_panic(), "backend call failed");
             ErrorReply::new(ErrorKind::Internal, "Internal error.")
         })
 }

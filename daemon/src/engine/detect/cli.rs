@@ -108,26 +108,55 @@ fn command_line(text: &str, ls: usize, le: usize, out: &mut Vec<Candidate>) {
             i += 1;
             continue;
         };
-        // The command's own words: up to a shell separator.
+        // The command's own words: up to a shell separator, alone or ending a word.
         let end = toks[i + 1..]
             .iter()
             .position(|&(a, b)| matches!(&text[a..b], "|" | "||" | ";" | "&" | "&&"))
             .map_or(toks.len(), |p| i + 1 + p);
-        let args = &toks[i + 1..end];
-        if client
-            .subcommand
-            .is_none_or(|sub| args.iter().any(|&(a, b)| &text[a..b] == sub))
-        {
-            flag_value(text, client, args, out);
+        let end = toks[i + 1..end]
+            .iter()
+            .position(|&(a, b)| text[a..b].ends_with([';', '|', '&']))
+            .map_or(end, |p| i + 1 + p + 1);
+        let mut args = &toks[i + 1..end];
+        if let Some(sub) = client.subcommand {
+            // `docker login …`, `helm registry login …`: the subcommand is among the
+            // first two words that are not options; only what follows it counts.
+            let words: Vec<usize> = args
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| !text[t.0..].starts_with('-'))
+                .map(|(k, _)| k)
+                .take(2)
+                .collect();
+            match words.iter().find(|&&k| &text[args[k].0..args[k].1] == sub) {
+                Some(&k) => args = &args[k + 1..],
+                None => {
+                    i = end.max(i + 1);
+                    continue;
+                }
+            }
         }
+        flag_value(text, client, args, out);
         i = end.max(i + 1);
     }
 }
 
-/// The value of `client`'s password flag among `args`, if it is a literal.
+/// The value of `client`'s password flag among `args`, if it is a literal. Options end
+/// at the first word that is neither an option nor the flag's value: what follows is
+/// an argument or, for `sshpass`, the command it wraps.
 fn flag_value(text: &str, client: &Client, args: &[(usize, usize)], out: &mut Vec<Candidate>) {
+    // The word before was a short option other than the password flag: this word may be
+    // its value (`sshpass -f file cmd`), not the wrapped command.
+    let mut after_option = false;
     for (k, &(a, b)) in args.iter().enumerate() {
         let tok = &text[a..b];
+        if !tok.starts_with('-') {
+            if !std::mem::take(&mut after_option) && client.programs == ["sshpass"] {
+                break;
+            }
+            continue;
+        }
+        after_option = tok.len() == 2 && tok != client.flag;
         let (vs, ve) = if tok == client.flag {
             if client.glued_only {
                 continue;
@@ -221,6 +250,7 @@ mod tests {
     fn client_password_flags_name_their_value() {
         for (text, want) in [
             ("mysql -u root -pMysqlPw9988 app", "MysqlPw9988"),
+            ("sshpass -e -p SshPw4433 ssh -p 22 host", "SshPw4433"),
             (
                 "  /usr/bin/mysqldump -uroot -p'dump pw 7' db > x.sql",
                 "dump pw 7",
@@ -262,6 +292,9 @@ mod tests {
             "mysql -u root -p<password> app",
             "echo mysql; nc -p 9000 host",
             "git log --format=%p mongo",
+            "docker run -p 8080:80 --name login img",
+            "docker compose -p myproj up login",
+            "sshpass -f ~/.pw ssh -p 2222 host",
         ] {
             assert!(found(text).is_empty(), "{text} -> {:?}", found(text));
         }

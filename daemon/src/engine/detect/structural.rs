@@ -533,7 +533,7 @@ impl Structural {
             }
             // `apiKey: string = "…"` (TypeScript, Rust, Kotlin, Swift, Python hints).
             match typed_value_start(text, pos + 1)
-                .filter(|_| kind == FileKind::Code && !in_literal())
+                .filter(|_| kind == FileKind::Code && !is_case_label(text, ks) && !in_literal())
             {
                 Some(value_at) => (value_at - pos, "S3.typed-declaration"),
                 None => (1, "S3.assignment"),
@@ -792,10 +792,23 @@ fn typed_value_start(text: &str, from: usize) -> Option<usize> {
         p += 1;
     }
     let first = *b.get(type_start)?;
-    if p == type_start || !(first.is_ascii_alphabetic() || matches!(first, b'&' | b'[' | b'_')) {
+    if p == type_start
+        || !(first.is_ascii_alphabetic() || matches!(first, b'&' | b'[' | b'_'))
+        // `token: x <= y`, `>=`, `!=`: a comparison, not an assignment.
+        || matches!(b[p - 1], b'<' | b'>' | b'!')
+    {
         return None;
     }
     single_equals_at(b, p)
+}
+
+/// Whether the key at `ks` is a `case` label (`case "password":`, Swift's
+/// `case .password:`), whose `:` opens a statement rather than a type.
+fn is_case_label(text: &str, ks: usize) -> bool {
+    let before = text[util::line_start(text, ks)..ks]
+        .trim_end_matches(['"', '\'', '`', '.'])
+        .trim_end();
+    before.ends_with("case") || before.ends_with("default")
 }
 
 /// Where the value starts after a key in a declaration written without `:`: Go's
@@ -857,15 +870,16 @@ fn block_scalar_lines(text: &str, ks: usize, pos: usize) -> Option<Vec<(usize, u
     {
         return None;
     }
-    let line_start = util::line_start(text, ks);
-    let key_indent = indent_of(&text[line_start..]);
+    // Content must sit deeper than the key itself (`- password: |` in a list item: its
+    // sibling keys are at the key's column, not the dash's).
+    let key_column = ks - util::line_start(text, ks);
     let mut lines = Vec::new();
     let mut at = line_end + 1;
     while at < b.len() && lines.len() < 64 {
         let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i);
         let line = text[at..end].trim_end_matches('\r');
         if !line.trim().is_empty() {
-            if indent_of(line) <= key_indent {
+            if indent_of(line) <= key_column {
                 break;
             }
             let content = line.trim();

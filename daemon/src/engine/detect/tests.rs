@@ -433,6 +433,16 @@ fn s3_references_and_placeholders_are_not_values() {
         ("a.c", "char password[MAX_LEN];\n"),
         ("a.c", "#define PASSWORD_LEN 64\n"),
         ("a.php", "$token .= $suffix;\n"),
+        ("a.ts", "case \"password\": label = \"Passw0rdLabel\";\n"),
+        (
+            "a.swift",
+            "case .password: placeholder = \"Passw0rdHint\"\n",
+        ),
+        ("a.c", "default: password_len = 64;\n"),
+        (
+            "a.ts",
+            "const ok = { token: limit <= \"q8Zr2mW7xK4pL9sT\" };\n",
+        ),
         // Pairs that are not one item.
         (
             "deploy.yaml",
@@ -455,6 +465,12 @@ fn s3_references_and_placeholders_are_not_values() {
         let got = spans(path, text);
         assert!(got.is_empty(), "{path}: {text:?} -> {got:?}");
     }
+}
+
+#[test]
+fn a_block_scalar_ends_where_its_keys_siblings_start() {
+    let text = "items:\n  - password: |\n      blockPw9f8e7d\n    ref: q8Zr2mW7xK4pL9sT\n";
+    assert_eq!(values("a.yaml", text), ["blockPw9f8e7d"]);
 }
 
 #[test]
