@@ -106,6 +106,9 @@ const PREFETCH_FILES: usize = 512;
 /// …and in bytes, whichever is reached first: enough reads in flight to keep a cold disk
 /// busy while the workers redact, little enough that the page cache keeps them.
 const PREFETCH_BYTES: u64 = 16 << 20;
+/// Of a file whose suffix is not a text one, the prefetcher asks for at most this much:
+/// all of nearly every source file, the head of a large binary.
+const PREFETCH_SNIFFED_BYTES: u64 = 256 << 10;
 
 /// One root served under one policy.
 pub struct ServedRoot {
@@ -414,16 +417,19 @@ impl ServedRoot {
         let advised = |k: usize| {
             let (rel, stat) = &files[todo[k]];
             let name = rel.rsplit('/').next().unwrap_or(rel);
-            // Only what `index_one` reads whole: files with another suffix are sniffed
-            // first, documents are never read.
-            if stat.is_regular()
-                && stat.size <= self.limits.max_raw_bytes_per_file
-                && fs::has_text_extension(name)
-                && !fs::text::is_document_name(name)
+            if !stat.is_regular()
+                || stat.size > self.limits.max_raw_bytes_per_file
+                || fs::text::is_document_name(name)
+                || fs::text::is_legacy_office_name(name)
             {
+                0 // never read
+            } else if fs::has_text_extension(name) {
                 stat.size
             } else {
-                0
+                // Sniffed first (`.rs`, `.go`, `.c` too: the reference's suffix list is
+                // short): source files are read whole after the sniff, a large binary
+                // is not read past its first page.
+                stat.size.min(PREFETCH_SNIFFED_BYTES)
             }
         };
         let mut ahead = 0; // next position to advise
@@ -448,7 +454,7 @@ impl ServedRoot {
             }
             let size = advised(ahead);
             if size > 0 {
-                fs::prefetch(&fs::abs_path(&self.root, &files[todo[ahead]].0));
+                fs::prefetch(&fs::abs_path(&self.root, &files[todo[ahead]].0), size);
             }
             bytes += size;
             ahead += 1;

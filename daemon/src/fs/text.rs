@@ -138,13 +138,13 @@ impl StatKey {
     }
 }
 
-/// Asks the kernel to start reading a file into the page cache and returns without
-/// waiting (`POSIX_FADV_WILLNEED`). Source files are small, so the kernel's own
+/// Asks the kernel to start reading the first `len` bytes of a file into the page cache
+/// and returns without waiting (`POSIX_FADV_WILLNEED`). Source files are small, so the kernel's own
 /// read-ahead never reaches from one into the next, and a worker reading a cold file
 /// waits for the disk with its core idle; the indexing pass calls this a window ahead of
 /// its workers so their reads find the pages there. Reads nothing into this process,
 /// never follows a symlink, and ignores failures (the verified read decides).
-pub fn prefetch(path: &Path) {
+pub fn prefetch(path: &Path, len: u64) {
     #[cfg(target_os = "linux")]
     if let Ok(file) = std::fs::OpenOptions::new()
         .read(true)
@@ -155,10 +155,11 @@ pub fn prefetch(path: &Path) {
         use std::os::fd::AsRawFd;
         // SAFETY: the descriptor is open for the duration of the call; the advice
         // only schedules reads into the page cache.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+        let len = libc::off_t::try_from(len).unwrap_or(0); // 0: to the end
+        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED) };
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = path;
+    let _ = (path, len);
 }
 
 /// Reads a whole regular file the way the reference does, refusing anything that moved
