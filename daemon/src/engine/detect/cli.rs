@@ -141,9 +141,9 @@ fn command_line(text: &str, ls: usize, le: usize, out: &mut Vec<Candidate>) {
     }
 }
 
-/// The value of `client`'s password flag among `args`, if it is a literal. Options end
-/// at the first word that is neither an option nor the flag's value: what follows is
-/// an argument or, for `sshpass`, the command it wraps.
+/// The value of `client`'s password flag among `args`, if it is a literal. For `sshpass`
+/// the options end at the first word that is neither an option nor an option's value:
+/// what follows is the command it wraps, whose own `-p` is not the password.
 fn flag_value(text: &str, client: &Client, args: &[(usize, usize)], out: &mut Vec<Candidate>) {
     // The word before was a short option other than the password flag: this word may be
     // its value (`sshpass -f file cmd`), not the wrapped command.
