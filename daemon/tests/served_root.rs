@@ -617,8 +617,8 @@ fn edits_and_a_policy_change_leave_one_content_record_per_file_and_reads_stay_hi
     );
 }
 
-/// A root of three files, a shared cache, and a way to serve the root under the test's
-/// default policy (`false`) or under [`other_policy`] (`true`).
+/// A root of three files, a shared cache, and a way to serve the root, indexed, under
+/// the test's default policy (`false`) or under [`other_policy`] (`true`).
 fn two_policy_root() -> (tempfile::TempDir, Arc<Cache>, impl Fn(bool) -> ServedRoot) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
@@ -633,7 +633,9 @@ fn two_policy_root() -> (tempfile::TempDir, Arc<Cache>, impl Fn(bool) -> ServedR
         } else {
             engine()
         };
-        ServedRoot::open(&root, engine, Some(shared.clone()), opts(true, 0)).unwrap()
+        let view = ServedRoot::open(&root, engine, Some(shared.clone()), opts(true, 0)).unwrap();
+        view.index_all();
+        view
     };
     (dir, cache, open)
 }
@@ -652,10 +654,8 @@ fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
     use std::sync::atomic::Ordering::Relaxed;
     let (_dir, cache, open) = two_policy_root();
     let first = open(false);
-    first.index_all();
     // Another option set of the same root rewrites the records; the first still serves.
     let second = open(true);
-    second.index_all();
     cache.flush();
     assert_eq!(cache.content_records(), Some(6));
     drop(second);
@@ -663,7 +663,6 @@ fn a_policy_changed_back_reuses_its_content_and_the_sweep_keeps_it() {
     // and the pass's sweep takes the other policy's content only.
     let third = open(false);
     drop(first);
-    third.index_all();
     cache.flush();
     assert_eq!(third.progress().files_read, 0);
     assert_eq!(cache.stats().swept_records.load(Relaxed), 3);
@@ -680,18 +679,14 @@ fn two_option_sets_served_at_once_restart_without_rewriting_each_others_records(
     use std::sync::atomic::Ordering::Relaxed;
     let (_dir, cache, open) = two_policy_root();
     let first = open(false);
-    first.index_all();
     let second = open(true);
-    second.index_all();
     cache.flush();
     let ops = cache.stats().committed_ops.load(Relaxed);
     // Each option set restarts while the other one still serves the root.
     let third = open(false);
     drop(first);
-    third.index_all();
     let fourth = open(true);
     drop(second);
-    fourth.index_all();
     cache.flush();
     assert_eq!(
         (third.progress().files_read, fourth.progress().files_read),
