@@ -454,7 +454,7 @@ impl ServedRoot {
             }
             let size = advised(ahead);
             if size > 0 {
-                fs::prefetch(&fs::abs_path(&self.root, &files[todo[ahead]].0), size);
+                fs::prefetch(&self.root, &files[todo[ahead]].0, size);
             }
             bytes += size;
             ahead += 1;

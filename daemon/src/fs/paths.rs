@@ -163,6 +163,20 @@ pub fn validate_components(root: &Path, rel: &str) -> Result<Metadata, ViewError
     validate_by_lstat(root, rel)
 }
 
+/// `root/rel` opened for reading, refusing a symlink at any component (`openat2` with
+/// `RESOLVE_NO_SYMLINKS`), without blocking on a FIFO or taking a terminal. `None` when
+/// it cannot be opened that way, or `openat2` is unavailable: for callers, such as the
+/// read-ahead, that may simply skip the file.
+pub fn open_for_read_no_symlinks(root: &Path, rel: &str) -> Option<std::fs::File> {
+    #[cfg(target_os = "linux")]
+    return beneath::open_for_read(root, rel);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (root, rel);
+        None
+    }
+}
+
 /// Maps an OS error of a component check to the client's fixed message.
 fn component_error(err: &std::io::Error) -> ViewError {
     if err.kind() == std::io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) {
@@ -205,8 +219,9 @@ mod beneath {
     /// Set once `openat2` turned out to be unavailable; the `lstat` loop is used after.
     static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
+    /// `root/rel` opened with `flags` by `openat2` refusing a symlink at any component;
     /// `None` when `openat2` cannot be used here (the caller falls back).
-    pub(super) fn validate(root: &Path, rel: &str) -> Option<Result<Metadata, ViewError>> {
+    fn open_no_symlinks(root: &Path, rel: &str, flags: i32) -> Option<std::io::Result<File>> {
         if UNAVAILABLE.load(Ordering::Relaxed) {
             return None;
         }
@@ -216,11 +231,11 @@ mod beneath {
             path.extend_from_slice(rel.as_bytes());
         }
         let Ok(path) = CString::new(path) else {
-            return Some(Err(ViewError::Missing));
+            return Some(Err(std::io::ErrorKind::NotFound.into()));
         };
         // SAFETY: `open_how` is plain integers; all-zero is its documented default.
         let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+        how.flags = (flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
         how.resolve = libc::RESOLVE_NO_SYMLINKS;
         // SAFETY: a valid NUL-terminated path and a fully initialised `open_how` of the
         // size passed; the returned descriptor is owned below.
@@ -235,28 +250,65 @@ mod beneath {
         };
         if fd < 0 {
             let err = std::io::Error::last_os_error();
-            return match err.raw_os_error() {
-                Some(libc::ELOOP) => Some(Err(ViewError::Unsafe)),
-                Some(libc::ENOSYS | libc::EPERM | libc::EINVAL | libc::E2BIG) => {
-                    UNAVAILABLE.store(true, Ordering::Relaxed);
-                    None
-                }
-                _ => Some(Err(component_error(&err))),
-            };
+            if matches!(
+                err.raw_os_error(),
+                Some(libc::ENOSYS | libc::EPERM | libc::EINVAL | libc::E2BIG)
+            ) {
+                UNAVAILABLE.store(true, Ordering::Relaxed);
+                return None;
+            }
+            return Some(Err(err));
         }
         // SAFETY: `fd` is a descriptor we just opened and nobody else owns.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        Some(Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd as i32) })))
+    }
+
+    /// `None` when `openat2` cannot be used here (the caller falls back).
+    pub(super) fn validate(root: &Path, rel: &str) -> Option<Result<Metadata, ViewError>> {
+        let file = match open_no_symlinks(root, rel, libc::O_PATH)? {
+            Ok(file) => file,
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+                return Some(Err(ViewError::Unsafe));
+            }
+            Err(err) => return Some(Err(component_error(&err))),
+        };
         Some(match file.metadata() {
             Ok(meta) if meta.file_type().is_symlink() => Err(ViewError::Unsafe),
             Ok(meta) => Ok(meta),
             Err(err) => Err(component_error(&err)),
         })
     }
+
+    /// `root/rel` opened for reading without following a symlink at any component and
+    /// without blocking or taking a terminal; `None` when that cannot be done.
+    pub(super) fn open_for_read(root: &Path, rel: &str) -> Option<File> {
+        open_no_symlinks(
+            root,
+            rel,
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+        )?
+        .ok()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn opening_for_read_refuses_a_symlink_at_any_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("a")).unwrap();
+        std::fs::write(root.join("a/f.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("a"), root.join("dir-link")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/f.txt"), root.join("file-link")).unwrap();
+        assert!(open_for_read_no_symlinks(root, "a/f.txt").is_some());
+        assert!(open_for_read_no_symlinks(root, "dir-link/f.txt").is_none());
+        assert!(open_for_read_no_symlinks(root, "file-link").is_none());
+        assert!(open_for_read_no_symlinks(root, "a/missing").is_none());
+    }
 
     #[test]
     fn ids_in_every_accepted_shape() {

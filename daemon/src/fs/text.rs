@@ -138,28 +138,26 @@ impl StatKey {
     }
 }
 
-/// Asks the kernel to start reading the first `len` bytes of a file into the page cache
-/// and returns without waiting (`POSIX_FADV_WILLNEED`). Source files are small, so the kernel's own
-/// read-ahead never reaches from one into the next, and a worker reading a cold file
-/// waits for the disk with its core idle; the indexing pass calls this a window ahead of
-/// its workers so their reads find the pages there. Reads nothing into this process,
-/// never follows a symlink, and ignores failures (the verified read decides).
-pub fn prefetch(path: &Path, len: u64) {
+/// Asks the kernel to start reading the first `len` bytes of `root/rel` into the page
+/// cache and returns without waiting (`POSIX_FADV_WILLNEED`). Source files are small, so
+/// the kernel's own read-ahead never reaches from one into the next, and a worker reading
+/// a cold file waits for the disk with its core idle; the indexing pass calls this a
+/// window ahead of its workers so their reads find the pages there. Reads nothing into
+/// this process, opens like the content path (no symlink at any component), advises
+/// only a regular file, and ignores failures (the verified read decides).
+pub fn prefetch(root: &Path, rel: &str, len: u64) {
     #[cfg(target_os = "linux")]
-    if let Ok(file) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)
+    if let Some(file) = super::paths::open_for_read_no_symlinks(root, rel)
         && file.metadata().is_ok_and(|m| m.is_file())
     {
         use std::os::fd::AsRawFd;
+        let len = libc::off_t::try_from(len).unwrap_or(0); // 0: to the end
         // SAFETY: the descriptor is open for the duration of the call; the advice
         // only schedules reads into the page cache.
-        let len = libc::off_t::try_from(len).unwrap_or(0); // 0: to the end
         unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED) };
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = (path, len);
+    let _ = (root, rel, len);
 }
 
 /// Reads a whole regular file the way the reference does, refusing anything that moved
