@@ -736,6 +736,48 @@ fn starts_with_setter(name: &str) -> bool {
 
 /// Splits a key into lower-case words at `_ - . $ @ :` and case/digit changes.
 pub(crate) fn split_words(key: &str) -> Vec<String> {
+    if key.is_ascii() {
+        return split_ascii_words(key.as_bytes());
+    }
+    split_words_unicode(key)
+}
+
+/// [`split_words`] of an ASCII key, byte by byte (keys are nearly always ASCII, and the
+/// character path costs a `Vec<char>` and Unicode case tables per key).
+fn split_ascii_words(b: &[u8]) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut cur = String::new();
+    for (i, &c) in b.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if start.take().is_some() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if start.is_some() {
+            let p = b[i - 1];
+            let boundary = (p.is_ascii_lowercase() && c.is_ascii_uppercase())
+                || (p.is_ascii_alphabetic() && c.is_ascii_digit())
+                || (p.is_ascii_digit() && c.is_ascii_alphabetic())
+                || (p.is_ascii_uppercase()
+                    && c.is_ascii_uppercase()
+                    && b.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()));
+            if boundary {
+                words.push(std::mem::take(&mut cur));
+            }
+        }
+        start.get_or_insert(i);
+        cur.push(char::from(c.to_ascii_lowercase()));
+    }
+    if start.is_some() {
+        words.push(cur);
+    }
+    words
+}
+
+/// [`split_words`] for any key, character by character.
+fn split_words_unicode(key: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     let mut cur = String::new();
     let chars: Vec<char> = key.chars().collect();
@@ -1035,8 +1077,8 @@ fn classify(name: &str) -> Option<KeyClass> {
 }
 
 fn classify_uncached(name: &str) -> Option<KeyClass> {
-    let tier = classify_tier(name)?;
     let words = split_words(name);
+    let tier = classify_tier(&words)?;
     let password = words.iter().any(|w| {
         PASSWORD_WORDS.contains(&w.as_str()) || w.ends_with("password") || w.ends_with("passwd")
     });
@@ -1067,8 +1109,8 @@ const PASSWORD_WORDS: &[&str] = &[
     "clave",
 ];
 
-fn classify_tier(name: &str) -> Option<Tier> {
-    let words = split_words(name);
+/// The tier of a key split into lower-case words (see [`split_words`]).
+fn classify_tier(words: &[String]) -> Option<Tier> {
     let mut i = words.len();
     while i > 0 {
         let w = words[i - 1].as_str();
@@ -1368,6 +1410,21 @@ fn is_constant_name(v: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_keys_split_as_the_character_path_splits_them() {
+        let pieces = [
+            "a", "B", "cd", "EF", "Gh", "iJ", "0", "12", "_", "-", ".", "$", "@", ":", "api",
+            "KEY", "Token", "URL", "v2", "x",
+        ];
+        for key in crate::engine::testgen::texts(&pieces, 20_000, 6, 3) {
+            assert_eq!(
+                split_ascii_words(key.as_bytes()),
+                split_words_unicode(&key),
+                "{key:?}"
+            );
+        }
+    }
 
     #[test]
     fn words_split_on_case_digits_and_separators() {
