@@ -417,12 +417,8 @@ impl ServedRoot {
         let advised = |k: usize| {
             let (rel, stat) = &files[todo[k]];
             let name = rel.rsplit('/').next().unwrap_or(rel);
-            if !stat.is_regular()
-                || stat.size > self.limits.max_raw_bytes_per_file
-                || fs::text::is_document_name(name)
-                || fs::text::is_legacy_office_name(name)
-            {
-                0 // never read
+            if self.never_read(rel, stat) {
+                0
             } else if fs::has_text_extension(name) {
                 stat.size
             } else {
@@ -560,12 +556,7 @@ impl ServedRoot {
             let i = order[next];
             next += 1;
             let stat = &files[i].1;
-            let name = rel.rsplit('/').next().unwrap_or(rel);
-            if !rec.trusted_for(stat)
-                || stat.size > self.limits.max_raw_bytes_per_file
-                || fs::text::is_document_name(name)
-                || fs::text::is_legacy_office_name(name)
-            {
+            if !rec.trusted_for(stat) || self.never_read(rel, stat) {
                 // Changed, or metadata only (index_one says so without reading).
                 todo.push(i);
                 return;
@@ -631,14 +622,21 @@ impl ServedRoot {
         todo
     }
 
+    /// Whether the indexing pass keeps `rel` as metadata only, without reading it: not a
+    /// regular file, over the per-file limit, or a document format.
+    fn never_read(&self, rel: &str, stat: &StatKey) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        !stat.is_regular()
+            || stat.size > self.limits.max_raw_bytes_per_file
+            || fs::text::is_document_name(name)
+            || fs::text::is_legacy_office_name(name)
+    }
+
     fn index_one(&self, rel: &str, stat: &StatKey) -> Outcome {
-        if !stat.is_regular() || stat.size > self.limits.max_raw_bytes_per_file {
+        if self.never_read(rel, stat) {
             return Outcome::Skipped;
         }
         let name = rel.rsplit('/').next().unwrap_or(rel);
-        if fs::text::is_document_name(name) || fs::text::is_legacy_office_name(name) {
-            return Outcome::Skipped;
-        }
         // The cache was consulted for this file by `reuse_cached`; `load` consults it
         // again (a tool call may have stored it since) and says whether it read.
         if !fs::has_text_extension(name) {

@@ -21,6 +21,9 @@ struct Client {
     glued_only: bool,
     /// A word that must follow the program (`docker login`).
     subcommand: Option<&'static str>,
+    /// The program runs another command after its own options (`sshpass -p X ssh …`),
+    /// whose flags are not the client's.
+    wraps_command: bool,
 }
 
 const CLIENTS: &[Client] = &[
@@ -37,12 +40,14 @@ const CLIENTS: &[Client] = &[
         flag: "-p",
         glued_only: true,
         subcommand: None,
+        wraps_command: false,
     },
     Client {
         programs: &["sshpass"],
         flag: "-p",
         glued_only: false,
         subcommand: None,
+        wraps_command: true,
     },
     Client {
         programs: &[
@@ -51,12 +56,14 @@ const CLIENTS: &[Client] = &[
         flag: "-p",
         glued_only: false,
         subcommand: Some("login"),
+        wraps_command: false,
     },
     Client {
         programs: &["redis-cli"],
         flag: "-a",
         glued_only: false,
         subcommand: None,
+        wraps_command: false,
     },
     Client {
         programs: &[
@@ -70,6 +77,7 @@ const CLIENTS: &[Client] = &[
         flag: "-p",
         glued_only: false,
         subcommand: None,
+        wraps_command: false,
     },
 ];
 
@@ -141,9 +149,10 @@ fn command_line(text: &str, ls: usize, le: usize, out: &mut Vec<Candidate>) {
     }
 }
 
-/// The value of `client`'s password flag among `args`, if it is a literal. For `sshpass`
-/// the options end at the first word that is neither an option nor an option's value:
-/// what follows is the command it wraps, whose own `-p` is not the password.
+/// The value of `client`'s password flag among `args`, if it is a literal. For a client
+/// that wraps a command (`sshpass`) the options end at the first word that is neither an
+/// option nor an option's value: what follows is the wrapped command, whose own `-p` is
+/// not the password.
 fn flag_value(text: &str, client: &Client, args: &[(usize, usize)], out: &mut Vec<Candidate>) {
     // The word before was a short option other than the password flag: this word may be
     // its value (`sshpass -f file cmd`), not the wrapped command.
@@ -151,7 +160,7 @@ fn flag_value(text: &str, client: &Client, args: &[(usize, usize)], out: &mut Ve
     for (k, &(a, b)) in args.iter().enumerate() {
         let tok = &text[a..b];
         if !tok.starts_with('-') {
-            if !std::mem::take(&mut after_option) && client.programs == ["sshpass"] {
+            if !std::mem::take(&mut after_option) && client.wraps_command {
                 break;
             }
             continue;
