@@ -1,6 +1,8 @@
 //! Dev tool: redact one file with the engine alone (no daemon, no cache) and print it as
 //! `redctx cat` would. Used to score the detector layer with `shared/eval`.
 //! Usage: engine_cat --root DIR [--mode code|balanced|strict] PATH
+//! A PATH that is a directory prints every file under it, in path order (for comparing
+//! the whole output of two builds).
 use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::engine::{Engine, Mode, RedactOptions};
 use redctx_daemon::fs::is_prose_path;
@@ -27,23 +29,53 @@ fn main() {
         }
     };
     let engine = Engine::new(Arc::new(policy)).expect("engine");
-    let bytes = std::fs::read(root.join(&path)).expect("read");
+    let mut paths = Vec::new();
+    collect(&root, &path, &mut paths);
+    for path in paths {
+        cat(&engine, &root, &path);
+    }
+}
+
+/// `rel` itself when it is a file, else every file under it, sorted.
+fn collect(root: &std::path::Path, rel: &str, out: &mut Vec<String>) {
+    let full = root.join(rel);
+    if !full.is_dir() {
+        out.push(rel.to_owned());
+        return;
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&full)
+        .expect("read dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for name in names {
+        let child = if rel.is_empty() || rel == "." {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        collect(root, &child, out);
+    }
+}
+
+fn cat(engine: &Engine, root: &std::path::Path, path: &str) {
+    let bytes = std::fs::read(root.join(path)).expect("read");
     let text = redctx_daemon::fs::decode_text(&bytes);
     let out = engine
         .redact(
             &text,
             RedactOptions {
                 preserve_line_count: true,
-                prose: is_prose_path(&path),
-                path: &path,
+                prose: is_prose_path(path),
+                path,
             },
         )
         .expect("redact");
-    let rpath = engine.redact_path(&path).expect("path");
+    let rpath = engine.redact_path(path).expect("path");
     let n = redctx_daemon::engine::text::splitlines(&out.text, false).len();
     print!(
         "--- {} {} lines 1-{} ---\n{}",
-        engine.path_id(&path),
+        engine.path_id(path),
         rpath.text,
         n,
         out.text

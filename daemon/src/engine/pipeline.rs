@@ -774,7 +774,7 @@ fn nominated_pattern(values: &[String]) -> PyPattern {
 
 /// The matches of [`nominated_pattern`] found without compiling it, when every value is
 /// ASCII (the common case: tokens, passwords, addresses, `Name Surname`): a
-/// case-insensitive Aho-Corasick scan lists where each value's first word occurs, the
+/// case-insensitive search ([`FirstWords`]) lists where each value's first word occurs, the
 /// remaining words are checked there (one or more Python `\s` between words), and at each
 /// start the first value in pattern order whose guards hold wins, as Python's alternation
 /// does. Compiling a regex per file cost more than the rest of balanced mode. `None` when
@@ -782,17 +782,15 @@ fn nominated_pattern(values: &[String]) -> PyPattern {
 /// holds one of the non-ASCII characters Python's IGNORECASE equates with ASCII letters
 /// (`İ ı ſ K`).
 fn ascii_value_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize)>> {
-    ascii_value_matches_with(values, hay, SMALL_VALUE_SET)
+    ascii_value_matches_with(values, hay, true)
 }
 
-/// Up to this many nominated values are searched one by one instead of by an automaton.
-const SMALL_VALUE_SET: usize = 24;
-
-/// [`ascii_value_matches`] with the size up to which values are searched one by one.
+/// [`ascii_value_matches`]; `vectorised: false` tries every place a value may start
+/// instead of searching for the places (tests compare the two).
 fn ascii_value_matches_with(
     values: &[String],
     hay: &str,
-    small_set: usize,
+    vectorised: bool,
 ) -> Option<Vec<(usize, usize)>> {
     let plain = |v: &String| {
         v.is_ascii()
@@ -809,42 +807,15 @@ fn ascii_value_matches_with(
     let words: Vec<Vec<&str>> = values.iter().map(|v| v.split(' ').collect()).collect();
     let bytes = hay.as_bytes();
     let alnum_at = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphanumeric);
-    // Every (start, value, first-word end) where a value's first word occurs, overlapping
-    // occurrences included.
-    let mut firsts: Vec<(usize, usize, usize)> = Vec::new();
-    if values.len() <= small_set {
-        // A few values (the usual case per file): one vectorised substring search per
-        // first word over a lower-cased copy; building an automaton cost more.
-        let lower = hay.to_ascii_lowercase();
-        for (value, w) in words.iter().enumerate() {
-            let needle = w[0].to_ascii_lowercase();
-            let finder = memchr::memmem::Finder::new(needle.as_bytes());
-            let mut at = 0;
-            while let Some(i) = finder.find(&lower.as_bytes()[at..]) {
-                firsts.push((at + i, value, at + i + needle.len()));
-                at += i + 1;
-            }
+    let firsts = FirstWords::new(words.iter().map(|w| w[0]), vectorised);
+    let mut candidates: Vec<(usize, usize, usize)> = Vec::new();
+    firsts.each_at_word_start(bytes, |start, value, first_end| {
+        if let Some(end) = rest_of_value(hay, first_end, &words[value][1..])
+            && !alnum_at(end)
+        {
+            candidates.push((start, value, end));
         }
-    } else {
-        let finder = aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(aho_corasick::AhoCorasickKind::NoncontiguousNFA))
-            .build(words.iter().map(|w| w[0]))
-            .ok()?;
-        firsts.extend(
-            finder
-                .find_overlapping_iter(hay)
-                .map(|m| (m.start(), m.pattern().as_usize(), m.end())),
-        );
-    }
-    let mut candidates: Vec<(usize, usize, usize)> = firsts
-        .into_iter()
-        .filter(|&(start, _, _)| !start.checked_sub(1).is_some_and(alnum_at))
-        .filter_map(|(start, value, first_end)| {
-            let end = rest_of_value(hay, first_end, &words[value][1..])?;
-            (!alnum_at(end)).then_some((start, value, end))
-        })
-        .collect();
+    });
     candidates.sort_unstable();
     let mut spans = Vec::new();
     let mut resume = 0;
@@ -855,6 +826,131 @@ fn ascii_value_matches_with(
         }
     }
     Some(spans)
+}
+
+/// The first words of the nominated values, indexed by their first few bytes, so that
+/// one vectorised multi-substring search (Teddy) over a lower-cased copy of a text finds
+/// every place a value may start. Building an Aho-Corasick automaton per file, or one
+/// substring search per value, cost more than the rest of the stage.
+struct FirstWords<'v> {
+    words: Vec<&'v [u8]>,
+    /// Bytes in every key: the shortest first word's length, at most 8.
+    key_len: usize,
+    /// `(key, value index)` sorted; the key is the first `key_len` bytes, lower-cased.
+    keys: Vec<(&'v [u8], usize)>,
+    /// How the places where a key occurs are found.
+    search: KeySearch,
+}
+
+/// The search for the keys of [`FirstWords`] in a lower-cased text.
+enum KeySearch {
+    /// One key: a vectorised substring search (cheaper to build than Teddy).
+    One(Box<memchr::memmem::Finder<'static>>),
+    /// Teddy searchers of at most 64 keys each (its limit).
+    Teddy(Vec<aho_corasick::packed::Searcher>),
+    /// Every place is tried: tests, or a CPU without a vector unit Teddy can use.
+    EveryPlace,
+}
+
+impl<'v> FirstWords<'v> {
+    /// `words` are ASCII and not empty. `vectorised: false` tries every place (tests).
+    fn new(words: impl Iterator<Item = &'v str>, vectorised: bool) -> FirstWords<'v> {
+        let words: Vec<&[u8]> = words.map(str::as_bytes).collect();
+        let key_len = words.iter().map(|w| w.len()).min().unwrap_or(1).clamp(1, 8);
+        let mut keys: Vec<(&[u8], usize)> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (&w[..key_len], i))
+            .collect();
+        keys.sort_unstable_by(|a, b| cmp_ascii_ci(a.0, b.0).then(a.1.cmp(&b.1)));
+        let mut distinct: Vec<Vec<u8>> = keys.iter().map(|k| k.0.to_ascii_lowercase()).collect();
+        distinct.dedup();
+        let search = match &distinct[..] {
+            _ if !vectorised => KeySearch::EveryPlace,
+            [one] => KeySearch::One(Box::new(memchr::memmem::Finder::new(one).into_owned())),
+            _ => distinct
+                .chunks(64)
+                .map(|chunk| {
+                    aho_corasick::packed::Config::new()
+                        .builder()
+                        .extend(chunk)
+                        .build()
+                })
+                .collect::<Option<Vec<_>>>()
+                .map_or(KeySearch::EveryPlace, KeySearch::Teddy),
+        };
+        FirstWords {
+            words,
+            key_len,
+            keys,
+            search,
+        }
+    }
+
+    /// Calls `found(start, value, first word end)` for every place in `bytes` where a
+    /// value's first word occurs ASCII-case-insensitively and the byte before is not an
+    /// ASCII letter or digit: ascending by start, values in index order at one start.
+    fn each_at_word_start(&self, bytes: &[u8], mut found: impl FnMut(usize, usize, usize)) {
+        let mut try_at = |at: usize| {
+            if at > 0 && bytes[at - 1].is_ascii_alphanumeric() {
+                return;
+            }
+            let Some(head) = bytes.get(at..at + self.key_len) else {
+                return;
+            };
+            let from = self
+                .keys
+                .partition_point(|&(k, _)| cmp_ascii_ci(k, head).is_lt());
+            for &(key, value) in &self.keys[from..] {
+                if !key.eq_ignore_ascii_case(head) {
+                    break;
+                }
+                let word = self.words[value];
+                if bytes
+                    .get(at..at + word.len())
+                    .is_some_and(|w| w.eq_ignore_ascii_case(word))
+                {
+                    found(at, value, at + word.len());
+                }
+            }
+        };
+        match &self.search {
+            KeySearch::EveryPlace => (0..bytes.len()).for_each(try_at),
+            KeySearch::One(finder) => {
+                let lower = bytes.to_ascii_lowercase();
+                let mut at = 0;
+                while let Some(i) = finder.find(&lower[at..]) {
+                    try_at(at + i);
+                    at += i + 1;
+                }
+            }
+            KeySearch::Teddy(searchers) => {
+                let lower = bytes.to_ascii_lowercase();
+                let mut starts = Vec::new();
+                for searcher in searchers {
+                    let mut at = 0;
+                    while let Some(m) =
+                        searcher.find_in(&lower, aho_corasick::Span::from(at..lower.len()))
+                    {
+                        starts.push(m.start());
+                        at = m.start() + 1;
+                    }
+                }
+                if searchers.len() > 1 {
+                    starts.sort_unstable();
+                    starts.dedup();
+                }
+                starts.into_iter().for_each(try_at);
+            }
+        }
+    }
+}
+
+/// ASCII-case-insensitive byte order.
+fn cmp_ascii_ci(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    a.iter()
+        .map(u8::to_ascii_lowercase)
+        .cmp(b.iter().map(u8::to_ascii_lowercase))
 }
 
 /// Where a value whose first word ends at `at` ends, if its remaining `words` follow,
@@ -880,12 +976,18 @@ fn rest_of_value(hay: &str, mut at: usize, words: &[&str]) -> Option<usize> {
 }
 
 /// Whether `hay` holds one of the non-ASCII characters Python's IGNORECASE equates with
-/// ASCII letters (`İ ı ſ K`). One `contains` per character: each is a vectorised byte
-/// search, where a single `contains` with a set of characters decodes every character.
+/// ASCII letters (`İ ı ſ K`, UTF-8 `C4 B0`, `C4 B1`, `C5 BF`, `E2 84 AA`): one vectorised
+/// pass over the lead bytes (a `contains` per character took four).
 fn has_python_ci_extra(hay: &str) -> bool {
-    ['\u{130}', '\u{131}', '\u{17F}', '\u{212A}']
-        .iter()
-        .any(|&c| hay.contains(c))
+    let bytes = hay.as_bytes();
+    memchr::memchr2_iter(0xC4, 0xE2, bytes)
+        .chain(memchr::memchr_iter(0xC5, bytes))
+        .any(|at| {
+            matches!(
+                &bytes[at..],
+                [0xC4, 0xB0 | 0xB1, ..] | [0xC5, 0xBF, ..] | [0xE2, 0x84, 0xAA, ..]
+            )
+        })
 }
 
 /// `text` with each of `spans` (ascending, disjoint) replaced; `None` when there are none.
@@ -1273,9 +1375,61 @@ mod tests {
                 "{values:?} in {hay:?}"
             );
             assert_eq!(
-                ascii_value_matches_with(&values, &hay, 0),
+                ascii_value_matches_with(&values, &hay, false),
                 Some(expected),
-                "automaton path: {values:?} in {hay:?}"
+                "every place tried: {values:?} in {hay:?}"
+            );
+        }
+    }
+
+    /// More distinct first words than one Teddy searcher holds (64), sharing prefixes, in
+    /// texts long enough for the vectorised search: the same matches as the alternation.
+    #[test]
+    fn ascii_value_scan_of_many_values_equals_the_nominated_alternation() {
+        let letters = [
+            "a", "b", "C", "d", "e", "f", "G", "h", "1", "2", ".", "@", "-",
+        ];
+        let mut next = crate::engine::testgen::picker(11);
+        for round in 0..12 {
+            let mut values: Vec<String> = (0..40 + 15 * round)
+                .map(|_| {
+                    let word = |next: &mut dyn FnMut(usize) -> usize| -> String {
+                        (0..2 + next(5))
+                            .map(|_| letters[next(letters.len())])
+                            .collect()
+                    };
+                    match next(6) {
+                        0 => format!("{} {}", word(&mut next), word(&mut next)),
+                        _ => word(&mut next),
+                    }
+                })
+                .filter(|v| v.starts_with(|c: char| c.is_ascii_alphanumeric()))
+                .collect();
+            values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+            values.dedup_by(|a, b| placeholder::casefold(a) == placeholder::casefold(b));
+            let hay: String = (0..300)
+                .map(|_| {
+                    let piece = match next(3) {
+                        0 => values[next(values.len())].to_uppercase(),
+                        1 => values[next(values.len())].clone(),
+                        _ => letters[next(letters.len())].to_owned(),
+                    };
+                    piece + [" ", "\n", "  ", "x", ",", ""][next(6)]
+                })
+                .collect();
+            let pattern = nominated_pattern(&values);
+            let mut expected = Vec::new();
+            let mut at = 0;
+            while let Some((s, e)) = pattern.find_at(&hay, at) {
+                expected.push((s, e));
+                at = e.max(s + 1);
+            }
+            assert!(expected.len() > 20, "the texts hold values");
+            assert_eq!(
+                ascii_value_matches(&values, &hay),
+                Some(expected),
+                "{} values",
+                values.len()
             );
         }
     }
