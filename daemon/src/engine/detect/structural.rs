@@ -645,26 +645,29 @@ impl BacktickCount {
 /// the text.
 fn in_string_literal(text: &str, pos: usize, backticks: &mut BacktickCount) -> bool {
     let b = text.as_bytes();
-    let line_start = util::line_start(text, pos);
+    let line = &b[util::line_start(text, pos)..pos];
+    // Jumps from quote to quote (or escape) with memchr: most lines have none.
     let mut state: Option<u8> = None;
-    let mut i = line_start;
-    while i < pos {
-        let c = b[i];
+    let mut i = 0;
+    while i < line.len() {
         match state {
-            Some(q) => {
-                if c == b'\\' {
-                    i += 1;
-                } else if c == q {
+            None => match memchr::memchr2(b'"', b'\'', &line[i..]) {
+                Some(at) => {
+                    state = Some(line[i + at]);
+                    i += at + 1;
+                }
+                None => break,
+            },
+            Some(q) => match memchr::memchr2(q, b'\\', &line[i..]) {
+                // An escape hides the byte after it.
+                Some(at) if line[i + at] == b'\\' => i += at + 2,
+                Some(at) => {
                     state = None;
+                    i += at + 1;
                 }
-            }
-            None => {
-                if c == b'"' || c == b'\'' {
-                    state = Some(c);
-                }
-            }
+                None => break,
+            },
         }
-        i += 1;
     }
     if state.is_some() {
         return true;
@@ -1422,6 +1425,39 @@ mod tests {
                 split_ascii_words(key.as_bytes()),
                 split_words_unicode(&key),
                 "{key:?}"
+            );
+        }
+    }
+
+    /// The quote-to-quote jumps of `in_string_literal` read lines as the plain state
+    /// machine, one byte at a time, reads them.
+    #[test]
+    fn string_literal_jumps_agree_with_the_byte_by_byte_reading() {
+        fn byte_by_byte(line: &[u8]) -> bool {
+            let (mut state, mut i) = (None, 0);
+            while i < line.len() {
+                let c = line[i];
+                match state {
+                    Some(_) if c == b'\\' => i += 1,
+                    Some(q) if c == q => state = None,
+                    None if c == b'"' || c == b'\'' => state = Some(c),
+                    _ => {}
+                }
+                i += 1;
+            }
+            state.is_some()
+        }
+        let pieces = ["a", "\"", "'", "\\", "\\\\", "`", " ", "\n", "x=", "\u{e9}"];
+        for text in crate::engine::testgen::texts(&pieces, 3000, 14, 8) {
+            let line_start = text.rfind('\n').map_or(0, |i| i + 1);
+            let mut ticks = BacktickCount::default();
+            let expected = byte_by_byte(&text.as_bytes()[line_start..])
+                || ticks.before(text.as_bytes(), text.len()) % 2 == 1;
+            let mut ticks = BacktickCount::default();
+            assert_eq!(
+                in_string_literal(&text, text.len(), &mut ticks),
+                expected,
+                "{text:?}"
             );
         }
     }
