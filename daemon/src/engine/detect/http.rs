@@ -6,32 +6,38 @@
 use super::util::{self, KeywordHits, WordIds};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
-use regex::Regex;
+use regex_automata::meta::Regex as MetaRegex;
+use regex_automata::util::captures::Captures;
 use std::sync::LazyLock;
 
-static SCHEME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+static SCHEME: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
         r"(?i)\b(bearer|basic|ntlm|negotiate)(?:\s+|\x20*=\x20*)([A-Za-z0-9\-._~+/]{8,}={0,3})",
     )
     .expect("static regex")
 });
-static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
+static AUTH_HEADER: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
         r#"(?i)\b(?:proxy-)?authorization\\?["']?\s*[:=,]\s*\\?["']?\s*(?:(?:token|apikey|api-key|sso-key|key|otp)\s+)?([A-Za-z0-9\-._~+/]{16,}={0,3})"#,
     )
     .expect("static regex")
 });
-static DIGEST_RESPONSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\bresponse\s*=\s*\\?"?([0-9a-f]{32,128})\b"#).expect("static regex")
+static DIGEST_RESPONSE: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(r#"(?i)\bresponse\s*=\s*\\?"?([0-9a-f]{32,128})\b"#).expect("static regex")
 });
-static CURL_USER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"\bcurl\b[^\n]*?\s(?:-u|--user)(?:\s+|=)['"]?[^\s'":]*:([^\s'"]+)"#)
+static CURL_USER: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(r#"\bcurl\b[^\n]*?\s(?:-u|--user)(?:\s+|=)['"]?[^\s'":]*:([^\s'"]+)"#)
         .expect("static regex")
 });
-static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|[\s;,'\x22])([\w.\-]*(?:session|sess|sid|token|auth|jwt|csrf|xsrf|remember)[\w.\-]*)=([^;\s'\x22,&]{12,})")
+static COOKIE: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(r"(?i)(?:^|[\s;,'\x22])([\w.\-]*(?:session|sess|sid|token|auth|jwt|csrf|xsrf|remember)[\w.\-]*)=([^;\s'\x22,&]{12,})")
         .expect("static regex")
 });
+
+/// The trigger words every cookie name of [`COOKIE`] holds (`session` holds `sess`).
+const COOKIE_WORDS: &[&str] = &[
+    "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
+];
 
 /// Trigger words, found by the shared keyword scan (indexes into [`TRIGGER_WORDS`]).
 pub const TRIGGER_WORDS: &[&str] = &[
@@ -50,58 +56,131 @@ pub const TRIGGER_WORDS: &[&str] = &[
     "csrf",
     "xsrf",
     "remember",
+    "response",
 ];
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
 #[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
+    // Each pattern is searched only where its match can start, next to a word the
+    // keyword scan found, unless the text has a character that a case-insensitive
+    // pattern equates with an ASCII letter and the scan does not.
+    let anywhere = util::has_non_ascii_fold_of_ascii(text);
+    scan_with(text, hits, ids, anywhere, out);
+}
+
+/// [`scan`]; `anywhere` searches each pattern over the whole text.
+fn scan_with(
+    text: &str,
+    hits: &KeywordHits,
+    ids: WordIds,
+    anywhere: bool,
+    out: &mut Vec<Candidate>,
+) {
     let lower_has = |word: &str| hits.has_word(ids, TRIGGER_WORDS, word);
-    let cookie_word = [
-        "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
-    ]
-    .iter()
-    .any(|w| lower_has(w));
-    if lower_has("bearer") || lower_has("basic") || lower_has("ntlm") || lower_has("negotiate") {
-        for caps in SCHEME.captures_iter(text) {
-            let scheme = caps.get(1).expect("group").as_str().to_ascii_lowercase();
-            let tok = caps.get(2).expect("group");
-            if accept_scheme_token(&scheme, tok.as_str()) {
-                out.push(cand(tok.start(), tok.end(), "S5.authorization"));
-            }
+    let each = |re: &MetaRegex, starts: Vec<usize>, found: &mut dyn FnMut(&Captures)| {
+        if anywhere {
+            re.captures_iter(text).for_each(|caps| found(&caps));
+        } else {
+            util::captures_at_starts(re, text, starts, found);
         }
+    };
+    let group = |caps: &Captures, i: usize| caps.get_group(i).expect("group");
+    let schemes = ["bearer", "basic", "ntlm", "negotiate"];
+    if schemes.iter().any(|w| lower_has(w)) {
+        each(&SCHEME, word_starts(hits, ids, &schemes), &mut |caps| {
+            let scheme = text[group(caps, 1).range()].to_ascii_lowercase();
+            let tok = group(caps, 2);
+            if accept_scheme_token(&scheme, &text[tok.range()]) {
+                out.push(cand(tok.start, tok.end, "S5.authorization"));
+            }
+        });
     }
     if lower_has("authorization") {
-        for caps in AUTH_HEADER.captures_iter(text) {
-            let tok = caps.get(1).expect("group");
-            if util::looks_random(tok.as_str(), 16, 3.0) && !util::is_placeholder(tok.as_str()) {
-                out.push(cand(tok.start(), tok.end(), "S5.authorization"));
+        // A match may start at `proxy-` too; its token is the same from `authorization`.
+        let starts = word_starts(hits, ids, &["authorization"]);
+        each(&AUTH_HEADER, starts, &mut |caps| {
+            let tok = group(caps, 1);
+            let value = &text[tok.range()];
+            if util::looks_random(value, 16, 3.0) && !util::is_placeholder(value) {
+                out.push(cand(tok.start, tok.end, "S5.authorization"));
             }
-        }
+        });
     }
     if lower_has("digest") {
-        for caps in DIGEST_RESPONSE.captures_iter(text) {
-            let tok = caps.get(1).expect("group");
-            out.push(cand(tok.start(), tok.end(), "S5.digest-response"));
-        }
+        let starts = word_starts(hits, ids, &["response"]);
+        each(&DIGEST_RESPONSE, starts, &mut |caps| {
+            let tok = group(caps, 1);
+            out.push(cand(tok.start, tok.end, "S5.digest-response"));
+        });
     }
     if lower_has("curl") {
-        for caps in CURL_USER.captures_iter(text) {
-            let p = caps.get(1).expect("group");
-            if !util::is_placeholder(p.as_str()) && !p.as_str().starts_with('$') {
-                out.push(cand(p.start(), p.end(), "S5.curl-user"));
+        each(&CURL_USER, word_starts(hits, ids, &["curl"]), &mut |caps| {
+            let p = group(caps, 1);
+            let value = &text[p.range()];
+            if !util::is_placeholder(value) && !value.starts_with('$') {
+                out.push(cand(p.start, p.end, "S5.curl-user"));
+            }
+        });
+    }
+    if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !util::has_byte(text, b'=') {
+        return;
+    }
+    each(&COOKIE, cookie_starts(text, hits, ids), &mut |caps| {
+        let v = group(caps, 2);
+        let s = &text[v.range()];
+        if !s.contains("://") && util::looks_random(s, 12, 3.0) && !util::is_placeholder(s) {
+            out.push(cand(v.start, v.end, "S5.cookie"));
+        }
+    });
+}
+
+/// Where the keyword scan found one of `words` (trigger words): sorted, deduplicated.
+fn word_starts(hits: &KeywordHits, ids: WordIds, words: &[&str]) -> Vec<usize> {
+    let mut starts: Vec<usize> = words
+        .iter()
+        .flat_map(|word| hits.starts_of(ids, util::word_index(TRIGGER_WORDS, word)))
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts
+}
+
+/// Where a [`COOKIE`] match may start: its name holds one of [`COOKIE_WORDS`] and is a
+/// run of name characters after a delimiter (or the start of the text), so the match
+/// starts at the nearest delimiter before a word. Walking back from each word over
+/// ASCII name bytes, every non-ASCII character passed (a Unicode space or letter) is a
+/// possible start too; any other ASCII byte rules the word out. Sorted, deduplicated.
+fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
+    let b = text.as_bytes();
+    let mut starts = Vec::new();
+    for word in COOKIE_WORDS {
+        for hit in hits.starts_of(ids, util::word_index(TRIGGER_WORDS, word)) {
+            let mut i = hit;
+            loop {
+                let Some(&c) = i.checked_sub(1).map(|p| &b[p]) else {
+                    starts.push(0);
+                    break;
+                };
+                if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-') {
+                    i -= 1;
+                } else if c.is_ascii_whitespace()
+                    || matches!(c, b'\x0B' | b';' | b',' | b'\'' | b'"')
+                {
+                    starts.push(i - 1);
+                    break;
+                } else if c >= 0x80 {
+                    i = util::floor_boundary(text, i - 1);
+                    starts.push(i);
+                } else {
+                    break;
+                }
             }
         }
     }
-    if !cookie_word || !util::has_byte(text, b'=') {
-        return;
-    }
-    for caps in COOKIE.captures_iter(text) {
-        let v = caps.get(2).expect("group");
-        let s = v.as_str();
-        if !s.contains("://") && util::looks_random(s, 12, 3.0) && !util::is_placeholder(s) {
-            out.push(cand(v.start(), v.end(), "S5.cookie"));
-        }
-    }
+    starts.sort_unstable();
+    starts.dedup();
+    starts
 }
 
 fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
@@ -129,4 +208,81 @@ fn accept_scheme_token(scheme: &str, tok: &str) -> bool {
     }
     let (l, u, d, _) = util::char_classes(tok);
     d > 0 && (l + u) > 0 || (l > 0 && u > 0 && tok.len() >= 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Searching each pattern only where the shared keyword scan puts its trigger word
+    /// finds what searching the whole text finds: names around and inside words,
+    /// delimiters of every kind (Unicode spaces and letters included), schemes, headers,
+    /// `proxy-`, digests, curl users, overlapping candidates.
+    #[test]
+    fn searching_from_trigger_words_equals_searching_the_whole_text() {
+        let compiled = &*super::super::COMPILED;
+        let pieces = [
+            "session",
+            "SESS",
+            "sid",
+            "Token",
+            "auth",
+            "jwt",
+            "x",
+            "_",
+            ".",
+            "-",
+            "=",
+            " ",
+            "\n",
+            ";",
+            ",",
+            "'",
+            "\"",
+            "(",
+            "abcdefgh",
+            "12345678",
+            "\u{a0}",
+            "\u{e9}",
+            "\u{2003}",
+            "=abcdefghijklmn",
+            "&",
+            "Bearer ",
+            "basic",
+            "Proxy-",
+            "authorization",
+            ": ",
+            "digest ",
+            "response=",
+            "0123456789abcdef",
+            "curl ",
+            " -u ",
+            "u:",
+            "$",
+            "Ab9+/xYz",
+            "ntlm",
+            "k9Zq2Lm8Xv4Rt7Wp",
+            "=k9Zq2Lm8Xv4Rt7Wp",
+            " k9Zq2Lm8Xv4Rt7Wp",
+            "response=\"0123456789abcdef0123456789abcdef\"",
+        ];
+        let key = |c: &Candidate| (c.start, c.end, c.detector);
+        let mut compared = 0;
+        for text in crate::engine::testgen::texts(&pieces, 12000, 18, 21) {
+            if util::has_non_ascii_fold_of_ascii(&text) {
+                continue;
+            }
+            let hits = compiled.keywords.scan(&text);
+            let (mut whole, mut near) = (Vec::new(), Vec::new());
+            scan_with(&text, &hits, compiled.http_words, true, &mut whole);
+            scan_with(&text, &hits, compiled.http_words, false, &mut near);
+            compared += usize::from(!whole.is_empty());
+            assert_eq!(
+                near.iter().map(key).collect::<Vec<_>>(),
+                whole.iter().map(key).collect::<Vec<_>>(),
+                "{text:?}"
+            );
+        }
+        assert!(compared > 900, "{compared} texts with findings");
+    }
 }

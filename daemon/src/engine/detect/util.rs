@@ -1072,6 +1072,45 @@ pub fn captures_near(
     }
 }
 
+/// Calls `found` with the captures of every match of `re` in `text`, as iterating
+/// `re.captures_iter(text)` would, while searching only anchored at the offsets `starts`
+/// (ascending; offsets inside an earlier match are skipped).
+///
+/// Exact when every match of `re` starts at one of `starts`: from any point, the leftmost
+/// match then starts at the first remaining offset where an anchored search matches, and
+/// an anchored search prefers among the matches there as the unanchored one does.
+pub fn captures_at_starts(
+    re: &regex_automata::meta::Regex,
+    text: &str,
+    starts: impl IntoIterator<Item = usize>,
+    mut found: impl FnMut(&regex_automata::util::captures::Captures),
+) {
+    let mut caps = re.create_captures();
+    let mut resume = 0; // end of the last match
+    for at in starts {
+        if at < resume || !text.is_char_boundary(at) {
+            continue;
+        }
+        let input = regex_automata::Input::new(text)
+            .range(at..)
+            .anchored(regex_automata::Anchored::Yes);
+        re.search_captures(&input, &mut caps);
+        if let Some(m) = caps.get_match() {
+            found(&caps);
+            resume = m.end().max(at + 1);
+        }
+    }
+}
+
+/// Whether `text` holds a character that a Unicode case-insensitive pattern equates with
+/// an ASCII letter although ASCII case folding does not (`ſ` with `s`, the Kelvin sign
+/// with `k`): there, words found by the ASCII keyword scan may miss a pattern's matches.
+pub fn has_non_ascii_fold_of_ascii(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memchr2_iter(0xC5, 0xE2, b)
+        .any(|at| matches!(&b[at..], [0xC5, 0xBF, ..] | [0xE2, 0x84, 0xAA, ..]))
+}
+
 /// Offsets of the byte `sep` where the byte before passes `left` (or there is none)
 /// and the byte after passes `right`.
 pub fn anchors_between<'t>(
