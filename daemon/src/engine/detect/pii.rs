@@ -762,15 +762,42 @@ fn ssn_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
     util::anchors_between(text, b'-', util::digit_like, util::digit_like)
 }
 
-/// Where an IPv4 match may be: the first `.` of the address (digits on both sides).
+/// Where an IPv4 match may be: the first `.` of the address, digits on both sides and a
+/// second `.` after at most three digits (up to 12 bytes: `\d` reads digits of every
+/// script). Decimals (`0.5`) and most version strings stop there.
 fn ipv4_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
-    util::anchors_between(text, b'.', util::digit_like, util::digit_like)
+    let b = text.as_bytes();
+    util::anchors_between(text, b'.', util::digit_like, util::digit_like).filter(move |&i| {
+        let digits = b[i + 1..]
+            .iter()
+            .take(13)
+            .take_while(|&&c| util::digit_like(c))
+            .count();
+        b.get(i + 1 + digits) == Some(&b'.')
+    })
 }
 
 /// Where an IPv6 match may be: the first `:` of the address, followed by a hex digit or
-/// a second `:`.
+/// a second `:`, after at most four hex digits that follow the text's start or a byte
+/// the pattern's guard admits (not an ASCII word character, `:`, `.` or `-`; any byte of
+/// a multi-byte character may be one). Paths like `std::io` and `key:value` stop there.
 fn ipv6_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
-    util::anchors_between(text, b':', |_| true, |c| c.is_ascii_hexdigit() || c == b':')
+    let b = text.as_bytes();
+    util::anchors_between(text, b':', |_| true, |c| c.is_ascii_hexdigit() || c == b':').filter(
+        move |&i| {
+            let hex = b[..i]
+                .iter()
+                .rev()
+                .take(5)
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            hex <= 4
+                && i.checked_sub(hex + 1).is_none_or(|g| {
+                    let c = b[g];
+                    !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'.' | b'-'))
+                })
+        },
+    )
 }
 
 fn cand(start: usize, end: usize, category: Category, detector: &'static str) -> Candidate {
@@ -1016,6 +1043,8 @@ mod tests {
             "\u{1d7ce}",
             "é",
             "1.2.3.4",
+            "9.333.222.1",
+            "1.\u{663}\u{663}\u{663}.3.4",
             "536-22-1234",
             "2001:db8::1",
             "=",
