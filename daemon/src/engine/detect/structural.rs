@@ -372,7 +372,7 @@ struct KeyClass {
 /// The compiled S3 scanner.
 pub struct Structural {
     identified_by: Regex,
-    key_value_pair: Regex,
+    key_value_pair: regex_automata::meta::Regex,
 }
 
 impl Structural {
@@ -380,7 +380,7 @@ impl Structural {
         Structural {
             identified_by: Regex::new(r#"(?i)\bidentified\s+by\s+(?:password\s+)?['"]([^'"\n]{1,200})['"]"#)
                 .expect("static regex"),
-            key_value_pair: Regex::new(
+            key_value_pair: regex_automata::meta::Regex::new(
                 r#"["']?\bkey["']?\s*[:=]\s*["']([^"'\n]{1,64})["']\s*,\s*["']?value["']?\s*[:=]\s*["']([^"'\n]{1,512})["']"#,
             )
             .expect("static regex"),
@@ -433,16 +433,39 @@ impl Structural {
             }
         }
         if markers.has(&marker::VALUE) {
-            for caps in self.key_value_pair.captures_iter(text) {
-                let name = caps.get(1).expect("group").as_str();
-                let v = caps.get(2).expect("group");
-                if let Some(class) = classify(name)
-                    && accept(v.as_str(), true, kind, class, name)
-                {
-                    out.push(cand(v.start(), v.end(), "S3.key-value-pair", class.tier));
-                }
-            }
+            self.key_value_pairs(text, kind, hits, stems, false, out);
         }
+    }
+
+    /// `{"key": "DB_PASSWORD", "value": "…"}` pairs. A match starts at a `key` the keyword
+    /// scan found (or at the quote before it), so the pattern is searched anchored there
+    /// (`anywhere`: over the whole text).
+    fn key_value_pairs(
+        &self,
+        text: &str,
+        kind: FileKind,
+        hits: &KeywordHits,
+        stems: WordIds,
+        anywhere: bool,
+        out: &mut Vec<Candidate>,
+    ) {
+        let mut found = |caps: &regex_automata::util::captures::Captures| {
+            let name = &text[caps.get_group(1).expect("group").range()];
+            let v = caps.get_group(2).expect("group");
+            if let Some(class) = classify(name)
+                && accept(&text[v.range()], true, kind, class, name)
+            {
+                out.push(cand(v.start, v.end, "S3.key-value-pair", class.tier));
+            }
+        };
+        if anywhere {
+            let caps = self.key_value_pair.captures_iter(text);
+            caps.for_each(|caps| found(&caps));
+            return;
+        }
+        // A match that starts at a quote has the same groups from its `key`.
+        let starts = hits.starts_of(stems, util::word_index(STEMS, "key"));
+        util::captures_at_starts(&self.key_value_pair, text, starts, found);
     }
 
     fn key_at(
@@ -1427,6 +1450,53 @@ mod tests {
                 "{key:?}"
             );
         }
+    }
+
+    /// Key/value pairs searched from the `key` words the keyword scan found equal a
+    /// search of the whole text.
+    #[test]
+    fn key_value_pairs_from_key_words_equal_the_whole_text_search() {
+        let compiled = &*super::super::COMPILED;
+        let structural = Structural::new();
+        let pieces = [
+            "key",
+            "\"key\": \"DB_PASSWORD\"",
+            "'key'='api_key'",
+            ", \"value\": \"s3cr3tV4lue99\"",
+            ",'value'='Zx81pQ77wr'",
+            "\"",
+            "'",
+            ":",
+            "=",
+            " ",
+            "\n",
+            ",",
+            "value",
+            "monkey",
+            "{",
+            "\"key\"",
+            "\"",
+            "s3cr3tV4lue99",
+        ];
+        let mut found = 0;
+        for text in crate::engine::testgen::texts(&pieces, 6000, 12, 4) {
+            let hits = compiled.keywords.scan(&text);
+            let (mut whole, mut near) = (Vec::new(), Vec::new());
+            for (anywhere, out) in [(true, &mut whole), (false, &mut near)] {
+                structural.key_value_pairs(
+                    &text,
+                    FileKind::Config,
+                    &hits,
+                    compiled.stem_words,
+                    anywhere,
+                    out,
+                );
+            }
+            let spans = |c: &Vec<Candidate>| c.iter().map(|c| (c.start, c.end)).collect::<Vec<_>>();
+            found += usize::from(!whole.is_empty());
+            assert_eq!(spans(&near), spans(&whole), "{text:?}");
+        }
+        assert!(found > 100, "{found} texts with pairs");
     }
 
     /// The quote-to-quote jumps of `in_string_literal` read lines as the plain state
