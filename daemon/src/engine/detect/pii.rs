@@ -289,7 +289,7 @@ pub struct Pii {
     name_email: Regex,
     trailer: Regex,
     author_tag: Regex,
-    manifest_author: Regex,
+    manifest_author: MetaRegex,
     /// [`NAME`], searched anchored where [`copyright_name_at`] says a name may start.
     name: MetaRegex,
 }
@@ -363,7 +363,7 @@ impl Pii {
                 r"(?im)^[ \t#*/\-]*(?:signed-off-by|co-authored-by|reviewed-by|acked-by|tested-by|reported-by|suggested-by|helped-by):[ \t]*([^<\n]+?)[ \t]*(?:<|$)",
             ),
             author_tag: re(&format!(r"@author[ \t]+({NAME})")),
-            manifest_author: re(&format!(
+            manifest_author: meta(&format!(
                 r#"(?i)\b(?:author|authors|maintainer|maintainers|contributors|developer|owner)["']?[ \t]*(?:=|:|=>)[ \t]*\[?[ \t]*["']({NAME})"#
             )),
             name: meta(NAME),
@@ -511,8 +511,7 @@ impl Pii {
             || lower_has("contributor")
             || lower_has("developer")
         {
-            let lines = lines_with(&["author", "maintainer", "contributor", "developer", "owner"]);
-            for (s, e) in names_on(&self.manifest_author, &lines) {
+            for (s, e) in self.manifest_authors(text, hits, ids) {
                 if let Some((s, e)) = plausible_name(text, s, e, 2) {
                     out.push(cand(s, e, Category::PERSON, "P5.manifest-author"));
                 }
@@ -525,6 +524,36 @@ impl Pii {
                 }
             }
         }
+    }
+
+    /// What group 1 of `manifest_author` captures in `text`. Every match starts at one of
+    /// its field words, found by the keyword scan, so the pattern is searched anchored
+    /// there; a text where the scan may miss a Unicode case variant of a word (`ſ`) is
+    /// searched whole.
+    fn manifest_authors(
+        &self,
+        text: &str,
+        hits: &KeywordHits,
+        ids: WordIds,
+    ) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        let mut name = |caps: &regex_automata::util::captures::Captures| {
+            let n = caps.get_group(1).expect("group");
+            found.push((n.start, n.end));
+        };
+        if util::has_non_ascii_fold_of_ascii(text) {
+            let caps = self.manifest_author.captures_iter(text);
+            caps.for_each(|caps| name(&caps));
+        } else {
+            let words = ["author", "maintainer", "contributor", "developer", "owner"];
+            let mut starts: Vec<usize> = words
+                .iter()
+                .flat_map(|w| hits.starts_of(ids, util::word_index(WORDS, w)))
+                .collect();
+            starts.sort_unstable();
+            util::captures_at_starts(&self.manifest_author, text, starts, name);
+        }
+        found
     }
 
     /// The names of copyright lines: what group 1 of `copyright_pattern()` captures, match by
@@ -1013,6 +1042,57 @@ mod tests {
             .into_iter()
             .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))
             .collect()
+    }
+
+    /// Manifest author fields searched from the field words the keyword scan found equal
+    /// a search of the whole text.
+    #[test]
+    fn manifest_authors_from_field_words_equal_the_whole_text_search() {
+        let compiled = &*super::super::COMPILED;
+        let pii = Pii::new();
+        let pieces = [
+            "author",
+            "Authors",
+            "maintainer",
+            "\"owner\"",
+            "developer",
+            "contributors",
+            ": ",
+            " = ",
+            "=> ",
+            "[",
+            "\"",
+            "'",
+            "Ada Lovelace",
+            "Émile Zola",
+            " van ",
+            "Grace",
+            "\n",
+            "x",
+            "co",
+            "\t",
+            "ſ",
+            "author: \"Ada Lovelace\"",
+            "\"maintainer\" => 'Grace Hopper'",
+            "owner = [\"Émile Zola\"",
+            "developer: 'Alan Turing'",
+        ];
+        let mut found = 0;
+        for text in crate::engine::testgen::texts(&pieces, 6000, 12, 6) {
+            let hits = compiled.keywords.scan(&text);
+            let mut whole = Vec::new();
+            for caps in pii.manifest_author.captures_iter(&text) {
+                let n = caps.get_group(1).expect("group");
+                whole.push((n.start, n.end));
+            }
+            found += usize::from(!whole.is_empty());
+            assert_eq!(
+                pii.manifest_authors(&text, &hits, compiled.pii_words),
+                whole,
+                "{text:?}"
+            );
+        }
+        assert!(found > 300, "{found} texts with authors");
     }
 
     /// The IP and SSN patterns searched near their anchors find what a search of the
