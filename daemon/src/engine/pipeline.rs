@@ -1345,6 +1345,24 @@ mod tests {
         }
     }
 
+    /// Nominated values in the order the pipeline tries them, case-folded duplicates out.
+    fn order_values(values: &mut Vec<String>) {
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        values.dedup_by(|a, b| placeholder::casefold(a) == placeholder::casefold(b));
+    }
+
+    /// Every match of the spec's alternation of `values` in `hay`, left to right.
+    fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
+        let pattern = nominated_pattern(values);
+        let mut found = Vec::new();
+        let mut at = 0;
+        while let Some((s, e)) = pattern.find_at(hay, at) {
+            found.push((s, e));
+            at = e.max(s + 1);
+        }
+        found
+    }
+
     #[test]
     fn ascii_value_scan_equals_the_nominated_alternation() {
         let words = [
@@ -1359,16 +1377,9 @@ mod tests {
             let mut values: Vec<String> = (0..1 + next(4))
                 .map(|_| words[next(words.len())].to_owned())
                 .collect();
-            values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-            values.dedup_by(|a, b| placeholder::casefold(a) == placeholder::casefold(b));
+            order_values(&mut values);
             let hay: String = (0..12).map(|_| pieces[next(pieces.len())]).collect();
-            let pattern = nominated_pattern(&values);
-            let mut expected = Vec::new();
-            let mut at = 0;
-            while let Some((s, e)) = pattern.find_at(&hay, at) {
-                expected.push((s, e));
-                at = e.max(s + 1);
-            }
+            let expected = alternation_matches(&values, &hay);
             assert_eq!(
                 ascii_value_matches(&values, &hay),
                 Some(expected.clone()),
@@ -1405,8 +1416,7 @@ mod tests {
                 })
                 .filter(|v| v.starts_with(|c: char| c.is_ascii_alphanumeric()))
                 .collect();
-            values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-            values.dedup_by(|a, b| placeholder::casefold(a) == placeholder::casefold(b));
+            order_values(&mut values);
             let hay: String = (0..300)
                 .map(|_| {
                     let piece = match next(3) {
@@ -1417,13 +1427,7 @@ mod tests {
                     piece + [" ", "\n", "  ", "x", ",", ""][next(6)]
                 })
                 .collect();
-            let pattern = nominated_pattern(&values);
-            let mut expected = Vec::new();
-            let mut at = 0;
-            while let Some((s, e)) = pattern.find_at(&hay, at) {
-                expected.push((s, e));
-                at = e.max(s + 1);
-            }
+            let expected = alternation_matches(&values, &hay);
             assert!(expected.len() > 20, "the texts hold values");
             assert_eq!(
                 ascii_value_matches(&values, &hay),
