@@ -842,10 +842,14 @@ struct FirstWords<'v> {
     search: KeySearch,
 }
 
+/// Up to this many keys are searched one by one rather than by one Teddy searcher, whose
+/// construction costs more than a few substring searches of a file.
+const FEW_KEYS: usize = 4;
+
 /// The search for the keys of [`FirstWords`] in a lower-cased text.
 enum KeySearch {
-    /// One key: a vectorised substring search (cheaper to build than Teddy).
-    One(Box<memchr::memmem::Finder<'static>>),
+    /// A few keys: a vectorised substring search each (cheaper to build than Teddy).
+    Each(Vec<memchr::memmem::Finder<'static>>),
     /// Teddy searchers of at most 64 keys each (its limit).
     Teddy(Vec<aho_corasick::packed::Searcher>),
     /// Every place is tried: tests, or a CPU without a vector unit Teddy can use.
@@ -867,7 +871,11 @@ impl<'v> FirstWords<'v> {
         distinct.dedup();
         let search = match &distinct[..] {
             _ if !vectorised => KeySearch::EveryPlace,
-            [one] => KeySearch::One(Box::new(memchr::memmem::Finder::new(one).into_owned())),
+            keys if keys.len() <= FEW_KEYS => KeySearch::Each(
+                keys.iter()
+                    .map(|k| memchr::memmem::Finder::new(k).into_owned())
+                    .collect(),
+            ),
             _ => distinct
                 .chunks(64)
                 .map(|chunk| {
@@ -891,7 +899,7 @@ impl<'v> FirstWords<'v> {
     /// value's first word occurs ASCII-case-insensitively and the byte before is not an
     /// ASCII letter or digit: ascending by start, values in index order at one start.
     fn each_at_word_start(&self, bytes: &[u8], mut found: impl FnMut(usize, usize, usize)) {
-        let mut try_at = |at: usize| {
+        let try_at = |at: usize| {
             if at > 0 && bytes[at - 1].is_ascii_alphanumeric() {
                 return;
             }
@@ -916,13 +924,21 @@ impl<'v> FirstWords<'v> {
         };
         match &self.search {
             KeySearch::EveryPlace => (0..bytes.len()).for_each(try_at),
-            KeySearch::One(finder) => {
+            KeySearch::Each(finders) => {
                 let lower = bytes.to_ascii_lowercase();
-                let mut at = 0;
-                while let Some(i) = finder.find(&lower[at..]) {
-                    try_at(at + i);
-                    at += i + 1;
+                let mut starts = Vec::new();
+                for finder in finders {
+                    let mut at = 0;
+                    while let Some(i) = finder.find(&lower[at..]) {
+                        starts.push(at + i);
+                        at += i + 1;
+                    }
                 }
+                if finders.len() > 1 {
+                    starts.sort_unstable();
+                    starts.dedup();
+                }
+                starts.into_iter().for_each(try_at);
             }
             KeySearch::Teddy(searchers) => {
                 let lower = bytes.to_ascii_lowercase();
