@@ -828,10 +828,10 @@ fn ascii_value_matches_with(
     Some(spans)
 }
 
-/// The first words of the nominated values, indexed by their first few bytes, so that
-/// one vectorised multi-substring search (Teddy) over a lower-cased copy of a text finds
-/// every place a value may start. Building an Aho-Corasick automaton per file, or one
-/// substring search per value, cost more than the rest of the stage.
+/// The first words of the nominated values, indexed by their first few bytes, so that a
+/// vectorised search for those keys (memmem for a few, Teddy for more) over a lower-cased
+/// copy of a text finds every place a value may start. Building an Aho-Corasick automaton
+/// per file, or one substring search per value, cost more than the rest of the stage.
 struct FirstWords<'v> {
     words: Vec<&'v [u8]>,
     /// Bytes in every key: the shortest first word's length, at most 8.
@@ -996,14 +996,12 @@ fn rest_of_value(hay: &str, mut at: usize, words: &[&str]) -> Option<usize> {
 /// pass over the lead bytes (a `contains` per character took four).
 fn has_python_ci_extra(hay: &str) -> bool {
     let bytes = hay.as_bytes();
-    memchr::memchr2_iter(0xC4, 0xE2, bytes)
-        .chain(memchr::memchr_iter(0xC5, bytes))
-        .any(|at| {
-            matches!(
-                &bytes[at..],
-                [0xC4, 0xB0 | 0xB1, ..] | [0xC5, 0xBF, ..] | [0xE2, 0x84, 0xAA, ..]
-            )
-        })
+    memchr::memchr3_iter(0xC4, 0xC5, 0xE2, bytes).any(|at| {
+        matches!(
+            &bytes[at..],
+            [0xC4, 0xB0 | 0xB1, ..] | [0xC5, 0xBF, ..] | [0xE2, 0x84, 0xAA, ..]
+        )
+    })
 }
 
 /// `text` with each of `spans` (ascending, disjoint) replaced; `None` when there are none.
