@@ -836,7 +836,8 @@ struct FirstWords<'v> {
     words: Vec<&'v [u8]>,
     /// Bytes in every key: the shortest first word's length, at most 8.
     key_len: usize,
-    /// `(key, value index)` sorted; the key is the first `key_len` bytes, lower-cased.
+    /// `(key, value index)` sorted ASCII-case-insensitively; the key is the word's first
+    /// `key_len` bytes.
     keys: Vec<(&'v [u8], usize)>,
     /// How the places where a key occurs are found.
     search: KeySearch,

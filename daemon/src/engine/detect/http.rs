@@ -115,13 +115,15 @@ fn scan_with(
         });
     }
     if lower_has("curl") {
-        each(&CURL_USER, word_starts(hits, ids, &["curl"]), &mut |caps| {
-            let p = group(caps, 1);
+        // Searched whole: anchored at each `curl`, a line of many `curl`s and no user
+        // would be read once per `curl` (`[^\n]*?` runs to the line's end each time).
+        for caps in CURL_USER.captures_iter(text) {
+            let p = group(&caps, 1);
             let value = &text[p.range()];
             if !util::is_placeholder(value) && !value.starts_with('$') {
                 out.push(cand(p.start, p.end, "S5.curl-user"));
             }
-        });
+        }
     }
     if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !util::has_byte(text, b'=') {
         return;
@@ -153,30 +155,38 @@ fn word_starts(hits: &KeywordHits, ids: WordIds, words: &[&str]) -> Vec<usize> {
 /// possible start too; any other ASCII byte rules the word out. Sorted, deduplicated.
 fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
     let b = text.as_bytes();
+    let mut words: Vec<usize> = COOKIE_WORDS
+        .iter()
+        .flat_map(|word| hits.starts_of(ids, util::word_index(TRIGGER_WORDS, word)))
+        .collect();
+    words.sort_unstable();
     let mut starts = Vec::new();
-    for word in COOKIE_WORDS {
-        for hit in hits.starts_of(ids, util::word_index(TRIGGER_WORDS, word)) {
-            let mut i = hit;
-            loop {
-                let Some(&c) = i.checked_sub(1).map(|p| &b[p]) else {
-                    starts.push(0);
-                    break;
-                };
-                if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-') {
-                    i -= 1;
-                } else if c.is_ascii_whitespace()
-                    || matches!(c, b'\x0B' | b';' | b',' | b'\'' | b'"')
-                {
-                    starts.push(i - 1);
-                    break;
-                } else if c >= 0x80 {
-                    i = util::floor_boundary(text, i - 1);
-                    starts.push(i);
-                } else {
-                    break;
-                }
+    // Where the previous walk began: a walk that reaches it has nothing new to find (the
+    // same name run, already walked), so every byte is walked over once.
+    let mut walked = 0;
+    for hit in words {
+        let mut i = hit;
+        loop {
+            if i == walked && i > 0 {
+                break;
+            }
+            let Some(&c) = i.checked_sub(1).map(|p| &b[p]) else {
+                starts.push(0);
+                break;
+            };
+            if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-') {
+                i -= 1;
+            } else if c.is_ascii_whitespace() || matches!(c, b'\x0B' | b';' | b',' | b'\'' | b'"') {
+                starts.push(i - 1);
+                break;
+            } else if c >= 0x80 {
+                i = util::floor_boundary(text, i - 1);
+                starts.push(i);
+            } else {
+                break;
             }
         }
+        walked = hit;
     }
     starts.sort_unstable();
     starts.dedup();

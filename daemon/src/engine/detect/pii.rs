@@ -471,7 +471,8 @@ impl Pii {
     ) {
         let lower_has = |word: &str| hits.has_word(ids, &WORDS[..PHONE_WORDS_FROM], word);
         // Every structured-name regex matches within one line, so each runs only on the
-        // lines that hold one of its trigger words (the whole file was scanned before).
+        // lines that hold one of its trigger words (the whole file was scanned before),
+        // or anchored at those words.
         let lines_with = |words: &[&str]| {
             let mut starts: Vec<usize> = words
                 .iter()
@@ -950,6 +951,11 @@ fn valid_card(s: &str) -> bool {
 
 fn valid_iban(s: &str) -> bool {
     let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    // The pattern's `\d` reads digits of every script; an IBAN's are ASCII (and slicing
+    // the country and check digits off assumes one byte each).
+    if !compact.is_ascii() {
+        return false;
+    }
     let Some(&(_, len)) = IBAN_LEN.iter().find(|(cc, _)| compact.starts_with(cc)) else {
         return false;
     };
@@ -1299,6 +1305,24 @@ mod tests {
         ] {
             assert!(found(t).iter().all(|(_, c)| *c != "EMAIL"), "{t}");
         }
+    }
+
+    /// The IBAN pattern's `\d` reads digits of other scripts; such a candidate is not an
+    /// IBAN and must not reach the byte slicing of the check (it panicked, and the whole
+    /// text was refused).
+    #[test]
+    fn ibans_with_digits_of_other_scripts_are_refused_without_panicking() {
+        assert!(!valid_iban("DE\u{966}\u{966} AAAA BBBB CCCC DD"));
+        let text = "AB12 CDEF GHIJ DE\u{966}\u{966} AAAA BBBB CCCC DD";
+        assert!(
+            found(text).iter().all(|(_, c)| *c != "IBAN"),
+            "{:?}",
+            found(text)
+        );
+        assert_eq!(
+            found("iban: DE89 3704 0044 0532 0130 00"),
+            [("DE89 3704 0044 0532 0130 00".to_owned(), "IBAN")]
+        );
     }
 
     #[test]
