@@ -993,16 +993,9 @@ fn rest_of_value(hay: &str, mut at: usize, words: &[&str]) -> Option<usize> {
 }
 
 /// Whether `hay` holds one of the non-ASCII characters Python's IGNORECASE equates with
-/// ASCII letters (`İ ı ſ K`, UTF-8 `C4 B0`, `C4 B1`, `C5 BF`, `E2 84 AA`): one vectorised
-/// pass over the lead bytes (a `contains` per character took four).
+/// ASCII letters (`İ ı ſ K`).
 fn has_python_ci_extra(hay: &str) -> bool {
-    let bytes = hay.as_bytes();
-    memchr::memchr3_iter(0xC4, 0xC5, 0xE2, bytes).any(|at| {
-        matches!(
-            &bytes[at..],
-            [0xC4, 0xB0 | 0xB1, ..] | [0xC5, 0xBF, ..] | [0xE2, 0x84, 0xAA, ..]
-        )
-    })
+    super::text::has_any_char(hay, &['\u{130}', '\u{131}', '\u{17F}', '\u{212A}'])
 }
 
 /// `text` with each of `spans` (ascending, disjoint) replaced; `None` when there are none.

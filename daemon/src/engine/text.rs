@@ -165,9 +165,37 @@ pub fn truncate_redacted(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// Whether `text` holds one of `chars`, which are non-ASCII and begin with at most three
+/// distinct UTF-8 lead bytes: one vectorised pass over those bytes (a `contains` per
+/// character reads the text once each).
+pub fn has_any_char(text: &str, chars: &[char]) -> bool {
+    let mut leads: Vec<u8> = chars
+        .iter()
+        .map(|c| c.encode_utf8(&mut [0; 4]).as_bytes()[0])
+        .collect();
+    leads.sort_unstable();
+    leads.dedup();
+    debug_assert!(leads.len() <= 3 && leads.iter().all(|&b| b >= 0x80));
+    let lead = |i: usize| leads.get(i).or(leads.last()).copied().unwrap_or(0x80);
+    memchr::memchr3_iter(lead(0), lead(1), lead(2), text.as_bytes())
+        .any(|at| chars.iter().any(|&c| text[at..].starts_with(c)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn has_any_char_finds_each_character_and_nothing_else() {
+        let python = ['\u{130}', '\u{131}', '\u{17F}', '\u{212A}'];
+        for c in python {
+            assert!(has_any_char(&format!("ab{c}cd"), &python), "{c}");
+            assert!(has_any_char(&format!("{c}"), &['\u{17F}', c]), "{c}");
+        }
+        for text in ["", "plain ascii", "\u{132}\u{17E}\u{2129}\u{e9}", "K s i I"] {
+            assert!(!has_any_char(text, &python), "{text:?}");
+        }
+    }
     use regex::Regex;
 
     /// The range tables answer as a regex of the same class does, for every

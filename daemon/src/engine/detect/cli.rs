@@ -88,10 +88,7 @@ pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidat
     if !(0..TRIGGER_WORDS.len()).any(|i| hits.has(ids, i)) || !util::has_byte(text, b'-') {
         return;
     }
-    let mut starts: Vec<usize> = (0..TRIGGER_WORDS.len())
-        .flat_map(|i| hits.starts_of(ids, i))
-        .collect();
-    starts.sort_unstable();
+    let starts = hits.starts_of_words(ids, TRIGGER_WORDS, TRIGGER_WORDS);
     let mut line_end = 0; // end of the last line read
     for at in starts {
         if at < line_end {

@@ -85,10 +85,11 @@ fn scan_with(
             util::captures_at_starts(re, text, starts, found);
         }
     };
+    let word_starts = |words: &[&str]| hits.starts_of_words(ids, TRIGGER_WORDS, words);
     let group = |caps: &Captures, i: usize| caps.get_group(i).expect("group");
     let schemes = ["bearer", "basic", "ntlm", "negotiate"];
     if schemes.iter().any(|w| lower_has(w)) {
-        each(&SCHEME, word_starts(hits, ids, &schemes), &mut |caps| {
+        each(&SCHEME, word_starts(&schemes), &mut |caps| {
             let scheme = text[group(caps, 1).range()].to_ascii_lowercase();
             let tok = group(caps, 2);
             if accept_scheme_token(&scheme, &text[tok.range()]) {
@@ -98,7 +99,7 @@ fn scan_with(
     }
     if lower_has("authorization") {
         // A match may start at `proxy-` too; its token is the same from `authorization`.
-        let starts = word_starts(hits, ids, &["authorization"]);
+        let starts = word_starts(&["authorization"]);
         each(&AUTH_HEADER, starts, &mut |caps| {
             let tok = group(caps, 1);
             let value = &text[tok.range()];
@@ -108,7 +109,7 @@ fn scan_with(
         });
     }
     if lower_has("digest") {
-        let starts = word_starts(hits, ids, &["response"]);
+        let starts = word_starts(&["response"]);
         each(&DIGEST_RESPONSE, starts, &mut |caps| {
             let tok = group(caps, 1);
             out.push(cand(tok.start, tok.end, "S5.digest-response"));
@@ -137,17 +138,6 @@ fn scan_with(
     });
 }
 
-/// Where the keyword scan found one of `words` (trigger words): sorted, deduplicated.
-fn word_starts(hits: &KeywordHits, ids: WordIds, words: &[&str]) -> Vec<usize> {
-    let mut starts: Vec<usize> = words
-        .iter()
-        .flat_map(|word| hits.starts_of(ids, util::word_index(TRIGGER_WORDS, word)))
-        .collect();
-    starts.sort_unstable();
-    starts.dedup();
-    starts
-}
-
 /// Where a [`COOKIE`] match may start: its name holds one of [`COOKIE_WORDS`] and is a
 /// run of name characters after a delimiter (or the start of the text), so the match
 /// starts at the nearest delimiter before a word. Walking back from each word over
@@ -155,11 +145,7 @@ fn word_starts(hits: &KeywordHits, ids: WordIds, words: &[&str]) -> Vec<usize> {
 /// possible start too; any other ASCII byte rules the word out. Sorted, deduplicated.
 fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
     let b = text.as_bytes();
-    let mut words: Vec<usize> = COOKIE_WORDS
-        .iter()
-        .flat_map(|word| hits.starts_of(ids, util::word_index(TRIGGER_WORDS, word)))
-        .collect();
-    words.sort_unstable();
+    let words = hits.starts_of_words(ids, TRIGGER_WORDS, COOKIE_WORDS);
     let mut starts = Vec::new();
     // Where the previous walk began: a walk that reaches it has nothing new to find (the
     // same name run, already walked), so every byte is walked over once.

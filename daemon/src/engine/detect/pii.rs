@@ -474,12 +474,7 @@ impl Pii {
         // lines that hold one of its trigger words (the whole file was scanned before),
         // or anchored at those words.
         let lines_with = |words: &[&str]| {
-            let mut starts: Vec<usize> = words
-                .iter()
-                .map(|w| util::word_index(WORDS, w))
-                .flat_map(|i| hits.starts_of(ids, i))
-                .collect();
-            starts.sort_unstable();
+            let starts = hits.starts_of_words(ids, WORDS, words);
             let mut lines: Vec<(usize, usize)> = Vec::new();
             for at in starts {
                 if lines.last().is_some_and(|&(_, end)| at < end) {
@@ -547,11 +542,7 @@ impl Pii {
             caps.for_each(|caps| name(&caps));
         } else {
             let words = ["author", "maintainer", "contributor", "developer", "owner"];
-            let mut starts: Vec<usize> = words
-                .iter()
-                .flat_map(|w| hits.starts_of(ids, util::word_index(WORDS, w)))
-                .collect();
-            starts.sort_unstable();
+            let starts = hits.starts_of_words(ids, WORDS, &words);
             util::captures_at_starts(&self.manifest_author, text, starts, name);
         }
         found

@@ -772,16 +772,15 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
 /// character path costs a `Vec<char>` and Unicode case tables per key).
 fn split_ascii_words(b: &[u8]) -> Vec<String> {
     let mut words = Vec::new();
-    let mut start: Option<usize> = None;
     let mut cur = String::new();
     for (i, &c) in b.iter().enumerate() {
         if !c.is_ascii_alphanumeric() {
-            if start.take().is_some() {
+            if !cur.is_empty() {
                 words.push(std::mem::take(&mut cur));
             }
             continue;
         }
-        if start.is_some() {
+        if !cur.is_empty() {
             let p = b[i - 1];
             let boundary = (p.is_ascii_lowercase() && c.is_ascii_uppercase())
                 || (p.is_ascii_alphabetic() && c.is_ascii_digit())
@@ -793,10 +792,9 @@ fn split_ascii_words(b: &[u8]) -> Vec<String> {
                 words.push(std::mem::take(&mut cur));
             }
         }
-        start.get_or_insert(i);
         cur.push(char::from(c.to_ascii_lowercase()));
     }
-    if start.is_some() {
+    if !cur.is_empty() {
         words.push(cur);
     }
     words

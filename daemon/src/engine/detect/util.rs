@@ -937,6 +937,18 @@ impl KeywordHits {
         self.matches.iter().filter(move |m| m.2 == id).map(|m| m.0)
     }
 
+    /// Start offsets of every occurrence of the family's `words` (entries of its `list`,
+    /// registered as `ids`), ascending, without repeats.
+    pub fn starts_of_words(&self, ids: WordIds, list: &[&str], words: &[&str]) -> Vec<usize> {
+        let mut starts: Vec<usize> = words
+            .iter()
+            .flat_map(|w| self.starts_of(ids, word_index(list, w)))
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts
+    }
+
     /// The family's matches as a leftmost-first, non-overlapping Aho-Corasick search over
     /// its list alone would report them: (start, end, word index), ascending.
     pub fn leftmost_first(&self, ids: WordIds) -> Vec<(usize, usize, usize)> {
@@ -1110,9 +1122,7 @@ pub fn captures_at_starts(
 /// an ASCII letter although ASCII case folding does not (`ſ` with `s`, the Kelvin sign
 /// with `k`): there, words found by the ASCII keyword scan may miss a pattern's matches.
 pub fn has_non_ascii_fold_of_ascii(text: &str) -> bool {
-    let b = text.as_bytes();
-    memchr::memchr2_iter(0xC5, 0xE2, b)
-        .any(|at| matches!(&b[at..], [0xC5, 0xBF, ..] | [0xE2, 0x84, 0xAA, ..]))
+    crate::engine::text::has_any_char(text, &['\u{17F}', '\u{212A}'])
 }
 
 /// Offsets of the byte `sep` where the byte before passes `left` (or there is none)
