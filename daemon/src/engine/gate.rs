@@ -54,6 +54,11 @@ impl ByteClass {
         class
     }
 
+    /// The bytes `member` accepts.
+    pub fn from_fn(member: impl Fn(u8) -> bool) -> ByteClass {
+        ByteClass(std::array::from_fn(|b| member(b as u8)))
+    }
+
     /// Whether `b` is in the set.
     pub fn has(&self, b: u8) -> bool {
         self.0[b as usize]

@@ -201,7 +201,7 @@ impl Detector {
         let markers = util::Markers::new(text, hits, c.marker_words);
         keys::scan(text, &markers, &mut out);
         c.rules
-            .scan_selected(text, ctx.rel_path, |k| hits.has(c.rule_words, k), &mut out);
+            .scan_selected(text, ctx.rel_path, hits, c.rule_words, &mut out);
         c.structural
             .scan(text, kind, hits, c.stem_words, &markers, &mut out);
         urls::scan(text, ctx.rel_path, &markers, &mut out);

@@ -389,3 +389,74 @@ fn prefiltered_rule_searches_equal_whole_pattern_searches() {
     );
     assert!(matched > 300, "only {matched} searches matched");
 }
+
+/// Rules whose matches all begin with one of their keywords are searched by anchored
+/// attempts at the keyword scan's hits (`Rule::for_each_match`); that search must report
+/// exactly what the whole pattern's `captures_iter` reports. Checked on every example of
+/// every such rule, alone, behind other text, and repeated on one line and across lines.
+#[test]
+fn anchored_rule_searches_equal_whole_pattern_searches() {
+    let pack = RulePack::builtin();
+    let (mut rules, mut matched) = (0, 0);
+    for (id, tps, fps) in rule_examples() {
+        let examples = tps
+            .iter()
+            .map(|t| &t.text)
+            .chain(fps.iter().map(|f| &f.text));
+        let mut anchored = false;
+        for t in examples {
+            let texts = [
+                t.clone(),
+                format!("ab_c.d-{t}"),
+                format!("{}{t}", "x".repeat(60)),
+                format!("{t}{t} {t}\n{}{t}", "_.-9".repeat(12)),
+            ];
+            for text in &texts {
+                let Some((want, got)) = pack.anchored_search(&id, text) else {
+                    continue;
+                };
+                anchored = true;
+                matched += usize::from(!want.is_empty());
+                assert_eq!(got, want, "{id} on {text:?}");
+            }
+        }
+        rules += usize::from(anchored);
+    }
+    assert!(
+        rules > 150,
+        "only {rules} rules search anchored at keywords"
+    );
+    assert!(matched > 400, "only {matched} anchored searches matched");
+}
+
+/// A rule whose matches all hold a long run of one byte class skips texts without one
+/// (`Rule::may_match`); that gate must pass every text the pattern matches. Checked on
+/// every example of every gated rule, and on ordinary code, which most gates refuse.
+#[test]
+fn run_gates_pass_every_match() {
+    let pack = RulePack::builtin();
+    let code = "fn main() {\n    let total_count = items.iter().map(|x| x.len()).sum();\n}\n";
+    let (mut gated, mut refused) = (0, 0);
+    for (id, tps, fps) in rule_examples() {
+        let examples = tps
+            .iter()
+            .map(|t| &t.text)
+            .chain(fps.iter().map(|f| &f.text));
+        for t in examples {
+            for text in [t.clone(), format!("{code}{t}\n{code}")] {
+                if let Some((passes, matches)) = pack.run_gate(&id, &text) {
+                    assert!(passes || !matches, "{id} gate refuses {text:?}");
+                }
+            }
+        }
+        if let Some((passes, _)) = pack.run_gate(&id, code) {
+            gated += 1;
+            refused += usize::from(!passes);
+        }
+    }
+    assert!(gated > 150, "only {gated} rules have a run gate");
+    assert!(
+        refused * 10 > gated * 9,
+        "gates refused only {refused} of {gated} on plain code"
+    );
+}

@@ -9,11 +9,12 @@
 //! `regexTarget`, `stopwords`, `paths`, `condition = OR|AND`). A `gitleaks:allow` marker
 //! on the line suppresses a finding. The packs ship in `daemon/rules/`.
 
-use super::util::shannon_entropy;
+use super::util::{KeywordHits, WordIds, shannon_entropy};
 use super::{Candidate, prio};
+use crate::engine::gate::{ByteClass, class_runs};
 use crate::engine::placeholder::Category;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
-use regex::bytes::{Regex, RegexBuilder};
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
 use std::sync::OnceLock;
 
@@ -189,6 +190,13 @@ struct Rule {
     /// The pattern without its leading identifier prefixes, and how far back they reach
     /// (see [`Rule::for_each_match`]); compiled with `regex`.
     unprefixed: OnceLock<Option<(Regex, usize)>>,
+    /// The rule's keywords, as indices into [`RulePack::keywords`].
+    keyword_ids: Vec<usize>,
+    /// Which keywords start every match of the searched pattern; built with `regex`.
+    anchor: OnceLock<Option<Anchor>>,
+    /// A run of one byte class that every match holds, when a long one exists (see
+    /// [`required_run`]): a text without one is not searched. Built with `regex`.
+    run_gate: OnceLock<Option<(usize, ByteClass)>>,
     secret_group: usize,
     entropy: Option<f64>,
     generic: bool,
@@ -204,7 +212,9 @@ pub struct RulePack {
     kw_rules: Vec<Vec<usize>>,
     always: Vec<usize>,
     global: Vec<Allowlist>,
-    global_paths: Vec<Regex>,
+    /// The global allowlists' path patterns, honoured ones only, as one set: a path is
+    /// tested once per text instead of once per pattern.
+    global_paths: RegexSet,
     /// Rules or patterns that failed to load (empty for the built-in packs; a unit
     /// test holds it so).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -282,9 +292,13 @@ fn next_char_end(s: &str, i: usize) -> usize {
     j
 }
 
+/// What [`compile`] hands the regex builder for a gitleaks pattern.
+fn compile_source(pat: &str) -> String {
+    format!("(?-u){}", escape_stray_braces(pat))
+}
+
 fn compile(pat: &str, errors: &mut Vec<String>) -> Option<Regex> {
-    let src = format!("(?-u){}", escape_stray_braces(pat));
-    match RegexBuilder::new(&src)
+    match RegexBuilder::new(&compile_source(pat))
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
@@ -339,10 +353,169 @@ fn unprefixed(pat: &str) -> Option<(String, usize)> {
     (reach > 0 && !can_be_empty).then_some((src, reach))
 }
 
+/// Keywords that start every match of a rule's searched pattern (the unprefixed one when
+/// there is one), and that pattern compiled for anchored searches.
+struct Anchor {
+    /// Indices into [`RulePack::keywords`].
+    words: Vec<usize>,
+    search: regex_automata::meta::Regex,
+}
+
+/// One anchored attempt costs about as much as the pattern's prefilter spends on this
+/// many bytes; with more starts than one per this many bytes, the whole text is searched.
+const BYTES_PER_ANCHORED_TRY: usize = 64;
+
+/// The keywords among `keywords` (lower-case, `(index, word)`) such that every match of
+/// `pat` begins with one of them, ASCII case-insensitively: `pat`'s prefix literals (see
+/// `regex_syntax`'s extractor) must be a finite set, each starting with such a keyword.
+/// `None` when no such set exists (a class or repetition opens the pattern, or the
+/// keywords sit further in). The keyword scan then reports every place a match can start.
+fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let hir = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(&compile_source(pat))
+        .ok()?;
+    let seq = Extractor::new()
+        .kind(ExtractKind::Prefix)
+        .limit_total(512)
+        .extract(&hir);
+    let literals = seq.literals()?;
+    if literals.is_empty() {
+        return None;
+    }
+    let mut words = Vec::new();
+    for lit in literals {
+        let lower = lit.as_bytes().to_ascii_lowercase();
+        let before = words.len();
+        words.extend(
+            keywords
+                .iter()
+                .filter(|(_, k)| !k.is_empty() && lower.starts_with(k.as_bytes()))
+                .map(|&(i, _)| i),
+        );
+        if words.len() == before {
+            return None;
+        }
+    }
+    words.sort_unstable();
+    words.dedup();
+    Some(words)
+}
+
+/// Shortest run worth a gate: [`class_runs`] then looks at one byte in this many.
+const MIN_GATE_RUN: usize = 16;
+
+/// The longest run of bytes of one class that every match of `hir` holds, as `(length,
+/// class)`: a repetition of a class at least `length` times that the pattern cannot
+/// skip (it sits in the top-level sequence, in groups, or in a repetition taken at
+/// least once). `None` when there is none.
+fn required_run(hir: &regex_syntax::hir::Hir) -> Option<(usize, ByteClass)> {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Capture(group) => required_run(&group.sub),
+        HirKind::Concat(parts) => parts
+            .iter()
+            .filter_map(required_run)
+            .max_by_key(|(len, _)| *len),
+        HirKind::Repetition(rep) if rep.min >= 1 => match rep.sub.kind() {
+            HirKind::Class(Class::Bytes(class)) => {
+                let member = |b: u8| {
+                    class
+                        .ranges()
+                        .iter()
+                        .any(|r| (r.start()..=r.end()).contains(&b))
+                };
+                Some((rep.min as usize, ByteClass::from_fn(member)))
+            }
+            HirKind::Class(Class::Unicode(class)) => {
+                // Only an ASCII class is a class of bytes.
+                let ranges = class.ranges();
+                if ranges.iter().any(|r| !r.end().is_ascii()) {
+                    return None;
+                }
+                let member = |b: u8| {
+                    ranges
+                        .iter()
+                        .any(|r| (r.start()..=r.end()).contains(&char::from(b)))
+                };
+                Some((rep.min as usize, ByteClass::from_fn(member)))
+            }
+            _ => required_run(&rep.sub),
+        },
+        _ => None,
+    }
+}
+
+/// `pat` as [`compile`] builds it, for anchored searches (`regex::bytes` has none).
+fn compile_meta(pat: &str) -> Option<regex_automata::meta::Regex> {
+    use regex_automata::{meta, util::syntax};
+    meta::Regex::builder()
+        .syntax(syntax::Config::new().utf8(false))
+        .configure(
+            meta::Config::new()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(REGEX_SIZE_LIMIT))
+                .hybrid_cache_capacity(REGEX_SIZE_LIMIT),
+        )
+        .build(&compile_source(pat))
+        .ok()
+}
+
 impl Rule {
     fn compiled(&self) -> Option<&Regex> {
         self.regex
             .get_or_init(|| compile(&self.source, &mut Vec::new()))
+            .as_ref()
+    }
+
+    fn unprefixed(&self) -> Option<&(Regex, usize)> {
+        self.unprefixed
+            .get_or_init(|| {
+                let (src, reach) = unprefixed(&self.source)?;
+                Some((compile(&src, &mut Vec::new())?, reach))
+            })
+            .as_ref()
+    }
+
+    /// Whether `bytes` may hold a match: false only when the pattern needs a long run of
+    /// one byte class and `bytes` has none.
+    fn may_match(&self, bytes: &[u8]) -> bool {
+        let gate = self.run_gate.get_or_init(|| {
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .build()
+                .parse(&compile_source(&self.source))
+                .ok()?;
+            required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)
+        });
+        gate.as_ref().is_none_or(|(len, class)| {
+            class_runs(bytes, 0, *len, |b| class.has(b))
+                .next()
+                .is_some()
+        })
+    }
+
+    /// The searched pattern's anchor, given the pack's keyword list.
+    fn anchor(&self, keywords: &[String]) -> Option<&Anchor> {
+        self.anchor
+            .get_or_init(|| {
+                let src = match unprefixed(&self.source) {
+                    Some((src, _)) => src,
+                    None => self.source.clone(),
+                };
+                let own: Vec<(usize, &str)> = self
+                    .keyword_ids
+                    .iter()
+                    .map(|&i| (i, keywords[i].as_str()))
+                    .collect();
+                let words = anchor_words(&src, &own)?;
+                Some(Anchor {
+                    words,
+                    search: compile_meta(&src)?,
+                })
+            })
             .as_ref()
     }
 
@@ -356,23 +529,51 @@ impl Rule {
     /// `t - reach..=t`, where `t` is the unprefixed pattern's next match; searching the
     /// whole pattern from there gives the very match (groups and all) `captures_iter`
     /// would have given.
-    fn for_each_match(&self, bytes: &[u8], mut f: impl FnMut(regex::bytes::Captures<'_>)) {
+    ///
+    /// `starts`, when given, are the offsets where the searched pattern (the unprefixed
+    /// one, else the whole) can start: every match of it begins there, so the next one
+    /// is found by anchored attempts at those offsets instead of a search of the text.
+    fn for_each_match(
+        &self,
+        bytes: &[u8],
+        starts: Option<(&Anchor, &[usize])>,
+        mut f: impl FnMut(regex::bytes::Captures<'_>),
+    ) {
         let Some(regex) = self.compiled() else {
             return;
         };
-        let unprefixed = self.unprefixed.get_or_init(|| {
-            let (src, reach) = unprefixed(&self.source)?;
-            Some((compile(&src, &mut Vec::new())?, reach))
-        });
-        let Some((unprefixed, reach)) = unprefixed else {
-            regex.captures_iter(bytes).for_each(f);
+        if starts.is_none() && !self.may_match(bytes) {
             return;
+        }
+        let (search, reach) = match self.unprefixed() {
+            Some((unprefixed, reach)) => (unprefixed, *reach),
+            None if starts.is_none() => {
+                regex.captures_iter(bytes).for_each(f);
+                return;
+            }
+            None => (regex, 0),
+        };
+        let mut tried = 0; // starts already tried, when anchored
+        let mut next_start = |pos: usize| -> Option<usize> {
+            let Some((anchor, starts)) = starts else {
+                return search.find_at(bytes, pos).map(|m| m.start());
+            };
+            while let Some(&at) = starts.get(tried) {
+                tried += 1;
+                let input = regex_automata::Input::new(bytes)
+                    .range(at..)
+                    .anchored(regex_automata::Anchored::Yes);
+                if at >= pos && anchor.search.is_match(input) {
+                    return Some(at);
+                }
+            }
+            None
         };
         let mut pos = 0;
-        while let Some(t) = unprefixed.find_at(bytes, pos) {
-            let from = t.start().saturating_sub(*reach).max(pos);
+        while let Some(t) = next_start(pos) {
+            let from = t.saturating_sub(reach).max(pos);
             let Some(caps) = regex.captures_at(bytes, from) else {
-                return; // cannot happen: the unprefixed match is a match of the whole
+                return; // cannot happen: the searched pattern's match is one of the whole
             };
             pos = caps.get(0).map_or(bytes.len(), |m| m.end());
             f(caps);
@@ -402,8 +603,81 @@ impl RulePack {
             .map(spans)
             .collect();
         let mut got: Spans = Vec::new();
-        rule.for_each_match(text.as_bytes(), |caps| got.push(spans(caps)));
+        rule.for_each_match(text.as_bytes(), None, |caps| got.push(spans(caps)));
         Some((want, got))
+    }
+
+    /// For the rule `id`, when its pattern needs a long run of one byte class: whether
+    /// `text` passes that gate and whether the whole pattern matches in `text`.
+    #[cfg(test)]
+    pub(super) fn run_gate(&self, id: &str, text: &str) -> Option<(bool, bool)> {
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))?;
+        let passes = rule.may_match(text.as_bytes());
+        rule.run_gate.get()?.as_ref()?;
+        Some((passes, rule.compiled()?.is_match(text.as_bytes())))
+    }
+
+    /// For the rule `id`, when its searched pattern has an anchor: what `captures_iter`
+    /// reports on `text` and what the anchored search reports (tried at every keyword
+    /// start, however many), every match with every group's span.
+    #[cfg(test)]
+    pub(super) fn anchored_search(&self, id: &str, text: &str) -> Option<(Spans, Spans)> {
+        let spans = |caps: regex::bytes::Captures<'_>| {
+            caps.iter()
+                .map(|m| m.map(|m| (m.start(), m.end())))
+                .collect::<Vec<_>>()
+        };
+        let rule = self
+            .rules
+            .iter()
+            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))?;
+        let anchor = rule.anchor(&self.keyword_list)?;
+        let mut words = super::util::KeywordBuilder::default();
+        let ids = words.add(&self.keyword_list);
+        let hits = words.build().scan(text);
+        let mut starts: Vec<usize> = anchor
+            .words
+            .iter()
+            .flat_map(|&k| hits.starts_of(ids, k))
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let want: Spans = rule
+            .compiled()?
+            .captures_iter(text.as_bytes())
+            .map(spans)
+            .collect();
+        let mut got: Spans = Vec::new();
+        rule.for_each_match(text.as_bytes(), Some((anchor, &starts)), |caps| {
+            got.push(spans(caps))
+        });
+        Some((want, got))
+    }
+
+    /// Where `rule`'s searched pattern can start in a text of `len` bytes whose keyword
+    /// occurrences are `hits`: ascending offsets, when the rule has an anchor and there
+    /// are few enough of them for anchored attempts to beat a search of the text.
+    fn anchor_starts<'r>(
+        &'r self,
+        rule: &'r Rule,
+        hits: &KeywordHits,
+        ids: WordIds,
+        len: usize,
+    ) -> Option<(&'r Anchor, Vec<usize>)> {
+        let anchor = rule.anchor(&self.keyword_list)?;
+        let mut starts: Vec<usize> = Vec::new();
+        for &k in &anchor.words {
+            starts.extend(hits.starts_of(ids, k));
+            if starts.len() * BYTES_PER_ANCHORED_TRY > len {
+                return None;
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        Some((anchor, starts))
     }
 
     /// The built-in packs: gitleaks' default rules plus redctx's own additions.
@@ -440,8 +714,8 @@ impl RulePack {
                     {
                         continue;
                     }
-                    if let Some(r) = compile(p, &mut errors) {
-                        global_paths.push(r);
+                    if compile(p, &mut errors).is_some() {
+                        global_paths.push(compile_source(p));
                     }
                 }
                 let mut no_paths = AllowlistToml {
@@ -493,6 +767,9 @@ impl RulePack {
                     source: re_src.to_owned(),
                     regex: OnceLock::new(),
                     unprefixed: OnceLock::new(),
+                    keyword_ids: Vec::new(),
+                    anchor: OnceLock::new(),
+                    run_gate: OnceLock::new(),
                     secret_group: r.secret_group.unwrap_or(0),
                     entropy: r.entropy,
                     generic,
@@ -512,6 +789,21 @@ impl RulePack {
                 }
             }
         }
+        for (k, owners) in kw_rules.iter().enumerate() {
+            for &r in owners {
+                rules[r].keyword_ids.push(k);
+            }
+        }
+        let global_paths = RegexSetBuilder::new(&global_paths)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .dfa_size_limit(REGEX_SIZE_LIMIT)
+            .build()
+            .unwrap_or_else(|e| {
+                // Each pattern compiled alone; a set of them only fails on size. Without
+                // it no path is allowlisted: every text is scanned (fail closed).
+                errors.push(format!("global path allowlist: {e}"));
+                RegexSet::empty()
+            });
         RulePack {
             rules,
             keyword_list: patterns,
@@ -563,48 +855,41 @@ impl RulePack {
         let mut words = super::util::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
         let hits = words.build().scan(text);
-        self.scan_selected(text, rel_path, |k| hits.has(ids, k), out);
+        self.scan_selected(text, rel_path, &hits, ids, out);
     }
 
-    /// Appends the pack's findings in `text` to `out`; `keyword_present(i)` says whether
-    /// keyword `i` of [`RulePack::keywords`] occurs in `text` (ASCII case-insensitively).
+    /// Appends the pack's findings in `text` to `out`; `hits` holds the occurrences of
+    /// [`RulePack::keywords`] in `text` (ASCII case-insensitively), registered as `ids`.
     #[inline(never)] // one frame per family in profiles
     pub fn scan_selected(
         &self,
         text: &str,
         rel_path: &str,
-        keyword_present: impl Fn(usize) -> bool,
+        hits: &KeywordHits,
+        ids: WordIds,
         out: &mut Vec<Candidate>,
     ) {
-        if self
-            .global_paths
-            .iter()
-            .any(|p| p.is_match(rel_path.as_bytes()))
-        {
+        if self.global_paths.is_match(rel_path.as_bytes()) {
             return;
         }
-        let mut active = vec![false; self.rules.len()];
-        for &i in &self.always {
-            active[i] = true;
+        // The rules to run, in pack order: those without keywords and those whose
+        // keywords occur.
+        let mut active = self.always.clone();
+        for k in hits.present_words(ids) {
+            active.extend(&self.kw_rules[k]);
         }
-        for (k, rules) in self.kw_rules.iter().enumerate() {
-            if keyword_present(k) {
-                for &r in rules {
-                    active[r] = true;
-                }
-            }
-        }
+        active.sort_unstable();
+        active.dedup();
         let bytes = text.as_bytes();
-        for (i, rule) in self.rules.iter().enumerate() {
-            if !active[i] {
-                continue;
-            }
+        for rule in active.into_iter().map(|i| &self.rules[i]) {
             if let Some(p) = &rule.path
                 && !p.is_match(rel_path.as_bytes())
             {
                 continue;
             }
-            rule.for_each_match(bytes, |caps| {
+            let starts = self.anchor_starts(rule, hits, ids, bytes.len());
+            let anchored = starts.as_ref().map(|(a, s)| (*a, s.as_slice()));
+            rule.for_each_match(bytes, anchored, |caps| {
                 let whole = caps.get(0).expect("group 0 always matches");
                 let secret = if rule.secret_group > 0 {
                     caps.get(rule.secret_group)
@@ -691,6 +976,36 @@ mod tests {
         out.into_iter()
             .map(|c| (text[c.start..c.end].to_owned(), c.detector))
             .collect()
+    }
+
+    #[test]
+    fn global_path_allowlist_skips_lockfiles_and_binaries_but_not_dependency_trees() {
+        let pack = RulePack::builtin();
+        let text = "token = 'ghp_".to_owned() + "wWPw5k4aXcaT4fNP0UcnZwJUVFk6LO0pINUx'\n";
+        let found = |path: &str| {
+            let mut out = Vec::new();
+            pack.scan(&text, path, &mut out);
+            !out.is_empty()
+        };
+        for path in [
+            "web/package-lock.json",
+            "go.sum",
+            "assets/Logo.PNG",
+            "tools/gradlew",
+            "Pipfile.lock",
+            "gitleaks.toml",
+        ] {
+            assert!(!found(path), "{path} is allowlisted");
+        }
+        // Dependency trees are not honoured: a redactor still hides secrets there.
+        for path in [
+            "src/app.py",
+            "node_modules/x/index.js",
+            "vendor/github.com/x/y.go",
+            "package-lock.json.bak",
+        ] {
+            assert!(found(path), "{path} is scanned");
+        }
     }
 
     #[test]

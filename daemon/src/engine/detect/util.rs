@@ -926,6 +926,21 @@ impl KeywordHits {
         self.present[id / 64] & (1 << (id % 64)) != 0
     }
 
+    /// The family's word indices that occur, ascending.
+    pub fn present_words(&self, ids: WordIds) -> impl Iterator<Item = usize> + '_ {
+        let (base, end) = (ids.base as usize, (ids.base + ids.len) as usize);
+        (base / 64..end.div_ceil(64)).flat_map(move |w| {
+            let mut bits = self.present[w];
+            std::iter::from_fn(move || {
+                let bit = bits.trailing_zeros() as usize;
+                bits &= bits.wrapping_sub(1);
+                (bit < 64).then_some(w * 64 + bit)
+            })
+            .filter(move |&id| (base..end).contains(&id))
+            .map(move |id| id - base)
+        })
+    }
+
     /// True when `word`, one of the family's `list` (registered as `ids`), occurs.
     pub fn has_word(&self, ids: WordIds, list: &[&str], word: &str) -> bool {
         self.has(ids, word_index(list, word))
@@ -1375,6 +1390,37 @@ mod tests {
                 let y = split + y % (text.len() - split + 1);
                 let four = scan.scan_lanes(&text, [0, x, split, y]);
                 assert_eq!(four.matches, want, "{text:?} lanes at {x} {split} {y}");
+            }
+        }
+    }
+
+    /// `present_words` lists what `has` says, for families whose ids straddle the 64-bit
+    /// words of the presence set.
+    #[test]
+    fn present_words_are_the_words_that_occur() {
+        let lists: Vec<Vec<String>> = [70, 60, 5, 1]
+            .iter()
+            .enumerate()
+            .map(|(f, &n)| (0..n).map(|i| format!("<{f}.{i}>")).collect())
+            .collect();
+        let mut builder = KeywordBuilder::default();
+        let families: Vec<WordIds> = lists.iter().map(|l| builder.add(l)).collect();
+        let scan = builder.build();
+        let all: Vec<&String> = lists.iter().flatten().collect();
+        let mut state = 7u64;
+        for round in 0..300 {
+            let mut text = String::new();
+            for _ in 0..round % 40 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(all[(state >> 33) as usize % all.len()]);
+            }
+            let hits = scan.scan(&text);
+            for (ids, list) in families.iter().zip(&lists) {
+                let want: Vec<usize> = (0..list.len()).filter(|&i| hits.has(*ids, i)).collect();
+                let got: Vec<usize> = hits.present_words(*ids).collect();
+                assert_eq!(got, want, "{text:?}");
             }
         }
     }
