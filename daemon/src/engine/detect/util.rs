@@ -531,7 +531,9 @@ pub struct KeywordScan {
     /// Byte to class; ASCII capitals share their lower-case letter's class, bytes that
     /// occur in no word are class 0.
     classes: [u8; 256],
-    /// Transitions: `trans[state + class]`, states premultiplied by the class count.
+    /// Transitions: `trans[state + class]`, states premultiplied by the class count. The
+    /// length is a power of two (zeros after the last state), so a step indexes with
+    /// `& (len - 1)`, which the compiler knows is in bounds: no check per byte.
     trans: Vec<u32>,
     /// States at or above this id end at least one word.
     first_match: u32,
@@ -681,6 +683,7 @@ impl KeywordBuilder {
                 out_ranges.push((start, out_ids.len() as u32));
             }
         }
+        dense.resize(dense.len().next_power_of_two(), 0);
         KeywordScan {
             classes,
             trans: dense,
@@ -701,7 +704,9 @@ impl KeywordScan {
     #[inline(never)]
     fn run(&self, bytes: &[u8], mut pos: usize, mut state: u32) -> (usize, u32) {
         let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
-        let step = |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize];
+        let mask = trans.len() - 1;
+        let step =
+            |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize & mask];
         while let Some(&[b0, b1, b2, b3]) = bytes.get(pos..pos + 4) {
             state = step(state, b0);
             if state >= first_match {
@@ -741,7 +746,9 @@ impl KeywordScan {
         [mut s0, mut s1, mut s2, mut s3]: [u32; LANES],
     ) -> ([usize; LANES], [u32; LANES]) {
         let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
-        let step = |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize];
+        let mask = trans.len() - 1;
+        let step =
+            |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize & mask];
         let steps = (0..LANES)
             .map(|i| lanes[i].len() - pos[i])
             .min()
