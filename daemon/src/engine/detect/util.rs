@@ -962,12 +962,17 @@ impl KeywordHits {
     /// Start offsets of every occurrence of the family's `words` (entries of its `list`,
     /// registered as `ids`), ascending, without repeats.
     pub fn starts_of_words(&self, ids: WordIds, list: &[&str], words: &[&str]) -> Vec<usize> {
-        let mut starts: Vec<usize> = words
-            .iter()
-            .flat_map(|w| self.starts_of(ids, word_index(list, w)))
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
+        let mut wanted = vec![false; ids.len as usize];
+        for w in words {
+            wanted[word_index(list, w)] = true;
+        }
+        // One pass over the matches, which are sorted: repeats are neighbours.
+        let mut starts: Vec<usize> = Vec::new();
+        for &(start, _, id) in &self.matches {
+            if ids.local(id).is_some_and(|w| wanted[w]) && starts.last() != Some(&start) {
+                starts.push(start);
+            }
+        }
         starts
     }
 
@@ -1402,13 +1407,14 @@ mod tests {
     }
 
     /// `present_words` lists what `has` says, for families whose ids straddle the 64-bit
-    /// words of the presence set.
+    /// words of the presence set; `starts_of_words` merges what `starts_of` says of each
+    /// word (words here start where others do: `<0.1` and `<0.12`).
     #[test]
-    fn present_words_are_the_words_that_occur() {
+    fn present_words_and_starts_of_words_agree_with_per_word_lookups() {
         let lists: Vec<Vec<String>> = [70, 60, 5, 1]
             .iter()
             .enumerate()
-            .map(|(f, &n)| (0..n).map(|i| format!("<{f}.{i}>")).collect())
+            .map(|(f, &n)| (0..n).map(|i| format!("<{f}.{i}")).collect())
             .collect();
         let mut builder = KeywordBuilder::default();
         let families: Vec<WordIds> = lists.iter().map(|l| builder.add(l)).collect();
@@ -1428,6 +1434,16 @@ mod tests {
                 let want: Vec<usize> = (0..list.len()).filter(|&i| hits.has(*ids, i)).collect();
                 let got: Vec<usize> = hits.present_words(*ids).collect();
                 assert_eq!(got, want, "{text:?}");
+                // Starts of a few of the family's words: each word's, merged.
+                let names: Vec<&str> = list.iter().map(String::as_str).collect();
+                let some: Vec<&str> = names.iter().step_by(3).copied().collect();
+                let mut want: Vec<usize> = some
+                    .iter()
+                    .flat_map(|w| hits.starts_of(*ids, word_index(&names, w)))
+                    .collect();
+                want.sort_unstable();
+                want.dedup();
+                assert_eq!(hits.starts_of_words(*ids, &names, &some), want, "{text:?}");
             }
         }
     }
