@@ -10,7 +10,7 @@
 //! pack does not load that holds trivially, so those are counted apart. Deliberate misses
 //! are listed in [`ALLOWED_MISSES`] with the reason.
 
-use super::rulepack::RulePack;
+use super::rulepack::{RulePack, Spans};
 use super::{Candidate, DetectContext, Detector};
 use serde::Deserialize;
 
@@ -351,12 +351,14 @@ fn every_example_names_a_rule_and_every_allowed_miss_is_used() {
     }
 }
 
-/// Rules that open with lazy identifier prefixes are searched without them first
-/// (`Rule::for_each_match`); that search must report exactly what the whole pattern's
-/// `captures_iter` reports. Checked on every example of every such rule, alone, behind
-/// identifier runs shorter and longer than a prefix reaches, and repeated on one line.
-#[test]
-fn prefiltered_rule_searches_equal_whole_pattern_searches() {
+/// Runs `search` (the whole pattern's `captures_iter` and a faster search of the same
+/// rule) on every example of every rule, alone, behind identifier runs shorter and longer
+/// than a prefix reaches, and repeated on one line and across lines; asserts the two
+/// agree. Returns how many rules the faster search applies to, and how many of its
+/// searches matched.
+fn check_fast_search(
+    search: impl Fn(&RulePack, &str, &str) -> Option<(Spans, Spans)>,
+) -> (usize, usize) {
     let pack = RulePack::builtin();
     let (mut rules, mut matched) = (0, 0);
     for (id, tps, fps) in rule_examples() {
@@ -364,25 +366,34 @@ fn prefiltered_rule_searches_equal_whole_pattern_searches() {
             .iter()
             .map(|t| &t.text)
             .chain(fps.iter().map(|f| &f.text));
-        let mut prefiltered = false;
+        let mut applies = false;
         for t in examples {
             let texts = [
                 t.clone(),
                 format!("ab_c.d-{t}"),
                 format!("{}{t}", "x".repeat(60)),
-                format!("{t} {t}\n{}{t}", "_.-9".repeat(12)),
+                format!("{t}{t} {t}\n{}{t}", "_.-9".repeat(12)),
             ];
             for text in &texts {
-                let Some((want, got)) = pack.unprefixed_search(&id, text) else {
+                let Some((want, got)) = search(&pack, &id, text) else {
                     continue;
                 };
-                prefiltered = true;
+                applies = true;
                 matched += usize::from(!want.is_empty());
                 assert_eq!(got, want, "{id} on {text:?}");
             }
         }
-        rules += usize::from(prefiltered);
+        rules += usize::from(applies);
     }
+    (rules, matched)
+}
+
+/// Rules that open with lazy identifier prefixes are searched without them first
+/// (`Rule::for_each_match`); that search must report exactly what the whole pattern's
+/// `captures_iter` reports.
+#[test]
+fn prefiltered_rule_searches_equal_whole_pattern_searches() {
+    let (rules, matched) = check_fast_search(RulePack::unprefixed_search);
     assert!(
         rules > 80,
         "only {rules} rules search without their prefixes"
@@ -392,36 +403,10 @@ fn prefiltered_rule_searches_equal_whole_pattern_searches() {
 
 /// Rules whose matches all begin with one of their keywords are searched by anchored
 /// attempts at the keyword scan's hits (`Rule::for_each_match`); that search must report
-/// exactly what the whole pattern's `captures_iter` reports. Checked on every example of
-/// every such rule, alone, behind other text, and repeated on one line and across lines.
+/// exactly what the whole pattern's `captures_iter` reports.
 #[test]
 fn anchored_rule_searches_equal_whole_pattern_searches() {
-    let pack = RulePack::builtin();
-    let (mut rules, mut matched) = (0, 0);
-    for (id, tps, fps) in rule_examples() {
-        let examples = tps
-            .iter()
-            .map(|t| &t.text)
-            .chain(fps.iter().map(|f| &f.text));
-        let mut anchored = false;
-        for t in examples {
-            let texts = [
-                t.clone(),
-                format!("ab_c.d-{t}"),
-                format!("{}{t}", "x".repeat(60)),
-                format!("{t}{t} {t}\n{}{t}", "_.-9".repeat(12)),
-            ];
-            for text in &texts {
-                let Some((want, got)) = pack.anchored_search(&id, text) else {
-                    continue;
-                };
-                anchored = true;
-                matched += usize::from(!want.is_empty());
-                assert_eq!(got, want, "{id} on {text:?}");
-            }
-        }
-        rules += usize::from(anchored);
-    }
+    let (rules, matched) = check_fast_search(RulePack::anchored_search);
     assert!(
         rules > 150,
         "only {rules} rules search anchored at keywords"

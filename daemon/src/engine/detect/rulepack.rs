@@ -582,39 +582,52 @@ impl Rule {
 }
 
 impl RulePack {
-    /// For the rule `id`, when it searches without its identifier prefixes: what
-    /// `captures_iter` reports on `text` and what the prefiltered search reports, every
-    /// match with every group's span.
+    /// The loaded rule `id` (without its family prefix).
     #[cfg(test)]
-    pub(super) fn unprefixed_search(&self, id: &str, text: &str) -> Option<(Spans, Spans)> {
+    fn rule(&self, id: &str) -> Option<&Rule> {
+        self.rules
+            .iter()
+            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))
+    }
+
+    /// What `captures_iter` of `rule`'s whole pattern reports on `text`, and what its
+    /// faster search reports from `starts` (see [`Rule::for_each_match`]): every match
+    /// with every group's span.
+    #[cfg(test)]
+    fn both_searches(
+        rule: &Rule,
+        text: &str,
+        starts: Option<(&Anchor, &[usize])>,
+    ) -> Option<(Spans, Spans)> {
         let spans = |caps: regex::bytes::Captures<'_>| {
             caps.iter()
                 .map(|m| m.map(|m| (m.start(), m.end())))
                 .collect::<Vec<_>>()
         };
-        let rule = self
-            .rules
-            .iter()
-            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))?;
-        unprefixed(&rule.source)?;
         let want: Spans = rule
             .compiled()?
             .captures_iter(text.as_bytes())
             .map(spans)
             .collect();
         let mut got: Spans = Vec::new();
-        rule.for_each_match(text.as_bytes(), None, |caps| got.push(spans(caps)));
+        rule.for_each_match(text.as_bytes(), starts, |caps| got.push(spans(caps)));
         Some((want, got))
+    }
+
+    /// For the rule `id`, when it searches without its identifier prefixes: what
+    /// `captures_iter` reports on `text` and what the prefiltered search reports.
+    #[cfg(test)]
+    pub(super) fn unprefixed_search(&self, id: &str, text: &str) -> Option<(Spans, Spans)> {
+        let rule = self.rule(id)?;
+        unprefixed(&rule.source)?;
+        Self::both_searches(rule, text, None)
     }
 
     /// For the rule `id`, when its pattern needs a long run of one byte class: whether
     /// `text` passes that gate and whether the whole pattern matches in `text`.
     #[cfg(test)]
     pub(super) fn run_gate(&self, id: &str, text: &str) -> Option<(bool, bool)> {
-        let rule = self
-            .rules
-            .iter()
-            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))?;
+        let rule = self.rule(id)?;
         let passes = rule.may_match(text.as_bytes());
         rule.run_gate.get()?.as_ref()?;
         Some((passes, rule.compiled()?.is_match(text.as_bytes())))
@@ -622,18 +635,10 @@ impl RulePack {
 
     /// For the rule `id`, when its searched pattern has an anchor: what `captures_iter`
     /// reports on `text` and what the anchored search reports (tried at every keyword
-    /// start, however many), every match with every group's span.
+    /// start, however many).
     #[cfg(test)]
     pub(super) fn anchored_search(&self, id: &str, text: &str) -> Option<(Spans, Spans)> {
-        let spans = |caps: regex::bytes::Captures<'_>| {
-            caps.iter()
-                .map(|m| m.map(|m| (m.start(), m.end())))
-                .collect::<Vec<_>>()
-        };
-        let rule = self
-            .rules
-            .iter()
-            .find(|r| r.detector.split_once('.').is_some_and(|(_, r)| r == id))?;
+        let rule = self.rule(id)?;
         let anchor = rule.anchor(&self.keyword_list)?;
         let mut words = super::util::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
@@ -645,16 +650,7 @@ impl RulePack {
             .collect();
         starts.sort_unstable();
         starts.dedup();
-        let want: Spans = rule
-            .compiled()?
-            .captures_iter(text.as_bytes())
-            .map(spans)
-            .collect();
-        let mut got: Spans = Vec::new();
-        rule.for_each_match(text.as_bytes(), Some((anchor, &starts)), |caps| {
-            got.push(spans(caps))
-        });
-        Some((want, got))
+        Self::both_searches(rule, text, Some((anchor, &starts)))
     }
 
     /// Where `rule`'s searched pattern can start in a text of `len` bytes whose keyword
