@@ -664,8 +664,8 @@ impl Engine {
         &self,
         text: &str,
         findings: &[Finding],
-    ) -> Option<(Vec<String>, HashMap<String, Category>)> {
-        let mut categories: HashMap<String, Category> = HashMap::new();
+    ) -> Option<(Vec<String>, foldhash::HashMap<String, Category>)> {
+        let mut categories: foldhash::HashMap<String, Category> = Default::default();
         let mut values: Vec<String> = Vec::new();
         for f in findings {
             let value = collapse_space(&text[f.start..f.end]);
@@ -1057,6 +1057,9 @@ fn redact_positions(text: &str, findings: &[Finding], call: &mut Call<'_>) -> St
 
 /// Whitespace runs collapsed to one space, trimmed (the key of a nominated value).
 fn collapse_space(value: &str) -> String {
+    if !value.contains(is_py_space) {
+        return value.to_owned(); // most values: a token without spaces
+    }
     value
         .split(is_py_space)
         .filter(|w| !w.is_empty())
