@@ -956,7 +956,9 @@ impl KeywordHits {
     /// Start offsets of every occurrence of word `i` of the family `ids`, ascending.
     pub fn starts_of(&self, ids: WordIds, i: usize) -> impl Iterator<Item = usize> + '_ {
         let id = ids.base + i as u32;
-        self.matches.iter().filter(move |m| m.2 == id).map(|m| m.0)
+        // A word that does not occur needs no pass over the matches.
+        let matches = if self.has(ids, i) { &self.matches[..] } else { &[] };
+        matches.iter().filter(move |m| m.2 == id).map(|m| m.0)
     }
 
     /// Start offsets of every occurrence of the family's `words` (entries of its `list`,
@@ -980,6 +982,9 @@ impl KeywordHits {
     /// its list alone would report them: (start, end, word index), ascending.
     pub fn leftmost_first(&self, ids: WordIds) -> Vec<(usize, usize, usize)> {
         let mut out: Vec<(usize, usize, usize)> = Vec::new();
+        if self.present_words(ids).next().is_none() {
+            return out; // none of the family's words occurs
+        }
         let mut resume = 0;
         let mut i = 0;
         while i < self.matches.len() {
