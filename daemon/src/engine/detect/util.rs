@@ -957,7 +957,11 @@ impl KeywordHits {
     pub fn starts_of(&self, ids: WordIds, i: usize) -> impl Iterator<Item = usize> + '_ {
         let id = ids.base + i as u32;
         // A word that does not occur needs no pass over the matches.
-        let matches = if self.has(ids, i) { &self.matches[..] } else { &[] };
+        let matches = if self.has(ids, i) {
+            &self.matches[..]
+        } else {
+            &[]
+        };
         matches.iter().filter(move |m| m.2 == id).map(|m| m.0)
     }
 
