@@ -8,6 +8,11 @@
 //! entropy threshold and escape the global and per-rule allowlists (`regexes` against
 //! `regexTarget`, `stopwords`, `paths`, `condition = OR|AND`). A `gitleaks:allow` marker
 //! on the line suppresses a finding. The packs ship in `daemon/rules/`.
+//!
+//! Searches read less than a regex pass per rule where that provably changes nothing:
+//! a rule whose every match begins with one of its keywords (and is at most
+//! [`MAX_ANCHORED_MATCH`] bytes long) is tried only at those keywords' hits, and a rule
+//! whose every match holds a long run of one byte class skips a text without such a run.
 
 use super::util::{KeywordHits, WordIds, shannon_entropy};
 use super::{Candidate, prio};
@@ -365,11 +370,18 @@ struct Anchor {
 /// many bytes; with more starts than one per this many bytes, the whole text is searched.
 const BYTES_PER_ANCHORED_TRY: usize = 64;
 
+/// Longest match of a pattern searched anchored at keyword hits: each attempt then reads
+/// at most this many bytes, so the attempts together read at most this many times the
+/// number of hits (a pattern with unbounded matches, tried at hits that all lie in one
+/// long run it accepts, would read that run once per hit).
+const MAX_ANCHORED_MATCH: usize = 1024;
+
 /// The keywords among `keywords` (lower-case, `(index, word)`) such that every match of
 /// `pat` begins with one of them, ASCII case-insensitively: `pat`'s prefix literals (see
 /// `regex_syntax`'s extractor) must be a finite set, each starting with such a keyword.
 /// `None` when no such set exists (a class or repetition opens the pattern, or the
-/// keywords sit further in). The keyword scan then reports every place a match can start.
+/// keywords sit further in), or when a match may be longer than [`MAX_ANCHORED_MATCH`].
+/// The keyword scan then reports every place a match can start.
 fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
     use regex_syntax::hir::literal::{ExtractKind, Extractor};
     let hir = regex_syntax::ParserBuilder::new()
@@ -377,6 +389,13 @@ fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
         .build()
         .parse(&compile_source(pat))
         .ok()?;
+    if hir
+        .properties()
+        .maximum_len()
+        .is_none_or(|len| len > MAX_ANCHORED_MATCH)
+    {
+        return None;
+    }
     let seq = Extractor::new()
         .kind(ExtractKind::Prefix)
         .limit_total(512)
@@ -1002,6 +1021,30 @@ mod tests {
         ] {
             assert!(found(path), "{path} is scanned");
         }
+    }
+
+    #[test]
+    fn anchor_words_need_keyword_prefixes_and_bounded_matches() {
+        let kw = [(0, "ghp_"), (1, "sk"), (2, "token")];
+        // Every match starts with a keyword (case variants included).
+        assert_eq!(
+            anchor_words(r"\b(ghp_[0-9a-zA-Z]{36})\b", &kw),
+            Some(vec![0])
+        );
+        assert_eq!(
+            anchor_words(r"(?i)(?:ghp_|sk)[a-f0-9]{32}", &kw),
+            Some(vec![0, 1])
+        );
+        // A branch that starts elsewhere, a keyword further in, an opening class.
+        assert_eq!(anchor_words(r"(?:ghp_|gho_)[0-9a-z]{36}", &kw), None);
+        assert_eq!(anchor_words(r"x_token[0-9a-z]{36}", &kw), None);
+        assert_eq!(anchor_words(r"[a-z]sk[0-9]{20}", &kw), None);
+        // Matches without a bound on their length are not tried at every hit.
+        assert_eq!(anchor_words(r"ghp_[0-9a-zA-Z]{36,}", &kw), None);
+        assert_eq!(
+            anchor_words(&format!("sk[0-9a-f]{{{MAX_ANCHORED_MATCH}}}"), &kw),
+            None
+        );
     }
 
     #[test]
