@@ -532,8 +532,9 @@ pub struct KeywordScan {
     /// occur in no word are class 0.
     classes: [u8; 256],
     /// Transitions: `trans[state + class]`, states premultiplied by the class count. The
-    /// length is a power of two (zeros after the last state), so a step indexes with
-    /// `& (len - 1)`, which the compiler knows is in bounds: no check per byte.
+    /// length is a power of two (zeros after the last state) and a step indexes with
+    /// `& (len - 1)`: every index is then in bounds once the table is not empty, a check
+    /// the compiler makes once per run instead of once per byte.
     trans: Vec<u32>,
     /// States at or above this id end at least one word.
     first_match: u32,
