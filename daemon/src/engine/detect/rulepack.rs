@@ -520,9 +520,11 @@ impl Rule {
     fn anchor(&self, keywords: &[String]) -> Option<&Anchor> {
         self.anchor
             .get_or_init(|| {
-                let src = match unprefixed(&self.source) {
-                    Some((src, _)) => src,
-                    None => self.source.clone(),
+                // The pattern `for_each_match` searches: the unprefixed one when it
+                // compiled, else the whole.
+                let src = match (self.unprefixed(), unprefixed(&self.source)) {
+                    (Some(_), Some((src, _))) => src,
+                    _ => self.source.clone(),
                 };
                 let own: Vec<(usize, &str)> = self
                     .keyword_ids
@@ -661,14 +663,7 @@ impl RulePack {
         let anchor = rule.anchor(&self.keyword_list)?;
         let mut words = super::util::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
-        let hits = words.build().scan(text);
-        let mut starts: Vec<usize> = anchor
-            .words
-            .iter()
-            .flat_map(|&k| hits.starts_of(ids, k))
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
+        let starts = words.build().scan(text).starts_of_any(ids, &anchor.words);
         Self::both_searches(rule, text, Some((anchor, &starts)))
     }
 
@@ -683,16 +678,8 @@ impl RulePack {
         len: usize,
     ) -> Option<(&'r Anchor, Vec<usize>)> {
         let anchor = rule.anchor(&self.keyword_list)?;
-        let mut starts: Vec<usize> = Vec::new();
-        for &k in &anchor.words {
-            starts.extend(hits.starts_of(ids, k));
-            if starts.len() * BYTES_PER_ANCHORED_TRY > len {
-                return None;
-            }
-        }
-        starts.sort_unstable();
-        starts.dedup();
-        Some((anchor, starts))
+        let starts = hits.starts_of_any(ids, &anchor.words);
+        (starts.len() * BYTES_PER_ANCHORED_TRY <= len).then_some((anchor, starts))
     }
 
     /// The built-in packs: gitleaks' default rules plus redctx's own additions.

@@ -969,9 +969,16 @@ impl KeywordHits {
     /// Start offsets of every occurrence of the family's `words` (entries of its `list`,
     /// registered as `ids`), ascending, without repeats.
     pub fn starts_of_words(&self, ids: WordIds, list: &[&str], words: &[&str]) -> Vec<usize> {
+        let indices: Vec<usize> = words.iter().map(|w| word_index(list, w)).collect();
+        self.starts_of_any(ids, &indices)
+    }
+
+    /// Start offsets of every occurrence of the family's words `indices`, ascending,
+    /// without repeats.
+    pub fn starts_of_any(&self, ids: WordIds, indices: &[usize]) -> Vec<usize> {
         let mut wanted = vec![false; ids.len as usize];
-        for w in words {
-            wanted[word_index(list, w)] = true;
+        for &i in indices {
+            wanted[i] = true;
         }
         // One pass over the matches, which are sorted: repeats are neighbours.
         let mut starts: Vec<usize> = Vec::new();
