@@ -976,6 +976,14 @@ impl KeywordHits {
     /// Start offsets of every occurrence of the family's words `indices`, ascending,
     /// without repeats.
     pub fn starts_of_any(&self, ids: WordIds, indices: &[usize]) -> Vec<usize> {
+        let mut present = indices.iter().copied().filter(|&i| self.has(ids, i));
+        let (Some(first), second) = (present.next(), present.next()) else {
+            return Vec::new();
+        };
+        if second.is_none() {
+            // One word: its matches, which never share a start.
+            return self.starts_of(ids, first).collect();
+        }
         let mut wanted = vec![false; ids.len as usize];
         for &i in indices {
             wanted[i] = true;
