@@ -85,7 +85,7 @@ const CLIENTS: &[Client] = &[
 /// [`TRIGGER_WORDS`] under `ids`.
 #[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
-    if !(0..TRIGGER_WORDS.len()).any(|i| hits.has(ids, i)) || !util::has_byte(text, b'-') {
+    if hits.present_words(ids).next().is_none() || !util::has_byte(text, b'-') {
         return;
     }
     let starts = hits.starts_of_words(ids, TRIGGER_WORDS, TRIGGER_WORDS);

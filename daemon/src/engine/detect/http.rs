@@ -62,13 +62,13 @@ pub const TRIGGER_WORDS: &[&str] = &[
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
 #[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
-    // Each pattern is searched only where its match can start, next to a word the
-    // keyword scan found, unless the text has a character that a case-insensitive
-    // pattern equates with an ASCII letter and the scan does not.
     // Every search below needs one of the trigger words; most texts have none.
     if hits.present_words(ids).next().is_none() {
         return;
     }
+    // Each pattern is searched only where its match can start, next to a word the
+    // keyword scan found, unless the text has a character that a case-insensitive
+    // pattern equates with an ASCII letter and the scan does not.
     let anywhere = util::has_non_ascii_fold_of_ascii(text);
     scan_with(text, hits, ids, anywhere, out);
 }

@@ -302,6 +302,15 @@ fn compile_source(pat: &str) -> String {
     format!("(?-u){}", escape_stray_braces(pat))
 }
 
+/// `pat` parsed as [`compile`] reads it, for questions about its shape.
+fn parse_hir(pat: &str) -> Option<regex_syntax::hir::Hir> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(&compile_source(pat))
+        .ok()
+}
+
 fn compile(pat: &str, errors: &mut Vec<String>) -> Option<Regex> {
     match RegexBuilder::new(&compile_source(pat))
         .size_limit(REGEX_SIZE_LIMIT)
@@ -348,13 +357,9 @@ fn unprefixed(pat: &str) -> Option<(String, usize)> {
         }
     }
     let src = head + rest;
-    let can_be_empty = regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(&format!("(?-u){src}"))
-        .map_or(true, |hir| {
-            hir.properties().minimum_len().is_none_or(|n| n == 0)
-        });
+    let can_be_empty = parse_hir(&src).map_or(true, |hir| {
+        hir.properties().minimum_len().is_none_or(|n| n == 0)
+    });
     (reach > 0 && !can_be_empty).then_some((src, reach))
 }
 
@@ -384,11 +389,7 @@ const MAX_ANCHORED_MATCH: usize = 1024;
 /// The keyword scan then reports every place a match can start.
 fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
     use regex_syntax::hir::literal::{ExtractKind, Extractor};
-    let hir = regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(&compile_source(pat))
-        .ok()?;
+    let hir = parse_hir(pat)?;
     if hir
         .properties()
         .maximum_len()
@@ -502,11 +503,7 @@ impl Rule {
     /// one byte class and `bytes` has none.
     fn may_match(&self, bytes: &[u8]) -> bool {
         let gate = self.run_gate.get_or_init(|| {
-            let hir = regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .build()
-                .parse(&compile_source(&self.source))
-                .ok()?;
+            let hir = parse_hir(&self.source)?;
             required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)
         });
         gate.as_ref().is_none_or(|(len, class)| {
@@ -827,11 +824,7 @@ impl RulePack {
     /// so tests can tell a rule's own verdict from a vacuous one.
     #[cfg(test)]
     pub fn loads(&self, id: &str) -> bool {
-        self.rules.iter().any(|r| {
-            r.detector
-                .split_once('.')
-                .is_some_and(|(_, rule)| rule == id)
-        })
+        self.rule(id).is_some()
     }
 
     /// Builds every rule's automaton now; returns the patterns that fail to build.
