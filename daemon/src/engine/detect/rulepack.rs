@@ -357,9 +357,8 @@ fn unprefixed(pat: &str) -> Option<(String, usize)> {
         }
     }
     let src = head + rest;
-    let can_be_empty = parse_hir(&src).map_or(true, |hir| {
-        hir.properties().minimum_len().is_none_or(|n| n == 0)
-    });
+    let can_be_empty =
+        parse_hir(&src).is_none_or(|hir| hir.properties().minimum_len().is_none_or(|n| n == 0));
     (reach > 0 && !can_be_empty).then_some((src, reach))
 }
 
