@@ -5,8 +5,8 @@
 //! Several baseline patterns (cards, phones, IPv4 addresses, SSNs, long hex strings) only
 //! ever match a run of characters from a small class (digits and separators, hex
 //! digits). Their regexes have no literal to prefilter on, so the lazy DFA reads every
-//! byte of every text, one pass per stage. A [`RunGated`] pattern first finds, by
-//! looking at one byte in every `min_len`, a maximal run of class bytes long enough to
+//! byte of every text, one pass per stage. A [`RunGated`] pattern first finds (with
+//! [`class_runs`], 16 bytes at a time) a maximal run of class bytes long enough to
 //! hold a match, and runs the regex only there: on the haystack cut one character past
 //! the run, from the run's start. Every non-ASCII byte counts as a class byte (and as a
 //! core byte), so Unicode digits and case-folding oddities fall to the regex, never
@@ -18,103 +18,9 @@
 //! past its end. The look-behind side is untouched: the haystack is never cut at the
 //! front, so guards and `\b` see the real preceding character.
 
+use super::byteclass::{ByteClass, class_runs};
 use super::pyre::{FindCache, Finder, MatchAt, PyPattern};
 use aho_corasick::{AhoCorasick, MatchKind};
-
-/// A set of bytes, as a lookup table.
-pub struct ByteClass([bool; 256]);
-
-impl ByteClass {
-    /// The ASCII bytes of `ascii` plus, when `non_ascii`, every byte of 0x80 and above.
-    pub const fn new(ascii: &[u8], non_ascii: bool) -> ByteClass {
-        let mut table = [false; 256];
-        let mut i = 0;
-        while i < ascii.len() {
-            table[ascii[i] as usize] = true;
-            i += 1;
-        }
-        if non_ascii {
-            let mut b = 0x80;
-            while b < 256 {
-                table[b] = true;
-                b += 1;
-            }
-        }
-        ByteClass(table)
-    }
-
-    /// The bytes of `a` and of `b`, plus every non-ASCII byte when `non_ascii`.
-    pub const fn concat(a: &[u8], b: &[u8], non_ascii: bool) -> ByteClass {
-        let mut class = ByteClass::new(a, non_ascii);
-        let mut i = 0;
-        while i < b.len() {
-            class.0[b[i] as usize] = true;
-            i += 1;
-        }
-        class
-    }
-
-    /// The bytes `member` accepts.
-    pub fn from_fn(member: impl Fn(u8) -> bool) -> ByteClass {
-        ByteClass(std::array::from_fn(|b| member(b as u8)))
-    }
-
-    /// Whether `b` is in the set.
-    pub fn has(&self, b: u8) -> bool {
-        self.0[b as usize]
-    }
-}
-
-/// ASCII digits.
-pub const DIGITS: &[u8] = b"0123456789";
-
-/// ASCII letters and digits.
-pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-
-/// The maximal runs of `class` bytes in `b` at or after `from` that are at least `min`
-/// bytes long (a run that began before `from` counts from `from`), in order. Outside
-/// runs it looks at one byte in every `min`: a run that long covers one of them, so text
-/// of other bytes costs about one byte test per `min` bytes.
-pub fn class_runs(
-    b: &[u8],
-    from: usize,
-    min: usize,
-    class: impl Fn(u8) -> bool,
-) -> impl Iterator<Item = (usize, usize)> {
-    let min = min.max(1);
-    let mut floor = from;
-    let mut p = from + min - 1;
-    std::iter::from_fn(move || {
-        while p < b.len() {
-            if !class(b[p]) {
-                p += min;
-                continue;
-            }
-            let (start, end) = run_extent(b, p, floor, &class);
-            // `b[end]` is outside the class: the next run starts after it.
-            floor = end;
-            p = end + min;
-            if end - start >= min {
-                return Some((start, end));
-            }
-        }
-        None
-    })
-}
-
-/// The maximal run of `class` bytes around `b[at]` (itself in the class), not
-/// reaching back before `floor`.
-pub fn run_extent(b: &[u8], at: usize, floor: usize, class: impl Fn(u8) -> bool) -> (usize, usize) {
-    let mut start = at;
-    while start > floor && class(b[start - 1]) {
-        start -= 1;
-    }
-    let mut end = at + 1;
-    while end < b.len() && class(b[end]) {
-        end += 1;
-    }
-    (start, end)
-}
 
 /// `inner`'s first match starting in the run `hay[run_start..run_end]`, for a pattern
 /// whose matches lie inside one such run and look at most one character past it: the
@@ -146,7 +52,7 @@ pub struct RunGated<F> {
 impl<F: Finder> RunGated<F> {
     /// The runs at or after `start` that could hold a match, in order.
     fn runs<'b>(&'b self, b: &'b [u8], start: usize) -> impl Iterator<Item = (usize, usize)> + 'b {
-        class_runs(b, start, self.min_len, |c| self.class.has(c)).filter(move |&(s, e)| {
+        class_runs(b, start, self.min_len, &self.class).filter(move |&(s, e)| {
             b[s..e].iter().filter(|&&c| self.core.has(c)).count() >= self.min_core
         })
     }
@@ -258,6 +164,7 @@ impl<P: MatchAt> Finder for LiteralGated<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::byteclass::DIGITS;
     use crate::engine::pyre::Guard;
     use crate::engine::testgen::texts;
 

@@ -5,6 +5,7 @@
 //! contents, the salt) and persist nothing for it. That keeps the boundary easy to
 //! test exhaustively and safe to run on any thread.
 
+pub mod byteclass;
 pub mod config;
 pub mod detect;
 pub mod folded;

@@ -1,7 +1,8 @@
 //! The reference's built-in baseline patterns (spec 5.4), rewritten for [`PyPattern`]
 //! so that every match equals Python's. Compiled once per process.
 
-use super::gate::{ALNUM, ByteClass, DIGITS, LiteralGated, RunGated, find_in_run, run_extent};
+use super::byteclass::{ALNUM, ByteClass, DIGITS, run_extent};
+use super::gate::{LiteralGated, RunGated, find_in_run};
 use super::placeholder::Category;
 use super::pyre::{Alternation, FindCache, Finder, Guard, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};

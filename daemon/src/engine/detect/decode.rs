@@ -5,7 +5,7 @@
 
 use super::util::{Markers, marker};
 use super::{Candidate, DetectContext, Detector, prio};
-use crate::engine::gate::{ALNUM, ByteClass, class_runs};
+use crate::engine::byteclass::{ALNUM, ByteClass, class_runs};
 use crate::engine::placeholder::Category;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -113,13 +113,12 @@ fn percent_escapes(text: &str) -> impl Iterator<Item = usize> + '_ {
 const B64_BYTES: ByteClass = ByteClass::concat(ALNUM, b"+/_-", false);
 
 /// The matches of [`B64`] in `text`, without the regex: every maximal run of at least
-/// [`MIN_B64`] base64 bytes, with up to two `=` after it. Such a run covers one of the
-/// bytes looked at (one in every [`MIN_B64`]), so prose and code made of short words cost
-/// a few byte tests per word.
+/// [`MIN_B64`] base64 bytes, with up to two `=` after it, found 16 bytes at a time
+/// ([`class_runs`]).
 fn b64_runs(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     // `=` is outside the run class, so padding never starts the next run.
-    class_runs(b, 0, MIN_B64, |c| B64_BYTES.has(c))
+    class_runs(b, 0, MIN_B64, &B64_BYTES)
         .map(|(start, end)| {
             let pad = b[end..].iter().take(2).take_while(|&&c| c == b'=').count();
             (start, end + pad)

@@ -16,7 +16,7 @@
 
 use super::util::{KeywordHits, WordIds, shannon_entropy};
 use super::{Candidate, prio};
-use crate::engine::gate::{ByteClass, class_runs};
+use crate::engine::byteclass::{ByteClass, class_runs};
 use crate::engine::placeholder::Category;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
@@ -423,7 +423,7 @@ fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
     Some(words)
 }
 
-/// Shortest run worth a gate: [`class_runs`] then looks at one byte in this many.
+/// Shortest run worth a gate: shorter runs of a rule's class are common in any text.
 const MIN_GATE_RUN: usize = 16;
 
 /// The longest run of bytes of one class that every match of `hir` holds, as `(length,
@@ -505,11 +505,8 @@ impl Rule {
             let hir = parse_hir(&self.source)?;
             required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)
         });
-        gate.as_ref().is_none_or(|(len, class)| {
-            class_runs(bytes, 0, *len, |b| class.has(b))
-                .next()
-                .is_some()
-        })
+        gate.as_ref()
+            .is_none_or(|(len, class)| class_runs(bytes, 0, *len, class).next().is_some())
     }
 
     /// The searched pattern's anchor, given the pack's keyword list.

@@ -1,7 +1,7 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
-use crate::engine::gate::{ByteClass, class_runs};
+use crate::engine::byteclass::{ByteClass, class_runs};
 
 /// Literal strings whose presence in a text gates a family's pattern. They ride along
 /// in the shared keyword scan, so a family asks [`Markers::has`] instead of reading the
@@ -1048,7 +1048,9 @@ pub fn line_around(text: &str, at: usize) -> (usize, usize) {
 pub fn has_card_digit_run(text: &str) -> bool {
     const MIN: usize = 13;
     let b = text.as_bytes();
-    class_runs(b, 0, MIN, |c| c.is_ascii_digit() || c == b' ' || c == b'-').any(|(s, e)| {
+    /// ASCII digits and the separators between them.
+    const CLASS: ByteClass = ByteClass::new(b"0123456789 -", false);
+    class_runs(b, 0, MIN, &CLASS).any(|(s, e)| {
         let mut count = 0;
         let mut after_digit = false;
         for &c in &b[s..e] {
@@ -1071,8 +1073,7 @@ pub fn has_card_digit_run(text: &str) -> bool {
 /// True when `text` may hold an IBAN (ASCII digits): a run of at least 12 capitals,
 /// digits and spaces (country, check digits and two groups of four, spaces allowed
 /// between groups) with two capitals and two digits at its start or after a space, 12
-/// bytes or more before its end. A cheap gate before the IBAN regex: outside such runs it
-/// reads one byte in 12.
+/// bytes or more before its end. A cheap gate before the IBAN regex.
 pub fn has_iban_start(text: &str) -> bool {
     /// ASCII capitals, digits and the space between groups.
     const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ", false);
@@ -1084,7 +1085,7 @@ pub fn has_iban_start(text: &str) -> bool {
             && b[p + 2].is_ascii_digit()
             && b[p + 3].is_ascii_digit()
     };
-    class_runs(b, 0, MIN, |c| CLASS.has(c))
+    class_runs(b, 0, MIN, &CLASS)
         .any(|(s, e)| (s..=e - MIN).any(|p| (p == s || b[p - 1] == b' ') && iban_head(p)))
 }
 

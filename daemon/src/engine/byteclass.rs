@@ -1,0 +1,424 @@
+//! Byte classes and the long runs of them in a text.
+//!
+//! What it is for: the question several gates ask of every text — "is there a run of at
+//! least `n` bytes of this class, and where?" (digit runs for cards and phones, base64
+//! runs for decoding, the character run a provider token needs). Answering it byte by
+//! byte costs a branch per byte that the processor mispredicts at every word edge, which
+//! made these gates a large share of the detector layer. Here the class is tested 16
+//! bytes at a time into a 64-bit mask, and runs are found with shifts on the mask.
+//!
+//! What it is not for: matching. A run is only where a pattern could match; the callers
+//! still run their regexes inside it.
+//!
+//! Written here rather than taken from a crate: `memchr` finds one to three given bytes,
+//! `aho-corasick` literals; neither finds runs of a class.
+
+/// ASCII digits.
+pub const DIGITS: &[u8] = b"0123456789";
+
+/// ASCII letters and digits.
+pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// A set of bytes: a lookup table, and the same set as two nibble tables for the
+/// 16-bytes-at-a-time test (see [`ByteClass::nibbles`]).
+pub struct ByteClass {
+    table: [bool; 256],
+    /// `lo[l]` has bit `h` set when byte `h << 4 | l` (ASCII, `h < 8`) is in the set.
+    lo: [u8; 16],
+    /// Every byte of 0x80 and above is in the set.
+    all_non_ascii: bool,
+    /// The set's non-ASCII part is all or nothing, so `lo` and `all_non_ascii` describe
+    /// it exactly.
+    nibbles_exact: bool,
+}
+
+impl ByteClass {
+    /// The ASCII bytes of `ascii` plus, when `non_ascii`, every byte of 0x80 and above.
+    pub const fn new(ascii: &[u8], non_ascii: bool) -> ByteClass {
+        ByteClass::concat(ascii, b"", non_ascii)
+    }
+
+    /// The bytes of `a` and of `b`, plus every non-ASCII byte when `non_ascii`.
+    pub const fn concat(a: &[u8], b: &[u8], non_ascii: bool) -> ByteClass {
+        let mut table = [false; 256];
+        let mut i = 0;
+        while i < a.len() {
+            table[a[i] as usize] = true;
+            i += 1;
+        }
+        let mut i = 0;
+        while i < b.len() {
+            table[b[i] as usize] = true;
+            i += 1;
+        }
+        if non_ascii {
+            let mut c = 0x80;
+            while c < 256 {
+                table[c] = true;
+                c += 1;
+            }
+        }
+        ByteClass::from_table(table)
+    }
+
+    /// The bytes `member` accepts.
+    pub fn from_fn(member: impl Fn(u8) -> bool) -> ByteClass {
+        ByteClass::from_table(std::array::from_fn(|b| member(b as u8)))
+    }
+
+    const fn from_table(table: [bool; 256]) -> ByteClass {
+        let mut lo = [0u8; 16];
+        let mut c = 0;
+        while c < 0x80 {
+            if table[c] {
+                lo[c & 15] |= 1 << (c >> 4);
+            }
+            c += 1;
+        }
+        let (mut any, mut all) = (false, true);
+        while c < 256 {
+            any |= table[c];
+            all &= table[c];
+            c += 1;
+        }
+        ByteClass {
+            table,
+            lo,
+            all_non_ascii: all,
+            nibbles_exact: all || !any,
+        }
+    }
+
+    /// Whether `b` is in the set.
+    pub fn has(&self, b: u8) -> bool {
+        self.table[b as usize]
+    }
+
+    /// The set as nibble tables, when they describe it exactly: byte `c` is in the set
+    /// when `lo[c & 15] & HIGH_NIBBLE_BIT[c >> 4] != 0`, or `c >= 0x80` and the flag is
+    /// set.
+    fn nibbles(&self) -> Option<(&[u8; 16], bool)> {
+        self.nibbles_exact.then_some((&self.lo, self.all_non_ascii))
+    }
+
+    /// Bit `i` set when `chunk[i]` is in the set (`chunk` at most 64 bytes).
+    fn mask_scalar(&self, chunk: &[u8]) -> u64 {
+        debug_assert!(chunk.len() <= 64);
+        chunk
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &c)| m | u64::from(self.has(c)) << i)
+    }
+
+    /// The first offset at or after `from` where a run of at least `probe` (1 to 64)
+    /// bytes of the set starts, a run crossing `from` counting from `from`.
+    fn next_run_start(&self, b: &[u8], from: usize, probe: u32) -> Option<usize> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some((lo, non_ascii)) = self.nibbles() {
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                return unsafe { simd::next_run_start_avx2(b, from, probe, lo, non_ascii, self) };
+            }
+            if std::is_x86_feature_detected!("ssse3") {
+                // SAFETY: the CPU supports SSSE3 (checked just above).
+                return unsafe { simd::next_run_start(b, from, probe, lo, non_ascii, self) };
+            }
+        }
+        next_run_start_with(b, from, probe, self, |chunk| self.mask_scalar(chunk))
+    }
+}
+
+/// [`ByteClass::next_run_start`] with `mask64` giving the set's mask of 64 bytes; the
+/// tail of `b` is read with the table. Inlined into each caller so that the SIMD one
+/// runs with its target feature.
+#[inline(always)]
+fn next_run_start_with(
+    b: &[u8],
+    from: usize,
+    probe: u32,
+    class: &ByteClass,
+    mask64: impl Fn(&[u8; 64]) -> u64,
+) -> Option<usize> {
+    let rest = b.get(from..)?;
+    let mut blocks = rest.chunks_exact(64);
+    // Class bytes in a row just before the block (at most `probe`).
+    let mut carry = 0u32;
+    let mut base = from;
+    let check = |mask: u64, base: usize, carry: &mut u32| {
+        // A run that began in earlier blocks comes first, then runs inside this one.
+        if *carry > 0 && *carry + mask.trailing_ones() >= probe {
+            return Some(base - *carry as usize);
+        }
+        let inside = run_starts(mask, probe);
+        if inside != 0 {
+            return Some(base + inside.trailing_zeros() as usize);
+        }
+        *carry = if mask == u64::MAX {
+            (*carry + 64).min(probe)
+        } else {
+            mask.leading_ones()
+        };
+        None
+    };
+    for block in blocks.by_ref() {
+        let mask = mask64(block.try_into().expect("64 bytes"));
+        if let Some(start) = check(mask, base, &mut carry) {
+            return Some(start);
+        }
+        base += 64;
+    }
+    let tail = blocks.remainder();
+    // Bytes past the end are outside the class: a run there ends with the text.
+    check(class.mask_scalar(tail), base, &mut carry).filter(|&start| start < b.len())
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::*;
+
+    /// `lo[c & 15] & HIGH_NIBBLE_BIT[c >> 4]`: bit `h` for the ASCII high nibbles, none
+    /// for the non-ASCII ones.
+    const HIGH_NIBBLE_BIT: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    /// [`super::ByteClass::next_run_start`] with the masks made 16 bytes at a time.
+    #[target_feature(enable = "ssse3")]
+    pub(super) fn next_run_start(
+        b: &[u8],
+        from: usize,
+        probe: u32,
+        lo: &[u8; 16],
+        non_ascii: bool,
+        class: &super::ByteClass,
+    ) -> Option<usize> {
+        super::next_run_start_with(b, from, probe, class, |chunk| mask64(chunk, lo, non_ascii))
+    }
+
+    /// [`super::ByteClass::next_run_start`] with the masks made 32 bytes at a time.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn next_run_start_avx2(
+        b: &[u8],
+        from: usize,
+        probe: u32,
+        lo: &[u8; 16],
+        non_ascii: bool,
+        class: &super::ByteClass,
+    ) -> Option<usize> {
+        super::next_run_start_with(b, from, probe, class, |chunk| {
+            mask64_avx2(chunk, lo, non_ascii)
+        })
+    }
+
+    /// [`mask64`] 32 bytes at a time (`vpshufb` looks up within each 16-byte lane, so
+    /// both lanes get the tables).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn mask64_avx2(chunk: &[u8; 64], lo: &[u8; 16], non_ascii: bool) -> u64 {
+        // SAFETY: both tables are 16 bytes; unaligned loads of them are allowed.
+        let (lo, hi) = unsafe {
+            (
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(lo.as_ptr().cast())),
+                _mm256_broadcastsi128_si256(_mm_loadu_si128(HIGH_NIBBLE_BIT.as_ptr().cast())),
+            )
+        };
+        let nibble = _mm256_set1_epi8(0x0f);
+        let zero = _mm256_setzero_si256();
+        let mut mask = 0u64;
+        for (k, part) in chunk.chunks_exact(32).enumerate() {
+            // SAFETY: `part` is 32 bytes.
+            let v = unsafe { _mm256_loadu_si256(part.as_ptr().cast()) };
+            let low = _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nibble));
+            let high = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+            let outside = _mm256_cmpeq_epi8(_mm256_and_si256(low, high), zero);
+            let mut bits = !(_mm256_movemask_epi8(outside) as u32);
+            if non_ascii {
+                bits |= _mm256_movemask_epi8(v) as u32;
+            }
+            mask |= u64::from(bits) << (32 * k);
+        }
+        mask
+    }
+
+    /// The set's mask of 64 bytes, 16 at a time: two table look-ups by nibble
+    /// (`pshufb`) and one comparison per 16 bytes.
+    #[target_feature(enable = "ssse3")]
+    pub(super) fn mask64(chunk: &[u8; 64], lo: &[u8; 16], non_ascii: bool) -> u64 {
+        // SAFETY: both tables are 16 bytes; unaligned loads of them are allowed.
+        let (lo, hi) = unsafe {
+            (
+                _mm_loadu_si128(lo.as_ptr().cast()),
+                _mm_loadu_si128(HIGH_NIBBLE_BIT.as_ptr().cast()),
+            )
+        };
+        let nibble = _mm_set1_epi8(0x0f);
+        let zero = _mm_setzero_si128();
+        let mut mask = 0u64;
+        for (k, part) in chunk.chunks_exact(16).enumerate() {
+            // SAFETY: `part` is 16 bytes.
+            let v = unsafe { _mm_loadu_si128(part.as_ptr().cast()) };
+            let low = _mm_shuffle_epi8(lo, _mm_and_si128(v, nibble));
+            let high = _mm_shuffle_epi8(hi, _mm_and_si128(_mm_srli_epi16(v, 4), nibble));
+            let outside = _mm_cmpeq_epi8(_mm_and_si128(low, high), zero);
+            let mut bits = !_mm_movemask_epi8(outside) & 0xffff;
+            if non_ascii {
+                bits |= _mm_movemask_epi8(v);
+            }
+            mask |= (bits as u64) << (16 * k);
+        }
+        mask
+    }
+}
+
+/// Bit `i` set when bits `i..i + len` of `mask` are all set (`1 <= len <= 64`; bits
+/// past the top count as clear): each step doubles the length of the runs the bits
+/// stand for.
+fn run_starts(mask: u64, len: u32) -> u64 {
+    let (mut y, mut have) = (mask, 1);
+    while have < len {
+        let step = (len - have).min(have);
+        y &= y >> step;
+        have += step;
+    }
+    y
+}
+
+/// The maximal runs of `class` bytes in `b` at or after `from` that are at least `min`
+/// bytes long (a run that began before `from` counts from `from`), in order.
+pub fn class_runs<'a>(
+    b: &'a [u8],
+    from: usize,
+    min: usize,
+    class: &'a ByteClass,
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let min = min.max(1);
+    // Runs of at least `probe` bytes are found in the masks; a longer `min` is then
+    // checked on the run itself.
+    let probe = min.min(64) as u32;
+    let mut floor = from;
+    std::iter::from_fn(move || {
+        while let Some(at) = class.next_run_start(b, floor, probe) {
+            let (start, end) = run_extent(b, at, floor, |c| class.has(c));
+            // `b[end]` is outside the class: the next run starts after it.
+            floor = end;
+            if end - start >= min {
+                return Some((start, end));
+            }
+        }
+        None
+    })
+}
+
+/// The maximal run of `class` bytes around `b[at]` (itself in the class), not
+/// reaching back before `floor`.
+pub fn run_extent(b: &[u8], at: usize, floor: usize, class: impl Fn(u8) -> bool) -> (usize, usize) {
+    let mut start = at;
+    while start > floor && class(b[start - 1]) {
+        start -= 1;
+    }
+    let mut end = at + 1;
+    while end < b.len() && class(b[end]) {
+        end += 1;
+    }
+    (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runs by the definition, one byte at a time.
+    fn runs_plainly(b: &[u8], from: usize, min: usize, class: &ByteClass) -> Vec<(usize, usize)> {
+        let mut out = Vec::new();
+        let mut i = from;
+        while i < b.len() {
+            if !class.has(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && class.has(b[i]) {
+                i += 1;
+            }
+            if i - start >= min.max(1) {
+                out.push((start, i));
+            }
+        }
+        out
+    }
+
+    /// Texts with runs of every length around the block size, at every offset, and
+    /// non-ASCII bytes in and between them.
+    fn texts() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut seed = 0x9e37_79b9_u32;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        let alphabet = b"a1Z_-+/ .=\n\xc3\xa9\xe2\x82";
+        for len in [0usize, 1, 15, 63, 64, 65, 127, 128, 129, 300, 1000] {
+            for _ in 0..20 {
+                let mut t = Vec::with_capacity(len);
+                while t.len() < len {
+                    // Runs of one byte, so long runs of a class occur often.
+                    let c = alphabet[rand() as usize % alphabet.len()];
+                    let n = 1 + rand() as usize % 90;
+                    t.extend(std::iter::repeat_n(c, n.min(len - t.len())));
+                    if rand() % 3 == 0 && t.len() < len {
+                        t.push(b'x');
+                    }
+                }
+                out.push(t);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn runs_equal_the_plain_definition() {
+        let classes = [
+            ByteClass::concat(ALNUM, b"+/_-", false),
+            ByteClass::new(b"0123456789 -", true),
+            ByteClass::new(b"a", false),
+            ByteClass::from_fn(|c| c == b'x' || c == 0xc3), // part of the non-ASCII bytes
+        ];
+        for class in &classes {
+            for t in texts() {
+                for min in [1, 2, 5, 13, 20, 63, 64, 65, 100] {
+                    for from in [0, 1, 17, 64, 70] {
+                        let from = from.min(t.len());
+                        let got: Vec<_> = class_runs(&t, from, min, class).collect();
+                        assert_eq!(
+                            got,
+                            runs_plainly(&t, from, min, class),
+                            "min {min} from {from} text {:?}",
+                            String::from_utf8_lossy(&t)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn block_masks_equal_the_table() {
+        let class = ByteClass::new(b"0123456789.", true);
+        let bytes: Vec<u8> = (0..=255u8).cycle().skip(40).take(64 * 4).collect();
+        for chunk in bytes.chunks(64) {
+            let (lo, non_ascii) = class.nibbles().expect("ASCII class");
+            if std::is_x86_feature_detected!("ssse3") {
+                // SAFETY: the CPU supports SSSE3 (checked just above).
+                let simd = unsafe { simd::mask64(chunk.try_into().unwrap(), lo, non_ascii) };
+                assert_eq!(simd, class.mask_scalar(chunk));
+            }
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                let simd = unsafe { simd::mask64_avx2(chunk.try_into().unwrap(), lo, non_ascii) };
+                assert_eq!(simd, class.mask_scalar(chunk));
+            }
+        }
+        assert!(class.nibbles().is_some());
+        assert!(ByteClass::from_fn(|c| c == 0xc3).nibbles().is_none());
+    }
+}
