@@ -394,6 +394,13 @@ mod tests {
                             "min {min} from {from} text {:?}",
                             String::from_utf8_lossy(&t)
                         );
+                        // The table path, which CPUs without SSSE3 take, finds the same
+                        // first run.
+                        let probe = min.clamp(1, 64) as u32;
+                        let scalar = next_run_start_with(&t, from, probe, class, |chunk| {
+                            class.mask_scalar(chunk)
+                        });
+                        assert_eq!(scalar, class.next_run_start(&t, from, probe));
                     }
                 }
             }
