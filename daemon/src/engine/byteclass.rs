@@ -172,6 +172,17 @@ fn next_run_start_with(
     check(class.mask_scalar(tail), base, &mut carry).filter(|&start| start < b.len())
 }
 
+/// The same set of bytes: the nibble tables decide when they describe both sets, the
+/// full tables otherwise.
+impl PartialEq for ByteClass {
+    fn eq(&self, other: &ByteClass) -> bool {
+        match (self.nibbles(), other.nibbles()) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.table == other.table,
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::*;
@@ -405,6 +416,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn classes_are_equal_when_their_sets_are() {
+        let hex = ByteClass::new(b"0123456789abcdef", false);
+        assert!(hex == ByteClass::from_fn(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(hex != ByteClass::new(b"0123456789abcdef", true));
+        assert!(hex != ByteClass::new(b"0123456789abcde", false));
+        let partial = ByteClass::from_fn(|c| c == b'a' || c == 0xc3);
+        assert!(partial == ByteClass::from_fn(|c| c == b'a' || c == 0xc3));
+        assert!(partial != ByteClass::from_fn(|c| c == b'a' || c == 0xc4));
+        assert!(partial != ByteClass::new(b"a", false));
     }
 
     #[cfg(target_arch = "x86_64")]

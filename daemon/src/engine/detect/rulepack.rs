@@ -426,6 +426,42 @@ fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
 /// Shortest run worth a gate: shorter runs of a rule's class are common in any text.
 const MIN_GATE_RUN: usize = 16;
 
+/// The runs of each byte class asked about in one text, read as far as the questions
+/// needed. Rules share a handful of classes (`[a-zA-Z0-9]`, hex digits, base64), and
+/// finding a class's runs is a pass over the text: at most one pass per class instead
+/// of one per rule, still stopping at the first run long enough.
+#[derive(Default)]
+struct LongestRuns<'r> {
+    /// (class, its longest run read so far, where reading stopped).
+    known: Vec<(&'r ByteClass, usize, usize)>,
+}
+
+impl<'r> LongestRuns<'r> {
+    /// Whether `bytes` holds a run of at least `len` bytes of `class`.
+    fn has_run(&mut self, bytes: &[u8], class: &'r ByteClass, len: usize) -> bool {
+        let i = match self.known.iter().position(|(c, ..)| *c == class) {
+            Some(i) => i,
+            None => {
+                self.known.push((class, 0, 0));
+                self.known.len() - 1
+            }
+        };
+        let (_, longest, read) = &mut self.known[i];
+        if *longest >= len {
+            return true;
+        }
+        for (start, end) in class_runs(bytes, *read, MIN_GATE_RUN, class) {
+            *longest = (*longest).max(end - start);
+            *read = end;
+            if end - start >= len {
+                return true;
+            }
+        }
+        *read = bytes.len();
+        false
+    }
+}
+
 /// The longest run of bytes of one class that every match of `hir` holds, as `(length,
 /// class)`: a repetition of a class at least `length` times that the pattern cannot
 /// skip (it sits in the top-level sequence, in groups, or in a repetition taken at
@@ -499,14 +535,14 @@ impl Rule {
     }
 
     /// Whether `bytes` may hold a match: false only when the pattern needs a long run of
-    /// one byte class and `bytes` has none.
-    fn may_match(&self, bytes: &[u8]) -> bool {
+    /// one byte class and `bytes` has none (`runs` answers for the text's classes).
+    fn may_match<'r>(&'r self, bytes: &[u8], runs: &mut LongestRuns<'r>) -> bool {
         let gate = self.run_gate.get_or_init(|| {
             let hir = parse_hir(&self.source)?;
             required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)
         });
         gate.as_ref()
-            .is_none_or(|(len, class)| class_runs(bytes, 0, *len, class).next().is_some())
+            .is_none_or(|(len, class)| runs.has_run(bytes, class, *len))
     }
 
     /// The searched pattern's anchor, given the pack's keyword list.
@@ -547,16 +583,17 @@ impl Rule {
     /// `starts`, when given, are the offsets where the searched pattern (the unprefixed
     /// one, else the whole) can start: every match of it begins there, so the next one
     /// is found by anchored attempts at those offsets instead of a search of the text.
-    fn for_each_match(
-        &self,
+    fn for_each_match<'r>(
+        &'r self,
         bytes: &[u8],
         starts: Option<(&Anchor, &[usize])>,
+        runs: &mut LongestRuns<'r>,
         mut f: impl FnMut(regex::bytes::Captures<'_>),
     ) {
         let Some(regex) = self.compiled() else {
             return;
         };
-        if starts.is_none() && !self.may_match(bytes) {
+        if starts.is_none() && !self.may_match(bytes, runs) {
             return;
         }
         let (search, reach) = match self.unprefixed() {
@@ -624,7 +661,10 @@ impl RulePack {
             .map(spans)
             .collect();
         let mut got: Spans = Vec::new();
-        rule.for_each_match(text.as_bytes(), starts, |caps| got.push(spans(caps)));
+        let mut runs = LongestRuns::default();
+        rule.for_each_match(text.as_bytes(), starts, &mut runs, |caps| {
+            got.push(spans(caps))
+        });
         Some((want, got))
     }
 
@@ -642,7 +682,7 @@ impl RulePack {
     #[cfg(test)]
     pub(super) fn run_gate(&self, id: &str, text: &str) -> Option<(bool, bool)> {
         let rule = self.rule(id)?;
-        let passes = rule.may_match(text.as_bytes());
+        let passes = rule.may_match(text.as_bytes(), &mut LongestRuns::default());
         rule.run_gate.get()?.as_ref()?;
         Some((passes, rule.compiled()?.is_match(text.as_bytes())))
     }
@@ -872,6 +912,7 @@ impl RulePack {
         active.sort_unstable();
         active.dedup();
         let bytes = text.as_bytes();
+        let mut runs = LongestRuns::default();
         for rule in active.into_iter().map(|i| &self.rules[i]) {
             if let Some(p) = &rule.path
                 && !p.is_match(rel_path.as_bytes())
@@ -880,7 +921,7 @@ impl RulePack {
             }
             let starts = self.anchor_starts(rule, hits, ids, bytes.len());
             let anchored = starts.as_ref().map(|(a, s)| (*a, s.as_slice()));
-            rule.for_each_match(bytes, anchored, |caps| {
+            rule.for_each_match(bytes, anchored, &mut runs, |caps| {
                 let whole = caps.get(0).expect("group 0 always matches");
                 let secret = if rule.secret_group > 0 {
                     caps.get(rule.secret_group)
@@ -1112,5 +1153,34 @@ stopwords = ["example"]
         );
         // Low-entropy filler does not pass the entropy floor.
         assert!(hits(&pack, &("SK".to_owned() + &"a".repeat(32))).is_empty());
+    }
+
+    /// Questions about runs, asked in any order and shared between rules, get the
+    /// answers a fresh look at the text gives.
+    #[test]
+    fn shared_run_answers_equal_fresh_ones() {
+        let alnum = ByteClass::new(crate::engine::byteclass::ALNUM, false);
+        let hex = ByteClass::new(b"0123456789abcdef", false);
+        let text = format!(
+            "x = {}; y = {} z {}",
+            "a".repeat(20),
+            "Q9".repeat(20),
+            "f0".repeat(12)
+        );
+        let fresh = |class: &ByteClass, len: usize| {
+            class_runs(text.as_bytes(), 0, len, class).next().is_some()
+        };
+        let questions = [30, 16, 50, 40, 41, 17, 24, 25, 64, 20];
+        for rotation in 0..questions.len() {
+            let mut runs = LongestRuns::default();
+            for (k, &len) in questions.iter().cycle().skip(rotation).take(20).enumerate() {
+                let class = if k % 3 == 0 { &hex } else { &alnum };
+                assert_eq!(
+                    runs.has_run(text.as_bytes(), class, len),
+                    fresh(class, len),
+                    "len {len}"
+                );
+            }
+        }
     }
 }
