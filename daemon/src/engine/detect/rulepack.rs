@@ -12,7 +12,8 @@
 //! Searches read less than a regex pass per rule where that provably changes nothing:
 //! a rule whose every match begins with one of its keywords (and is at most
 //! [`MAX_ANCHORED_MATCH`] bytes long) is tried only at those keywords' hits, and a rule
-//! whose every match holds a long run of one byte class skips a text without such a run.
+//! whose every match holds a long run of one byte class skips a text without such a run
+//! (rules that need the same class share one reading of the text).
 
 use super::util::{KeywordHits, WordIds, shannon_entropy};
 use super::{Candidate, prio};
