@@ -4,8 +4,9 @@
 //! least `n` bytes of this class, and where?" (digit runs for cards and phones, base64
 //! runs for decoding, the character run a provider token needs). Answering it byte by
 //! byte costs a branch per byte that the processor mispredicts at every word edge, which
-//! made these gates a large share of the detector layer. Here the class is tested 16
-//! bytes at a time into a 64-bit mask, and runs are found with shifts on the mask.
+//! made these gates a large share of the detector layer. Here the class is tested 32
+//! bytes at a time (AVX2; a look-up table per byte on CPUs without it) into a 64-bit
+//! mask, and runs are found with shifts on the mask.
 //!
 //! What it is not for: matching. A run is only where a pattern could match; the callers
 //! still run their regexes inside it.
@@ -114,15 +115,11 @@ impl ByteClass {
     /// bytes of the set starts, a run crossing `from` counting from `from`.
     fn next_run_start(&self, b: &[u8], from: usize, probe: u32) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
-        if let Some((lo, non_ascii)) = self.nibbles() {
-            if std::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports AVX2 (checked just above).
-                return unsafe { simd::next_run_start_avx2(b, from, probe, lo, non_ascii, self) };
-            }
-            if std::is_x86_feature_detected!("ssse3") {
-                // SAFETY: the CPU supports SSSE3 (checked just above).
-                return unsafe { simd::next_run_start(b, from, probe, lo, non_ascii, self) };
-            }
+        if let Some((lo, non_ascii)) = self.nibbles()
+            && std::is_x86_feature_detected!("avx2")
+        {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { simd::next_run_start(b, from, probe, lo, non_ascii, self) };
         }
         next_run_start_with(b, from, probe, self, |chunk| self.mask_scalar(chunk))
     }
@@ -191,8 +188,8 @@ mod simd {
     /// for the non-ASCII ones.
     const HIGH_NIBBLE_BIT: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0];
 
-    /// [`super::ByteClass::next_run_start`] with the masks made 16 bytes at a time.
-    #[target_feature(enable = "ssse3")]
+    /// [`super::ByteClass::next_run_start`] with the masks made 32 bytes at a time.
+    #[target_feature(enable = "avx2")]
     pub(super) fn next_run_start(
         b: &[u8],
         from: usize,
@@ -204,25 +201,11 @@ mod simd {
         super::next_run_start_with(b, from, probe, class, |chunk| mask64(chunk, lo, non_ascii))
     }
 
-    /// [`super::ByteClass::next_run_start`] with the masks made 32 bytes at a time.
+    /// The set's mask of 64 bytes, 32 at a time: two table look-ups by nibble
+    /// (`vpshufb`, which looks up within each 16-byte lane, so both lanes get the
+    /// tables) and one comparison per 32 bytes.
     #[target_feature(enable = "avx2")]
-    pub(super) fn next_run_start_avx2(
-        b: &[u8],
-        from: usize,
-        probe: u32,
-        lo: &[u8; 16],
-        non_ascii: bool,
-        class: &super::ByteClass,
-    ) -> Option<usize> {
-        super::next_run_start_with(b, from, probe, class, |chunk| {
-            mask64_avx2(chunk, lo, non_ascii)
-        })
-    }
-
-    /// [`mask64`] 32 bytes at a time (`vpshufb` looks up within each 16-byte lane, so
-    /// both lanes get the tables).
-    #[target_feature(enable = "avx2")]
-    pub(super) fn mask64_avx2(chunk: &[u8; 64], lo: &[u8; 16], non_ascii: bool) -> u64 {
+    pub(super) fn mask64(chunk: &[u8; 64], lo: &[u8; 16], non_ascii: bool) -> u64 {
         // SAFETY: both tables are 16 bytes; unaligned loads of them are allowed.
         let (lo, hi) = unsafe {
             (
@@ -244,35 +227,6 @@ mod simd {
                 bits |= _mm256_movemask_epi8(v) as u32;
             }
             mask |= u64::from(bits) << (32 * k);
-        }
-        mask
-    }
-
-    /// The set's mask of 64 bytes, 16 at a time: two table look-ups by nibble
-    /// (`pshufb`) and one comparison per 16 bytes.
-    #[target_feature(enable = "ssse3")]
-    pub(super) fn mask64(chunk: &[u8; 64], lo: &[u8; 16], non_ascii: bool) -> u64 {
-        // SAFETY: both tables are 16 bytes; unaligned loads of them are allowed.
-        let (lo, hi) = unsafe {
-            (
-                _mm_loadu_si128(lo.as_ptr().cast()),
-                _mm_loadu_si128(HIGH_NIBBLE_BIT.as_ptr().cast()),
-            )
-        };
-        let nibble = _mm_set1_epi8(0x0f);
-        let zero = _mm_setzero_si128();
-        let mut mask = 0u64;
-        for (k, part) in chunk.chunks_exact(16).enumerate() {
-            // SAFETY: `part` is 16 bytes.
-            let v = unsafe { _mm_loadu_si128(part.as_ptr().cast()) };
-            let low = _mm_shuffle_epi8(lo, _mm_and_si128(v, nibble));
-            let high = _mm_shuffle_epi8(hi, _mm_and_si128(_mm_srli_epi16(v, 4), nibble));
-            let outside = _mm_cmpeq_epi8(_mm_and_si128(low, high), zero);
-            let mut bits = !_mm_movemask_epi8(outside) & 0xffff;
-            if non_ascii {
-                bits |= _mm_movemask_epi8(v);
-            }
-            mask |= (bits as u64) << (16 * k);
         }
         mask
     }
@@ -405,7 +359,7 @@ mod tests {
                             "min {min} from {from} text {:?}",
                             String::from_utf8_lossy(&t)
                         );
-                        // The table path, which CPUs without SSSE3 take, finds the same
+                        // The table path, which CPUs without AVX2 take, finds the same
                         // first run.
                         let probe = min.clamp(1, 64) as u32;
                         let scalar = next_run_start_with(&t, from, probe, class, |chunk| {
@@ -437,14 +391,9 @@ mod tests {
         let bytes: Vec<u8> = (0..=255u8).cycle().skip(40).take(64 * 4).collect();
         for chunk in bytes.chunks(64) {
             let (lo, non_ascii) = class.nibbles().expect("ASCII class");
-            if std::is_x86_feature_detected!("ssse3") {
-                // SAFETY: the CPU supports SSSE3 (checked just above).
-                let simd = unsafe { simd::mask64(chunk.try_into().unwrap(), lo, non_ascii) };
-                assert_eq!(simd, class.mask_scalar(chunk));
-            }
             if std::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU supports AVX2 (checked just above).
-                let simd = unsafe { simd::mask64_avx2(chunk.try_into().unwrap(), lo, non_ascii) };
+                let simd = unsafe { simd::mask64(chunk.try_into().unwrap(), lo, non_ascii) };
                 assert_eq!(simd, class.mask_scalar(chunk));
             }
         }

@@ -6,7 +6,7 @@
 //! ever match a run of characters from a small class (digits and separators, hex
 //! digits). Their regexes have no literal to prefilter on, so the lazy DFA reads every
 //! byte of every text, one pass per stage. A [`RunGated`] pattern first finds (with
-//! [`class_runs`], 16 bytes at a time) a maximal run of class bytes long enough to
+//! [`class_runs`], 32 bytes at a time) a maximal run of class bytes long enough to
 //! hold a match, and runs the regex only there: on the haystack cut one character past
 //! the run, from the run's start. Every non-ASCII byte counts as a class byte (and as a
 //! core byte), so Unicode digits and case-folding oddities fall to the regex, never

@@ -113,7 +113,7 @@ fn percent_escapes(text: &str) -> impl Iterator<Item = usize> + '_ {
 const B64_BYTES: ByteClass = ByteClass::concat(ALNUM, b"+/_-", false);
 
 /// The matches of [`B64`] in `text`, without the regex: every maximal run of at least
-/// [`MIN_B64`] base64 bytes, with up to two `=` after it, found 16 bytes at a time
+/// [`MIN_B64`] base64 bytes, with up to two `=` after it, found 32 bytes at a time
 /// ([`class_runs`]).
 fn b64_runs(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
