@@ -83,8 +83,8 @@ fn main() {
         }
         // Strict and balanced headline rows do the reference's work (`detectors =
         // false`, the parity switch); code mode is defined by the detector layer, so its
-        // row has it on. Both settings are measured round by round in turn, so the layer's cost
-        // is read on the same machine load.
+        // row has it on. Both settings are measured in turn, round by round, so the
+        // layer's cost is read on the same machine load.
         let settings: &[bool] = match std::env::var("REDCTX_BENCH_DETECTORS").as_deref() {
             Ok("on") => &[true],
             Ok("off") => &[false],
@@ -262,6 +262,8 @@ fn wanted_mode(name: &str) -> bool {
 /// Best wall and CPU seconds of `rounds` rounds, and the placeholders one round made,
 /// for each detector-layer setting in `settings`. The settings take turns round by
 /// round, so a slow spell on a shared machine hits them alike rather than one of them.
+/// The CPU figure (this thread's, Linux) is the per-core speed even when other processes
+/// share the machine; the wall figure is what the targets are checked against.
 fn measure(
     policy: &Policy,
     mode: Mode,

@@ -20,8 +20,8 @@ pub const DIGITS: &[u8] = b"0123456789";
 /// ASCII letters and digits.
 pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/// A set of bytes: a lookup table, and the same set as two nibble tables for the
-/// 16-bytes-at-a-time test (see [`ByteClass::nibbles`]).
+/// A set of bytes: a lookup table, and the same set as nibble tables for the
+/// 32-bytes-at-a-time test (see [`ByteClass::nibbles`]).
 pub struct ByteClass {
     table: [bool; 256],
     /// `lo[l]` has bit `h` set when byte `h << 4 | l` (ASCII, `h < 8`) is in the set.
