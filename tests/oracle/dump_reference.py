@@ -32,11 +32,13 @@ sanitised first so no user setting (terms, profile, state dir) leaks into the or
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import hashlib
 import json
 import multiprocessing
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -54,6 +56,8 @@ def main() -> int:
     for name in REF_ENV:
         os.environ.pop(name, None)
     state_dir = tempfile.mkdtemp(prefix="redctx-oracle-state-")
+    # The reference writes nothing we read back; leave no directory behind.
+    atexit.register(shutil.rmtree, state_dir, ignore_errors=True)
     os.environ["REDACTED_CONTEXT_STATE_DIR"] = state_dir
     salt = job.get("salt") or ""
     if salt:
