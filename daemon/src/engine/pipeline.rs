@@ -578,7 +578,15 @@ impl Engine {
         for (category, pattern) in &self.terms {
             w.apply(pattern, |m| call.redact(*category, m));
         }
-        if let Some(allow) = &self.allow {
+        // Strict and balanced keep the reference's baseline and only add: every
+        // occurrence of a value the detectors nominated that the baseline left.
+        let nominate = !precise && !findings.is_empty();
+        // Protection only matters to the stages after it: the heuristics and the
+        // nominated values, which only strict and balanced add and which always run
+        // the heuristics. Code mode outside prose runs neither, so it skips the
+        // allow-list search, which read every byte of every source file.
+        debug_assert!(heuristics || !nominate);
+        if heuristics && let Some(allow) = &self.allow {
             w.apply(allow, |m| call.protect(m));
         }
         if heuristics {
@@ -612,23 +620,19 @@ impl Engine {
                 });
             }
         }
-        if !precise && !findings.is_empty() {
-            // Strict and balanced keep the reference's baseline and only add: every
-            // occurrence of a value the detectors nominated that the baseline left.
-            if let Some((values, categories)) = self.nominated(text, &findings) {
-                let mut redact = |m: &str| {
-                    let key = placeholder::casefold(&collapse_space(m));
-                    let category = categories.get(&key).copied();
-                    call.redact(category.unwrap_or(Category::SENSITIVE), m)
-                };
-                match ascii_value_matches(&values, &w.text) {
-                    Some(spans) => {
-                        if let Some(changed) = replace_spans(&w.text, &spans, &mut redact) {
-                            w.set(changed);
-                        }
+        if nominate && let Some((values, categories)) = self.nominated(text, &findings) {
+            let mut redact = |m: &str| {
+                let key = placeholder::casefold(&collapse_space(m));
+                let category = categories.get(&key).copied();
+                call.redact(category.unwrap_or(Category::SENSITIVE), m)
+            };
+            match ascii_value_matches(&values, &w.text) {
+                Some(spans) => {
+                    if let Some(changed) = replace_spans(&w.text, &spans, &mut redact) {
+                        w.set(changed);
                     }
-                    None => w.apply(&nominated_pattern(&values), redact),
                 }
+                None => w.apply(&nominated_pattern(&values), redact),
             }
         }
         Ok(Redacted {
@@ -1213,6 +1217,26 @@ mod tests {
             .replace("[ENTITY_b1431a5307835d4963f15be2dc1979d6]", "Host");
         assert_eq!(content.text, expected);
         assert!(!content.counts.0.contains_key(&Category::ENTITY));
+    }
+
+    #[test]
+    fn code_mode_prose_keeps_allowed_words_out_of_names() {
+        // Code mode reads prose with the name heuristics, so the allow list must
+        // still protect its words there (it is skipped only for source files).
+        let engine = fixture_a(Mode::Code);
+        let text = "The review is in Azure Hall on Friday.\n";
+        let prose = RedactOptions {
+            preserve_line_count: true,
+            prose: true,
+            path: "notes/review.md",
+        };
+        assert_eq!(engine.redact(text, prose).unwrap().text, text);
+        let unknown = "The review is in Marlow Hall on Friday.\n";
+        let redacted = engine.redact(unknown, prose).unwrap().text;
+        assert!(
+            redacted.contains("[PERSON_") && !redacted.contains("Marlow"),
+            "{redacted}"
+        );
     }
 
     #[test]
