@@ -267,8 +267,8 @@ fn wanted_mode(name: &str) -> bool {
     }
 }
 
-/// Best wall and CPU seconds of `rounds` rounds, and the placeholders one round made,
-/// for each detector-layer setting in `settings`. The settings take turns round by
+/// Best wall and CPU seconds of `rounds` rounds, the placeholders one round made, and
+/// every round's wall seconds, for each detector-layer setting in `settings`. The settings take turns round by
 /// round, so a slow spell on a shared machine hits them alike rather than one of them.
 /// The CPU figure (this thread's, Linux) is the per-core speed even when other processes
 /// share the machine; the wall figure is what the targets are checked against.
@@ -290,9 +290,10 @@ fn measure(
             Engine::new(Arc::new(policy)).expect("bench policy compiles")
         })
         .collect();
-    let mut best = vec![(f64::INFINITY, None::<f64>, 0u64, Vec::new()); engines.len()];
+    let mut results = vec![(f64::INFINITY, None::<f64>, 0u64, Vec::new()); engines.len()];
     for _ in 0..rounds {
-        for (engine, (best_wall, best_cpu, placeholders, walls)) in engines.iter().zip(&mut best) {
+        for (engine, (best_wall, best_cpu, placeholders, walls)) in engines.iter().zip(&mut results)
+        {
             let mut produced = 0u64;
             let cpu_start = thread_cpu_seconds();
             let start = Instant::now();
@@ -323,7 +324,7 @@ fn measure(
             *placeholders = produced;
         }
     }
-    best
+    results
 }
 
 /// The median over rounds of `on[r] / off[r]` (the two measured in the same round).
