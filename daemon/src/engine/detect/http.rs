@@ -35,6 +35,21 @@ static COOKIE: LazyLock<MetaRegex> = LazyLock::new(|| {
 });
 
 /// The trigger words every cookie name of [`COOKIE`] holds (`session` holds `sess`).
+/// The password of a user/password pair handed to an HTTP client: `auth=("user",
+/// "pass")` (Python `requests`, `httpx`), `session.auth = ('u', 'p')`,
+/// `HTTPBasicAuth("u", "p")`, `HTTPDigestAuth(…)`, `aiohttp.BasicAuth(…)`. Both members are
+/// string literals; the match starts at `auth`, a trigger word.
+static AUTH_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
+        r#"(?i)auth(?:\s*=\s*[(\[]|\()\s*(?:"[^"
+]*"|'[^'
+]*')\s*,\s*(?:"([^"
+]+)"|'([^'
+]+)')\s*,?\s*[)\]]"#,
+    )
+    .expect("static regex")
+});
+
 const COOKIE_WORDS: &[&str] = &[
     "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
 ];
@@ -130,6 +145,17 @@ fn scan_with(
             }
         }
     }
+    if lower_has("auth") {
+        each(&AUTH_PAIR, word_starts(&["auth"]), &mut |caps| {
+            let Some(p) = caps.get_group(1).or_else(|| caps.get_group(2)) else {
+                return;
+            };
+            let value = &text[p.range()];
+            if accept_pair_password(value) {
+                out.push(cand(p.start, p.end, "S5.auth-pair"));
+            }
+        });
+    }
     if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !util::has_byte(text, b'=') {
         return;
     }
@@ -191,6 +217,16 @@ fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
         detector,
         priority: prio::HTTP_AUTH,
     }
+}
+
+/// The second member of an auth pair as a password: a literal without blanks, not a
+/// reference, template or placeholder, nor a path or URL (`auth("admin", "/login")`).
+fn accept_pair_password(value: &str) -> bool {
+    value.chars().count() >= 4
+        && !value.chars().any(char::is_whitespace)
+        && !value.starts_with('/')
+        && !value.contains("://")
+        && !util::is_placeholder(value)
 }
 
 /// A credential after an auth scheme word, not prose ("Basic usage", "Bearer tokens").
@@ -265,6 +301,12 @@ mod tests {
             "=k9Zq2Lm8Xv4Rt7Wp",
             " k9Zq2Lm8Xv4Rt7Wp",
             "response=\"0123456789abcdef0123456789abcdef\"",
+            "auth=(",
+            "Auth(",
+            "\", \"",
+            "', '",
+            "\")",
+            ")",
         ];
         let key = |c: &Candidate| (c.start, c.end, c.detector);
         let mut compared = 0;

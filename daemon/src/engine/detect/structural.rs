@@ -296,6 +296,8 @@ const STAND_IN_WORDS: &[&str] = &[
 
 /// Words after the head that do not change what the value is.
 const MODIFIERS: &[&str] = &[
+    // The secret others are derived from (Rails' `secret_key_base`).
+    "base",
     "v",
     "old",
     "new",
@@ -1570,6 +1572,7 @@ mod tests {
             "connection_string",
             "testPasswordOld",
             "secret",
+            "secret_key_base",
         ] {
             assert_eq!(classify(k).map(|c| c.tier), Some(Tier::Strong), "{k}");
         }
@@ -1583,6 +1586,8 @@ mod tests {
             "keyboard",
             "public_key",
             "foreign_key",
+            "key_base_url",
+            "database",
         ] {
             assert_eq!(classify(k), None, "{k}");
         }

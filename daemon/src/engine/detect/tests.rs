@@ -565,6 +565,59 @@ fn s5_http_authorization_material() {
 }
 
 #[test]
+fn s5_password_of_an_http_client_auth_pair() {
+    for (path, text, password) in [
+        (
+            "client.py",
+            "r = requests.get(url, auth=(\"svc_reporting\", \"Xq7!vR2#pLm9\"))",
+            "Xq7!vR2#pLm9",
+        ),
+        (
+            "client.py",
+            "session.auth = ('admin', 'hunter2hunter2')",
+            "hunter2hunter2",
+        ),
+        (
+            "client.py",
+            "requests.post(url, auth=HTTPBasicAuth(\"deploy\", \"Tr0ub4dor&3x\"))",
+            "Tr0ub4dor&3x",
+        ),
+        (
+            "client.py",
+            "auth = aiohttp.BasicAuth(\n    \"ci\",\n    \"q9w8e7r6\",\n)",
+            "q9w8e7r6",
+        ),
+        (
+            "README.md",
+            "httpx.get(url, auth=[\"u\", \"p4ssw0rd!\"])",
+            "p4ssw0rd!",
+        ),
+    ] {
+        let found = spans(path, text);
+        assert!(
+            found.iter().any(|(v, _)| v == password),
+            "{text}: {found:?}"
+        );
+        // The user name stays readable.
+        assert!(
+            !found
+                .iter()
+                .any(|(v, _)| v.contains("svc_") || v == "admin")
+        );
+    }
+    for text in [
+        "requests.get(url, auth=(user, password))",
+        "requests.get(url, auth=(\"user\", os.environ[\"PW\"]))",
+        "requests.get(url, auth=(\"user\", \"${API_PASSWORD}\"))",
+        "requests.get(url, auth=(\"user\", \"<password>\"))",
+        "router.auth(\"admin\", \"/login\")",
+        "t.auth(\"title\", \"Sign in to continue\")",
+    ] {
+        assert!(spans("client.py", text).is_empty(), "{text}");
+    }
+}
+
+#[test]
 fn s6_password_hashes() {
     let bcrypt = "$2a$10$LoRPzN3GtF2pNX5QgCBBHeUr6/zVN./RVGOu5U8SpHyg2sfzvfXji";
     assert_eq!(
