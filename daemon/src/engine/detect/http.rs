@@ -50,6 +50,21 @@ static AUTH_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
+/// The password of a user/password pair handed to a credential constructor or a login
+/// call: `new NetworkCredential("u", "p")`, `UsernamePasswordCredentials("u", "p")`,
+/// `smtp.login("u", "p")`, `ftp.login('u', 'p')`. Group 1 is the call's word (a trigger
+/// word, where the match starts).
+static CALL_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
+        r#"(?i)(credentials?|login)\(\s*(?:"[^"
+]*"|'[^'
+]*')\s*,\s*(?:"([^"
+]+)"|'([^'
+]+)')\s*,?\s*\)"#,
+    )
+    .expect("static regex")
+});
+
 const COOKIE_WORDS: &[&str] = &[
     "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
 ];
@@ -72,6 +87,8 @@ pub const TRIGGER_WORDS: &[&str] = &[
     "xsrf",
     "remember",
     "response",
+    "credential",
+    "login",
 ];
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
@@ -156,6 +173,25 @@ fn scan_with(
             }
         });
     }
+    if lower_has("credential") || lower_has("login") {
+        each(
+            &CALL_PAIR,
+            word_starts(&["credential", "login"]),
+            &mut |caps| {
+                let Some(p) = caps.get_group(2).or_else(|| caps.get_group(3)) else {
+                    return;
+                };
+                let value = &text[p.range()];
+                // A login call names less surely than a credential type that its second
+                // argument is a password (`login("admin", "home")`): it must look like one.
+                let login =
+                    text[caps.get_group(1).expect("group").range()].eq_ignore_ascii_case("login");
+                if accept_pair_password(value) && (!login || looks_like_password(value)) {
+                    out.push(cand(p.start, p.end, "S5.credential-pair"));
+                }
+            },
+        );
+    }
     if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !util::has_byte(text, b'=') {
         return;
     }
@@ -227,6 +263,12 @@ fn accept_pair_password(value: &str) -> bool {
         && !value.starts_with('/')
         && !value.contains("://")
         && !util::is_placeholder(value)
+}
+
+/// Letters mixed with digits or symbols, or long: a password rather than a word.
+fn looks_like_password(value: &str) -> bool {
+    let (l, u, d, o) = util::char_classes(value);
+    (l + u > 0 && d + o > 0) || value.chars().count() >= 12
 }
 
 /// A credential after an auth scheme word, not prose ("Basic usage", "Bearer tokens").
@@ -303,6 +345,10 @@ mod tests {
             "response=\"0123456789abcdef0123456789abcdef\"",
             "auth=(",
             "Auth(",
+            "login(",
+            "Credential(",
+            "credentials(",
+            "p4ss!",
             "\", \"",
             "', '",
             "\")",

@@ -618,6 +618,53 @@ fn s5_password_of_an_http_client_auth_pair() {
 }
 
 #[test]
+fn s5_password_given_to_a_credential_type_or_login_call() {
+    for (path, text, password) in [
+        (
+            "Creds.cs",
+            "var creds = new NetworkCredential(\"svc-build\", \"Bu1ld!Pass#9\");",
+            "Bu1ld!Pass#9",
+        ),
+        (
+            "Client.java",
+            "new UsernamePasswordCredentials(\"jenkins\", \"J3nk1ns!x\")",
+            "J3nk1ns!x",
+        ),
+        (
+            "mail.py",
+            "server.login(\"alerts@acme-corp.com\", \"gmailAppPw77x\")",
+            "gmailAppPw77x",
+        ),
+        (
+            "backup.py",
+            "ftp.login('backup', 'Ftp!Pass2024')",
+            "Ftp!Pass2024",
+        ),
+        (
+            "Creds.cs",
+            "new NetworkCredential(\"ops\", \"plainword\")",
+            "plainword",
+        ),
+    ] {
+        let found = spans(path, text);
+        assert!(
+            found.iter().any(|(v, _)| v == password),
+            "{text}: {found:?}"
+        );
+    }
+    for text in [
+        // A login call's second word must look like a password.
+        "router.login(\"admin\", \"home\")",
+        "ui.login(\"Welcome\", \"Sign in\")",
+        "client.login(user, password)",
+        "client.login(\"user\", os.environ[\"PW\"])",
+        "new NetworkCredential(\"user\", \"${PASSWORD}\")",
+    ] {
+        assert!(spans("client.py", text).is_empty(), "{text}");
+    }
+}
+
+#[test]
 fn s6_password_hashes() {
     let bcrypt = "$2a$10$LoRPzN3GtF2pNX5QgCBBHeUr6/zVN./RVGOu5U8SpHyg2sfzvfXji";
     assert_eq!(
