@@ -367,16 +367,23 @@ pub const PRIVATE_HOST_SUFFIXES: &[&str] = &[
 ];
 
 fn host_of(matched: &str) -> &str {
+    // After `scheme://` when the text starts with a scheme (`https`, `postgresql`,
+    // `mongodb+srv`, …), else from the start (`www.…`, a bare host name).
     let rest = matched
-        .strip_prefix("https://")
-        .or_else(|| matched.strip_prefix("http://"))
-        .or_else(|| matched.strip_prefix("HTTPS://"))
-        .or_else(|| matched.strip_prefix("HTTP://"))
-        .unwrap_or(matched);
+        .split_once("://")
+        .filter(|(scheme, _)| is_scheme(scheme))
+        .map_or(matched, |(_, rest)| rest);
     let end = rest.find(['/', '?', '#', ':']).unwrap_or(rest.len());
     let host = &rest[..end];
     let host = host.rsplit('@').next().unwrap_or(host);
     host.trim_end_matches('.')
+}
+
+/// A URL scheme: a letter, then letters, digits, `+`, `-` or `.`.
+fn is_scheme(s: &str) -> bool {
+    let mut b = s.bytes();
+    b.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
 }
 
 /// Whether a URL or hostname points into a private network (by suffix or RFC 1918 IPv4).
@@ -391,10 +398,13 @@ pub fn is_private_host(matched: &str) -> bool {
     }
 }
 
-/// URLs, then bare hostnames, whose host is private (see [`is_private_host`]).
+/// URLs, then bare hostnames, then URLs of any other scheme (connection strings such as
+/// `postgresql://db.corp:5432/app`, `redis://cache.internal`), whose host is private (see
+/// [`is_private_host`]).
 pub struct PrivateHosts {
     url: PyPattern,
     domain: PyPattern,
+    any_url: PyPattern,
 }
 
 impl PrivateHosts {
@@ -437,10 +447,17 @@ impl Finder for PrivateHosts {
             } else {
                 Some(None)
             };
-            cache.extend([None, domain_slot]);
+            // A URL of another scheme has `://`.
+            let any_url_slot = if hay.contains("://") {
+                None
+            } else {
+                Some(None)
+            };
+            cache.extend([None, domain_slot, any_url_slot]);
         }
         let mut best: Option<(usize, usize)> = None;
-        for (p, slot) in [&self.url, &self.domain].into_iter().zip(cache.iter_mut()) {
+        let patterns = [&self.url, &self.domain, &self.any_url];
+        for (p, slot) in patterns.into_iter().zip(cache.iter_mut()) {
             let next = match *slot {
                 Some(None) => None,
                 _ => {
@@ -470,6 +487,11 @@ impl Finder for PrivateHosts {
 pub static PRIVATE_HOSTS: LazyLock<PrivateHosts> = LazyLock::new(|| PrivateHosts {
     url: url(),
     domain: domain(),
+    // Up to a blank, a quote or a closing bracket, as [`url`] ends.
+    any_url: PyPattern::new(
+        r#"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\x1C-\x1F<>)\]"'`]+"#,
+        Guard::None,
+    ),
 });
 
 fn ipv6() -> PyPattern {
@@ -787,16 +809,19 @@ mod tests {
             "svc.private",
             "https://docs.rs/regex",
             "192.168.1.9",
+            "postgresql://app:pw@pg.corp:5432/app",
+            "jdbc:mysql://db.internal/x",
+            "redis://cache.example.com",
+            "\"",
         ];
         let hosts = &*PRIVATE_HOSTS;
         for hay in crate::engine::testgen::texts(&pieces, 2000, 10, 3) {
+            // The earliest match; on equal starts the earlier pattern.
             let fresh = |start: usize| {
-                let url = PrivateHosts::next_private(&hosts.url, &hay, start);
-                let domain = PrivateHosts::next_private(&hosts.domain, &hay, start);
-                match (url, domain) {
-                    (Some(u), Some(d)) => Some(if d.0 < u.0 { d } else { u }),
-                    (u, d) => u.or(d),
-                }
+                [&hosts.url, &hosts.domain, &hosts.any_url]
+                    .into_iter()
+                    .filter_map(|p| PrivateHosts::next_private(p, &hay, start))
+                    .reduce(|best, m| if m.0 < best.0 { m } else { best })
             };
             let mut cache = FindCache::default();
             let mut start = 0;

@@ -1220,6 +1220,42 @@ mod tests {
     }
 
     #[test]
+    fn code_mode_redacts_private_hosts_of_any_scheme_and_keeps_public_ones() {
+        let engine = Engine::new(Arc::new(Policy {
+            salt: "hosts-salt".into(),
+            mode: Mode::Code,
+            detectors: true,
+            ..Policy::default()
+        }))
+        .unwrap();
+        let opts = RedactOptions {
+            preserve_line_count: true,
+            prose: false,
+            path: "config/app.py",
+        };
+        for (line, host) in [
+            ("primary = \"postgresql://pg.corp:5432/app\"\n", "pg.corp"),
+            ("cache: redis://cache.internal:6379/0\n", "cache.internal"),
+            (
+                "jdbc = \"jdbc:mysql://db.internal:3306/app\"\n",
+                "db.internal",
+            ),
+            ("broker = 'amqp://mq.lan/vhost'\n", "mq.lan"),
+        ] {
+            let out = engine.redact(line, opts).unwrap().text;
+            assert!(out.contains("[URL_") && !out.contains(host), "{out}");
+        }
+        for line in [
+            "docs = \"https://docs.rs/regex\"\n",
+            "public = \"postgresql://db.example.com:5432/app\"\n",
+            "mirror = \"ftp://mirror.kernel.org/pub\"\n",
+            "see file://localhost/etc/hosts\n",
+        ] {
+            assert_eq!(engine.redact(line, opts).unwrap().text, line);
+        }
+    }
+
+    #[test]
     fn code_mode_prose_keeps_allowed_words_out_of_names() {
         // Code mode reads prose with the name heuristics, so the allow list must
         // still protect its words there (it is skipped only for source files).
