@@ -388,14 +388,19 @@ fn is_scheme(s: &str) -> bool {
 
 /// Whether a URL or hostname points into a private network (by suffix or RFC 1918 IPv4).
 pub fn is_private_host(matched: &str) -> bool {
+    private_host(matched, true)
+}
+
+/// [`is_private_host`]; `by_address: false` looks at the suffix only.
+fn private_host(matched: &str, by_address: bool) -> bool {
     let host = crate::engine::placeholder::casefold(host_of(matched));
     if PRIVATE_HOST_SUFFIXES.iter().any(|s| host.ends_with(s)) {
         return true;
     }
-    match host.parse::<std::net::Ipv4Addr>() {
-        Ok(ip) => ip.is_private(),
-        Err(_) => false,
-    }
+    by_address
+        && host
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_private())
 }
 
 /// URLs, then bare hostnames, then URLs of any other scheme (connection strings such as
@@ -408,10 +413,17 @@ pub struct PrivateHosts {
 }
 
 impl PrivateHosts {
-    fn next_private(p: &PyPattern, hay: &str, mut start: usize) -> Option<(usize, usize)> {
+    /// The next match of `p` from `start` whose host is private (`by_address`: an RFC 1918
+    /// address counts, as well as a private suffix).
+    fn next_private(
+        p: &PyPattern,
+        by_address: bool,
+        hay: &str,
+        mut start: usize,
+    ) -> Option<(usize, usize)> {
         loop {
             let (s, e) = p.find_at(hay, start)?;
-            if is_private_host(&hay[s..e]) {
+            if private_host(&hay[s..e], by_address) {
                 return Some((s, e));
             }
             start = e.max(s + 1);
@@ -447,21 +459,25 @@ impl Finder for PrivateHosts {
             } else {
                 Some(None)
             };
-            // A URL of another scheme has `://`.
-            let any_url_slot = if hay.contains("://") {
-                None
-            } else {
-                Some(None)
+            // A URL of another scheme counts only by its host's suffix (its address, if
+            // any, is the IP detector's): it has `://` and a suffix.
+            let any_url_slot = match domain_slot {
+                None if hay.contains("://") => None,
+                _ => Some(None),
             };
             cache.extend([None, domain_slot, any_url_slot]);
         }
         let mut best: Option<(usize, usize)> = None;
-        let patterns = [&self.url, &self.domain, &self.any_url];
-        for (p, slot) in patterns.into_iter().zip(cache.iter_mut()) {
+        let patterns = [
+            (&self.url, true),
+            (&self.domain, true),
+            (&self.any_url, false),
+        ];
+        for ((p, by_address), slot) in patterns.into_iter().zip(cache.iter_mut()) {
             let next = match *slot {
                 Some(None) => None,
                 _ => {
-                    let found = Self::next_private(p, hay, start);
+                    let found = Self::next_private(p, by_address, hay, start);
                     if found.is_none() {
                         *slot = Some(None);
                     }
@@ -811,6 +827,7 @@ mod tests {
             "192.168.1.9",
             "postgresql://app:pw@pg.corp:5432/app",
             "jdbc:mysql://db.internal/x",
+            "redis://10.1.2.3:6379",
             "redis://cache.example.com",
             "\"",
         ];
@@ -818,10 +835,16 @@ mod tests {
         for hay in crate::engine::testgen::texts(&pieces, 2000, 10, 3) {
             // The earliest match; on equal starts the earlier pattern.
             let fresh = |start: usize| {
-                [&hosts.url, &hosts.domain, &hosts.any_url]
-                    .into_iter()
-                    .filter_map(|p| PrivateHosts::next_private(p, &hay, start))
-                    .reduce(|best, m| if m.0 < best.0 { m } else { best })
+                [
+                    (&hosts.url, true),
+                    (&hosts.domain, true),
+                    (&hosts.any_url, false),
+                ]
+                .into_iter()
+                .filter_map(|(p, by_address)| {
+                    PrivateHosts::next_private(p, by_address, &hay, start)
+                })
+                .reduce(|best, m| if m.0 < best.0 { m } else { best })
             };
             let mut cache = FindCache::default();
             let mut start = 0;
