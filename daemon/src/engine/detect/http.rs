@@ -65,6 +65,26 @@ static CALL_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
+/// The password given to a JDBC connection: `DriverManager.getConnection(url, "user",
+/// "pass")`. The match starts at `getconnection`, a trigger word.
+static JDBC_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
+        r#"(?i)getconnection\(\s*(?:"[^"\n]*"|[\w.]+)\s*,\s*(?:"[^"\n]*"|'[^'\n]*')\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*\)"#,
+    )
+    .expect("static regex")
+});
+
+/// The key a JSON Web Token is signed or checked with, given as a literal:
+/// `jwt.encode(payload, "key", …)`, `jwt.sign(claims, 'key')`, `jwt.verify(token, "key")`.
+/// The first argument is a name, an attribute or a call without arguments (a literal
+/// with commas inside would make its own strings look like the second argument).
+static JWT_KEY: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
+        r#"(?i)jwt\.(?:encode|decode|sign|verify)\(\s*[\w.\[\]"']+(?:\(\))?\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')"#,
+    )
+    .expect("static regex")
+});
+
 const COOKIE_WORDS: &[&str] = &[
     "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
 ];
@@ -89,6 +109,7 @@ pub const TRIGGER_WORDS: &[&str] = &[
     "response",
     "credential",
     "login",
+    "getconnection",
 ];
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
@@ -191,6 +212,26 @@ fn scan_with(
                 }
             },
         );
+    }
+    if lower_has("getconnection") {
+        each(&JDBC_PAIR, word_starts(&["getconnection"]), &mut |caps| {
+            let Some(p) = caps.get_group(1).or_else(|| caps.get_group(2)) else {
+                return;
+            };
+            if accept_pair_password(&text[p.range()]) {
+                out.push(cand(p.start, p.end, "S5.jdbc-password"));
+            }
+        });
+    }
+    if lower_has("jwt") {
+        each(&JWT_KEY, word_starts(&["jwt"]), &mut |caps| {
+            let Some(p) = caps.get_group(1).or_else(|| caps.get_group(2)) else {
+                return;
+            };
+            if accept_pair_password(&text[p.range()]) {
+                out.push(cand(p.start, p.end, "S5.jwt-signing-key"));
+            }
+        });
     }
     if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !util::has_byte(text, b'=') {
         return;
@@ -347,6 +388,8 @@ mod tests {
             "Auth(",
             "login(",
             "Credential(",
+            "getConnection(url, ",
+            "jwt.encode(p, ",
             "credentials(",
             "p4ss!",
             "\", \"",

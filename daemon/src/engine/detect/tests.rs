@@ -665,6 +665,49 @@ fn s5_password_given_to_a_credential_type_or_login_call() {
 }
 
 #[test]
+fn s5_jdbc_passwords_and_jwt_signing_keys() {
+    for (path, text, secret) in [
+        (
+            "Db.java",
+            "Connection c = DriverManager.getConnection(\"jdbc:mysql://db/app\", \"root\", \"J4vaRootPw!\");",
+            "J4vaRootPw!",
+        ),
+        (
+            "Db.java",
+            "DriverManager.getConnection(DB_URL, \"app\", \"s3cr3tPw\")",
+            "s3cr3tPw",
+        ),
+        (
+            "auth.py",
+            "token = jwt.encode(payload, \"my-hs256-signing-key-9f8e7d\", algorithm=\"HS256\")",
+            "my-hs256-signing-key-9f8e7d",
+        ),
+        (
+            "auth.js",
+            "const t = jwt.sign(claims, 'n0de-jwt-Secret!');",
+            "n0de-jwt-Secret!",
+        ),
+        (
+            "auth.py",
+            "data = jwt.decode(token, \"verify-Key-2024\", algorithms=[\"HS256\"])",
+            "verify-Key-2024",
+        ),
+    ] {
+        let found = spans(path, text);
+        assert!(found.iter().any(|(v, _)| v == secret), "{text}: {found:?}");
+    }
+    for text in [
+        "DriverManager.getConnection(url, user, password)",
+        "DriverManager.getConnection(url, \"app\", System.getenv(\"DB_PW\"))",
+        "jwt.encode(payload, SECRET_KEY, algorithm=\"HS256\")",
+        "jwt.encode({\"sub\": \"x\", \"role\": \"admin\"}, key)",
+        "jwt.sign(claims, process.env.JWT_SECRET)",
+    ] {
+        assert!(spans("auth.py", text).is_empty(), "{text}");
+    }
+}
+
+#[test]
 fn s6_password_hashes() {
     let bcrypt = "$2a$10$LoRPzN3GtF2pNX5QgCBBHeUr6/zVN./RVGOu5U8SpHyg2sfzvfXji";
     assert_eq!(
