@@ -503,7 +503,8 @@ impl Finder for PrivateHosts {
 pub static PRIVATE_HOSTS: LazyLock<PrivateHosts> = LazyLock::new(|| PrivateHosts {
     url: url(),
     domain: domain(),
-    // Up to a blank, a quote or a closing bracket, as [`url`] ends.
+    // Up to a blank, a quote or a closing bracket. [`url`] runs on through a closing
+    // quote (the reference's pattern), so a quoted `"http://x.internal"` is found here.
     any_url: PyPattern::new(
         r#"(?i)\b[a-z][a-z0-9+.\-]*://[^\s\x1C-\x1F<>)\]"'`]+"#,
         Guard::None,

@@ -34,18 +34,13 @@ static COOKIE: LazyLock<MetaRegex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
-/// The trigger words every cookie name of [`COOKIE`] holds (`session` holds `sess`).
 /// The password of a user/password pair handed to an HTTP client: `auth=("user",
 /// "pass")` (Python `requests`, `httpx`), `session.auth = ('u', 'p')`,
 /// `HTTPBasicAuth("u", "p")`, `HTTPDigestAuth(…)`, `aiohttp.BasicAuth(…)`. Both members are
 /// string literals; the match starts at `auth`, a trigger word.
 static AUTH_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
     MetaRegex::new(
-        r#"(?i)auth(?:\s*=\s*[(\[]|\()\s*(?:"[^"
-]*"|'[^'
-]*')\s*,\s*(?:"([^"
-]+)"|'([^'
-]+)')\s*,?\s*[)\]]"#,
+        r#"(?i)auth(?:\s*=\s*[(\[]|\()\s*(?:"[^"\n]*"|'[^'\n]*')\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*,?\s*[)\]]"#,
     )
     .expect("static regex")
 });
@@ -56,11 +51,7 @@ static AUTH_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
 /// word, where the match starts).
 static CALL_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
     MetaRegex::new(
-        r#"(?i)(credentials?|login)\(\s*(?:"[^"
-]*"|'[^'
-]*')\s*,\s*(?:"([^"
-]+)"|'([^'
-]+)')\s*,?\s*\)"#,
+        r#"(?i)(credentials?|login)\(\s*(?:"[^"\n]*"|'[^'\n]*')\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*,?\s*\)"#,
     )
     .expect("static regex")
 });
@@ -85,6 +76,7 @@ static JWT_KEY: LazyLock<MetaRegex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
+/// The trigger words every cookie name of [`COOKIE`] holds (`session` holds `sess`).
 const COOKIE_WORDS: &[&str] = &[
     "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
 ];
