@@ -47,11 +47,11 @@ static AUTH_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
 
 /// The password of a user/password pair handed to a credential constructor or a login
 /// call: `new NetworkCredential("u", "p")`, `UsernamePasswordCredentials("u", "p")`,
-/// `smtp.login("u", "p")`, `ftp.login('u', 'p')`. Group 1 is the call's word (a trigger
-/// word, where the match starts).
+/// `smtp.login("u", "p")`, `ftp.login('u', 'p')`. The match starts at the call's word (a
+/// trigger word).
 static CALL_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
     MetaRegex::new(
-        r#"(?i)(credentials?|login)\(\s*(?:"[^"\n]*"|'[^'\n]*')\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*,?\s*\)"#,
+        r#"(?i)(?:credentials?|login)\(\s*(?:"[^"\n]*"|'[^'\n]*')\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*,?\s*\)"#,
     )
     .expect("static regex")
 });
@@ -175,53 +175,32 @@ fn scan_with(
             }
         }
     }
-    if lower_has("auth") {
-        each(&AUTH_PAIR, word_starts(&["auth"]), &mut |caps| {
+    // Passwords and keys handed to a call as string literals: each pattern's match
+    // starts at one of its trigger words, and the literal is group 1 (double quotes) or
+    // group 2 (single quotes).
+    let literal_arguments: [(&MetaRegex, &[&str], &'static str); 4] = [
+        (&AUTH_PAIR, &["auth"], "S5.auth-pair"),
+        (&CALL_PAIR, &["credential", "login"], "S5.credential-pair"),
+        (&JDBC_PAIR, &["getconnection"], "S5.jdbc-password"),
+        (&JWT_KEY, &["jwt"], "S5.jwt-signing-key"),
+    ];
+    for (re, words, detector) in literal_arguments {
+        if !words.iter().any(|w| lower_has(w)) {
+            continue;
+        }
+        each(re, word_starts(words), &mut |caps| {
             let Some(p) = caps.get_group(1).or_else(|| caps.get_group(2)) else {
                 return;
             };
             let value = &text[p.range()];
-            if accept_pair_password(value) {
-                out.push(cand(p.start, p.end, "S5.auth-pair"));
-            }
-        });
-    }
-    if lower_has("credential") || lower_has("login") {
-        each(
-            &CALL_PAIR,
-            word_starts(&["credential", "login"]),
-            &mut |caps| {
-                let Some(p) = caps.get_group(2).or_else(|| caps.get_group(3)) else {
-                    return;
-                };
-                let value = &text[p.range()];
-                // A login call names less surely than a credential type that its second
-                // argument is a password (`login("admin", "home")`): it must look like one.
-                let login =
-                    text[caps.get_group(1).expect("group").range()].eq_ignore_ascii_case("login");
-                if accept_pair_password(value) && (!login || looks_like_password(value)) {
-                    out.push(cand(p.start, p.end, "S5.credential-pair"));
-                }
-            },
-        );
-    }
-    if lower_has("getconnection") {
-        each(&JDBC_PAIR, word_starts(&["getconnection"]), &mut |caps| {
-            let Some(p) = caps.get_group(1).or_else(|| caps.get_group(2)) else {
-                return;
-            };
-            if accept_pair_password(&text[p.range()]) {
-                out.push(cand(p.start, p.end, "S5.jdbc-password"));
-            }
-        });
-    }
-    if lower_has("jwt") {
-        each(&JWT_KEY, word_starts(&["jwt"]), &mut |caps| {
-            let Some(p) = caps.get_group(1).or_else(|| caps.get_group(2)) else {
-                return;
-            };
-            if accept_pair_password(&text[p.range()]) {
-                out.push(cand(p.start, p.end, "S5.jwt-signing-key"));
+            // A login call names less surely than a credential type that its second
+            // argument is a password (`login("admin", "home")`): it must look like one.
+            let at = caps.get_match().expect("a match").start();
+            let login = text.as_bytes()[at..]
+                .get(..5)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"login"));
+            if accept_pair_password(value) && (!login || looks_like_password(value)) {
+                out.push(cand(p.start, p.end, detector));
             }
         });
     }
