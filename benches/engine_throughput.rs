@@ -94,22 +94,27 @@ fn main() {
             _ => &[false, true],
         };
         let measured = measure(&policy, mode, settings, &texts, rounds);
-        let setting = |on: bool| {
-            settings
-                .iter()
-                .position(|&s| s == on)
-                .map(|i| measured[i].clone())
-        };
+        let setting = |on: bool| settings.iter().position(|&s| s == on).map(|i| &measured[i]);
         let (off, on) = (setting(false), setting(true));
-        if let (Some(off), Some(on)) = (&off, &on) {
-            overhead.push((name, off.0, on.0, median_ratio(&off.3, &on.3)));
+        if let (Some(off), Some(on)) = (off, on) {
+            overhead.push((
+                name,
+                off.best_wall(),
+                on.best_wall(),
+                median_ratio(&off.walls, &on.walls),
+            ));
         }
         let headline = if mode == Mode::Code {
             on.or(off)
         } else {
             off.or(on)
         };
-        let (seconds, cpu_seconds, placeholders, _) = headline.expect("one setting measured");
+        let headline = headline.expect("one setting measured");
+        let (seconds, cpu_seconds, placeholders) = (
+            headline.best_wall(),
+            headline.best_cpu,
+            headline.placeholders,
+        );
         let reference = match (name, python.as_ref()) {
             ("code", _) => reference_balanced,
             (_, Some(python)) => reference_mbps(python, &root, &config, name),
@@ -267,18 +272,34 @@ fn wanted_mode(name: &str) -> bool {
     }
 }
 
-/// Best wall and CPU seconds of `rounds` rounds, the placeholders one round made, and
-/// every round's wall seconds, for each detector-layer setting in `settings`. The settings take turns round by
-/// round, so a slow spell on a shared machine hits them alike rather than one of them.
-/// The CPU figure (this thread's, Linux) is the per-core speed even when other processes
-/// share the machine; the wall figure is what the targets are checked against.
+/// The rounds of one detector-layer setting.
+struct Measured {
+    /// Wall seconds of each round, in order.
+    walls: Vec<f64>,
+    /// The best round's CPU seconds of this thread (Linux): the per-core speed even when
+    /// other processes share the machine.
+    best_cpu: Option<f64>,
+    /// Placeholders one round made.
+    placeholders: u64,
+}
+
+impl Measured {
+    /// The best round's wall seconds: what the targets are checked against.
+    fn best_wall(&self) -> f64 {
+        self.walls.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// `rounds` rounds of each detector-layer setting in `settings`. The settings take turns
+/// round by round, so a slow spell on a shared machine hits them alike rather than one
+/// of them.
 fn measure(
     policy: &Policy,
     mode: Mode,
     settings: &[bool],
     texts: &[Text],
     rounds: usize,
-) -> Vec<(f64, Option<f64>, u64, Vec<f64>)> {
+) -> Vec<Measured> {
     let engines: Vec<Engine> = settings
         .iter()
         .map(|&detectors| {
@@ -290,10 +311,16 @@ fn measure(
             Engine::new(Arc::new(policy)).expect("bench policy compiles")
         })
         .collect();
-    let mut results = vec![(f64::INFINITY, None::<f64>, 0u64, Vec::new()); engines.len()];
+    let mut results: Vec<Measured> = engines
+        .iter()
+        .map(|_| Measured {
+            walls: Vec::with_capacity(rounds),
+            best_cpu: None,
+            placeholders: 0,
+        })
+        .collect();
     for _ in 0..rounds {
-        for (engine, (best_wall, best_cpu, placeholders, walls)) in engines.iter().zip(&mut results)
-        {
+        for (engine, result) in engines.iter().zip(&mut results) {
             let mut produced = 0u64;
             let cpu_start = thread_cpu_seconds();
             let start = Instant::now();
@@ -311,17 +338,15 @@ fn measure(
                 produced += out.counts.0.values().sum::<u64>();
                 std::hint::black_box(&out.text);
             }
-            let wall = start.elapsed().as_secs_f64();
-            walls.push(wall.max(1e-9));
+            result.walls.push(start.elapsed().as_secs_f64().max(1e-9));
             let cpu = thread_cpu_seconds()
                 .zip(cpu_start)
                 .map(|(end, start)| (end - start).max(1e-9));
-            *best_wall = best_wall.min(wall).max(1e-9);
-            *best_cpu = match (*best_cpu, cpu) {
+            result.best_cpu = match (result.best_cpu, cpu) {
                 (Some(b), Some(c)) => Some(f64::min(b, c)),
                 (b, c) => c.or(b),
             };
-            *placeholders = produced;
+            result.placeholders = produced;
         }
     }
     results
