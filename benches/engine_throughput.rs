@@ -23,6 +23,15 @@
 //!    reference has no `code` mode; code is compared with reference balanced.
 //!    Target: at least 50x per core in every mode.
 //!
+//! 4. Measures the detector layer again, off and on in each mode, on real code: the
+//!    sources of the workspace's own dependencies at their `Cargo.lock` versions (listed
+//!    by `cargo metadata --offline`, so the same lock file gives the same files), the
+//!    first `REDCTX_BENCH_DEPS_KB` KiB (default 64, `0` skips this part) of text files
+//!    of each crate in path order. The generated corpus names its identifiers from a
+//!    small vocabulary that holds `token`, `key`, `session`, `digest` and `value`: one
+//!    trigger word of the layer every ~90 bytes, where these sources have one every
+//!    ~160. Both figures are printed; the target is checked on both.
+//!
 //! `REDCTX_BENCH_MODES=strict` (comma-separated) measures only the named modes;
 //! `REDCTX_BENCH_DETECTORS=on` (or `off`) only that setting of the layer (for profiling;
 //! the headline row then shows the setting measured).
@@ -41,6 +50,11 @@ const TARGET_RATIO: f64 = 50.0;
 /// Issue 6: the detector layer adds at most 30% to the engine's time.
 const TARGET_DETECTOR_OVERHEAD: f64 = 0.30;
 const SALT: &str = "bench-salt";
+const MODES: [(&str, Mode); 3] = [
+    ("strict", Mode::Strict),
+    ("balanced", Mode::Balanced),
+    ("code", Mode::Code),
+];
 
 fn main() {
     let files = env_usize("REDCTX_BENCH_FILES", 3000);
@@ -76,11 +90,7 @@ fn main() {
     let mut rows = Vec::new();
     let mut overhead = Vec::new();
     let mut reference_balanced = None;
-    for (name, mode) in [
-        ("strict", Mode::Strict),
-        ("balanced", Mode::Balanced),
-        ("code", Mode::Code),
-    ] {
+    for (name, mode) in MODES {
         if !wanted_mode(name) {
             continue;
         }
@@ -161,15 +171,64 @@ fn main() {
             "{name:<9} {ours:>11.2} {seconds:>9.3} {cpu:>11} {reference_text:>15} {ratio_text:>9}  {verdict}{versus}{note}"
         );
     }
+    print_layer_rows("generated corpus", &overhead, total_bytes);
+
+    // Profiling one setting of the layer (`REDCTX_BENCH_DETECTORS`) skips this part.
+    let per_crate_kb = env_usize("REDCTX_BENCH_DEPS_KB", 64);
+    if per_crate_kb > 0 && std::env::var_os("REDCTX_BENCH_DETECTORS").is_none() {
+        match dependency_texts(per_crate_kb * 1024) {
+            Ok((deps, crates)) => {
+                let bytes: usize = deps.iter().map(|t| t.raw_bytes).sum();
+                println!(
+                    "dependency sources: {crates} crates, {} text files, {:.2} MB raw \
+                     (first {per_crate_kb} KiB of each crate)",
+                    deps.len(),
+                    mb(bytes)
+                );
+                let rows = layer_rows(&policy, &deps, rounds);
+                print_layer_rows("dependency sources", &rows, bytes);
+            }
+            Err(e) => println!("dependency sources: not measured ({e})"),
+        }
+    }
+}
+
+/// One row of the detector layer's cost: mode, best wall seconds off and on, and the
+/// median over rounds of on/off.
+type LayerRow = (&'static str, f64, f64, f64);
+
+/// The layer's cost in every wanted mode on `texts`.
+fn layer_rows(policy: &Policy, texts: &[Text], rounds: usize) -> Vec<LayerRow> {
+    MODES
+        .into_iter()
+        .filter(|(name, _)| wanted_mode(name))
+        .map(|(name, mode)| {
+            let [off, on] =
+                <[Measured; 2]>::try_from(measure(policy, mode, &[false, true], texts, rounds))
+                    .unwrap_or_else(|_| unreachable!("two settings measured"));
+            (
+                name,
+                off.best_wall(),
+                on.best_wall(),
+                median_ratio(&off.walls, &on.walls),
+            )
+        })
+        .collect()
+}
+
+fn print_layer_rows(corpus: &str, rows: &[LayerRow], total_bytes: usize) {
+    if rows.is_empty() {
+        return;
+    }
     println!(
-        "detector layer: {:<9} {:>12} {:>11} {:>9}  target <= {:.0}% (added: median over rounds of on/off)",
+        "detector layer, {corpus}: {:<9} {:>10} {:>9} {:>8}  target <= {:.0}% (added: median over rounds of on/off)",
         "mode",
         "off MB/s",
         "on MB/s",
         "added",
         TARGET_DETECTOR_OVERHEAD * 100.0
     );
-    for (name, off, on, ratio) in overhead {
+    for &(name, off, on, ratio) in rows {
         let added = ratio - 1.0;
         let verdict = if added <= TARGET_DETECTOR_OVERHEAD {
             "ok"
@@ -177,12 +236,88 @@ fn main() {
             "ABOVE TARGET"
         };
         println!(
-            "detector layer: {name:<9} {:>12.2} {:>11.2} {:>8.1}%  {verdict}",
+            "detector layer, {corpus}: {name:<9} {:>10.2} {:>9.2} {:>7.1}%  {verdict}",
             mb(total_bytes) / off,
             mb(total_bytes) / on,
             added * 100.0
         );
     }
+}
+
+/// Real code for the layer's cost: every registry or git package of the workspace's
+/// lock file (for this host), sorted by name and version; of each, its text files in
+/// path order while they fit in `per_crate` bytes. Returns the texts and the number of
+/// crates read.
+fn dependency_texts(per_crate: usize) -> Result<(Vec<Text>, usize), String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let version = Command::new(&rustc)
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("{rustc} -vV: {e}"))?;
+    let host = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .ok_or("rustc -vV names no host")?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(&cargo)
+        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+        .args(["--filter-platform", &host])
+        .current_dir(corpus::repo_root())
+        .output()
+        .map_err(|e| format!("{cargo} metadata: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let mut packages: Vec<(String, String, PathBuf)> = json["packages"]
+        .as_array()
+        .ok_or("cargo metadata lists no packages")?
+        .iter()
+        .filter(|p| !p["source"].is_null())
+        .filter_map(|p| {
+            let dir = Path::new(p["manifest_path"].as_str()?)
+                .parent()?
+                .to_path_buf();
+            Some((
+                p["name"].as_str()?.to_owned(),
+                p["version"].as_str()?.to_owned(),
+                dir,
+            ))
+        })
+        .collect();
+    packages.sort();
+    let mut texts = Vec::new();
+    let mut crates = 0;
+    for (name, version, dir) in packages {
+        let Ok((files, _)) = corpus::walk(&dir) else {
+            continue; // not downloaded here
+        };
+        crates += 1;
+        let mut taken = 0;
+        for rel in files {
+            let Ok(bytes) = std::fs::read(dir.join(&rel)) else {
+                continue;
+            };
+            if taken + bytes.len() > per_crate || !corpus::is_probably_text(&bytes) {
+                continue;
+            }
+            taken += bytes.len();
+            texts.push(Text {
+                prose: is_prose(&rel),
+                rel: format!("{name}-{version}/{rel}"),
+                text: corpus::decode_like_reference(&bytes),
+                raw_bytes: bytes.len(),
+            });
+        }
+    }
+    if texts.is_empty() {
+        return Err("no dependency sources found (run `cargo fetch` first)".to_owned());
+    }
+    Ok((texts, crates))
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
