@@ -299,7 +299,11 @@ fn dependency_texts(per_crate: usize) -> Result<(Vec<Text>, usize), String> {
         crates += 1;
         let mut taken = 0;
         for rel in files {
-            let Ok(bytes) = std::fs::read(dir.join(&rel)) else {
+            let path = dir.join(&rel);
+            // Sized first: a large crate is not read whole to keep its first files.
+            let fits =
+                std::fs::metadata(&path).is_ok_and(|m| taken + m.len() as usize <= per_crate);
+            let Some(bytes) = fits.then(|| std::fs::read(&path).ok()).flatten() else {
                 continue;
             };
             if taken + bytes.len() > per_crate || !corpus::is_probably_text(&bytes) {
