@@ -2,7 +2,7 @@
 //! `redctx cat` would. Used to score the detector layer with `shared/eval`.
 //! Usage: engine_cat --root DIR [--mode code|balanced|strict] PATH
 //! A PATH that is a directory prints every file under it, in path order (for comparing
-//! the whole output of two builds).
+//! the whole output of two builds). Files that fail the daemon's text sniff are skipped.
 use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::engine::{Engine, Mode, RedactOptions};
 use redctx_daemon::fs::is_prose_path;
@@ -60,6 +60,12 @@ fn collect(root: &std::path::Path, rel: &str, out: &mut Vec<String>) {
 
 fn cat(engine: &Engine, root: &std::path::Path, path: &str) {
     let bytes = std::fs::read(root.join(path)).expect("read");
+    // As the daemon: a file that fails the text sniff is not read as text (its bytes
+    // may even fill every marker block, which the engine refuses).
+    if !redctx_daemon::fs::looks_like_text(&bytes) {
+        eprintln!("engine_cat: skipped, not text: {}", engine.path_id(path));
+        return;
+    }
     let text = redctx_daemon::fs::decode_text(&bytes);
     let out = engine
         .redact(
