@@ -107,12 +107,7 @@ fn main() {
         let setting = |on: bool| settings.iter().position(|&s| s == on).map(|i| &measured[i]);
         let (off, on) = (setting(false), setting(true));
         if let (Some(off), Some(on)) = (off, on) {
-            overhead.push((
-                name,
-                off.best_wall(),
-                on.best_wall(),
-                median_ratio(&off.walls, &on.walls),
-            ));
+            overhead.push(layer_row(name, off, on));
         }
         let headline = if mode == Mode::Code {
             on.or(off)
@@ -197,6 +192,15 @@ fn main() {
 /// median over rounds of on/off.
 type LayerRow = (&'static str, f64, f64, f64);
 
+fn layer_row(name: &'static str, off: &Measured, on: &Measured) -> LayerRow {
+    (
+        name,
+        off.best_wall(),
+        on.best_wall(),
+        median_ratio(&off.walls, &on.walls),
+    )
+}
+
 /// The layer's cost in every wanted mode on `texts`.
 fn layer_rows(policy: &Policy, texts: &[Text], rounds: usize) -> Vec<LayerRow> {
     MODES
@@ -206,12 +210,7 @@ fn layer_rows(policy: &Policy, texts: &[Text], rounds: usize) -> Vec<LayerRow> {
             let [off, on] =
                 <[Measured; 2]>::try_from(measure(policy, mode, &[false, true], texts, rounds))
                     .unwrap_or_else(|_| unreachable!("two settings measured"));
-            (
-                name,
-                off.best_wall(),
-                on.best_wall(),
-                median_ratio(&off.walls, &on.walls),
-            )
+            layer_row(name, &off, &on)
         })
         .collect()
 }

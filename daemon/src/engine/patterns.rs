@@ -413,6 +413,16 @@ pub struct PrivateHosts {
 }
 
 impl PrivateHosts {
+    /// The patterns in priority order (on equal starts the earlier wins), each with
+    /// whether an RFC 1918 address counts as well as a private suffix.
+    fn patterns(&self) -> [(&PyPattern, bool); 3] {
+        [
+            (&self.url, true),
+            (&self.domain, true),
+            (&self.any_url, false),
+        ]
+    }
+
     /// The next match of `p` from `start` whose host is private (`by_address`: an RFC 1918
     /// address counts, as well as a private suffix).
     fn next_private(
@@ -468,12 +478,7 @@ impl Finder for PrivateHosts {
             cache.extend([None, domain_slot, any_url_slot]);
         }
         let mut best: Option<(usize, usize)> = None;
-        let patterns = [
-            (&self.url, true),
-            (&self.domain, true),
-            (&self.any_url, false),
-        ];
-        for ((p, by_address), slot) in patterns.into_iter().zip(cache.iter_mut()) {
+        for ((p, by_address), slot) in self.patterns().into_iter().zip(cache.iter_mut()) {
             let next = match *slot {
                 Some(None) => None,
                 _ => {
@@ -836,16 +841,13 @@ mod tests {
         for hay in crate::engine::testgen::texts(&pieces, 2000, 10, 3) {
             // The earliest match; on equal starts the earlier pattern.
             let fresh = |start: usize| {
-                [
-                    (&hosts.url, true),
-                    (&hosts.domain, true),
-                    (&hosts.any_url, false),
-                ]
-                .into_iter()
-                .filter_map(|(p, by_address)| {
-                    PrivateHosts::next_private(p, by_address, &hay, start)
-                })
-                .reduce(|best, m| if m.0 < best.0 { m } else { best })
+                hosts
+                    .patterns()
+                    .into_iter()
+                    .filter_map(|(p, by_address)| {
+                        PrivateHosts::next_private(p, by_address, &hay, start)
+                    })
+                    .reduce(|best, m| if m.0 < best.0 { m } else { best })
             };
             let mut cache = FindCache::default();
             let mut start = 0;
