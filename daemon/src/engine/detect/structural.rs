@@ -18,6 +18,7 @@ use super::util::{self, FileKind, KeywordHits, Markers, WordIds, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
+use std::sync::LazyLock;
 
 /// Word stems that may start a sensitive key (matched ASCII-case-insensitively).
 const STEMS: &[&str] = &[
@@ -774,32 +775,78 @@ pub(crate) fn split_words(key: &str) -> Vec<String> {
 /// character path costs a `Vec<char>` and Unicode case tables per key).
 fn split_ascii_words(b: &[u8]) -> Vec<String> {
     let mut words = Vec::new();
-    let mut cur = String::new();
+    ascii_word_spans(b, |s, e| {
+        words.push(String::from_utf8(b[s..e].to_ascii_lowercase()).expect("ASCII"));
+        true
+    });
+    words
+}
+
+/// Calls `word(start, end)` with the byte range of each word of an ASCII key, in order,
+/// while it returns true. A word is a run of letters and digits, split where lower case
+/// turns upper (`apiKey`), letters turn digits or back (`oauth2Client`), and before the
+/// last capital of an acronym followed by lower case (`HMACSecret`).
+fn ascii_word_spans(b: &[u8], mut word: impl FnMut(usize, usize) -> bool) {
+    let mut start: Option<usize> = None;
     for (i, &c) in b.iter().enumerate() {
         if !c.is_ascii_alphanumeric() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
+            if let Some(s) = start.take()
+                && !word(s, i)
+            {
+                return;
             }
             continue;
         }
-        if !cur.is_empty() {
-            let p = b[i - 1];
-            let boundary = (p.is_ascii_lowercase() && c.is_ascii_uppercase())
-                || (p.is_ascii_alphabetic() && c.is_ascii_digit())
-                || (p.is_ascii_digit() && c.is_ascii_alphabetic())
-                || (p.is_ascii_uppercase()
-                    && c.is_ascii_uppercase()
-                    && b.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()));
-            if boundary {
-                words.push(std::mem::take(&mut cur));
+        let Some(s) = start else {
+            start = Some(i);
+            continue;
+        };
+        let p = b[i - 1];
+        let boundary = (p.is_ascii_lowercase() && c.is_ascii_uppercase())
+            || (p.is_ascii_alphabetic() && c.is_ascii_digit())
+            || (p.is_ascii_digit() && c.is_ascii_alphabetic())
+            || (p.is_ascii_uppercase()
+                && c.is_ascii_uppercase()
+                && b.get(i + 1).is_some_and(|n| n.is_ascii_lowercase()));
+        if boundary {
+            if !word(s, i) {
+                return;
             }
+            start = Some(i);
         }
-        cur.push(char::from(c.to_ascii_lowercase()));
     }
-    if !cur.is_empty() {
-        words.push(cur);
+    if let Some(s) = start {
+        word(s, b.len());
     }
-    words
+}
+
+/// Calls `f` with the words of `key` as [`split_words`] gives them, without allocating
+/// for the keys the detectors meet nearly always (short ASCII ones).
+fn with_words<R>(key: &str, f: impl FnOnce(&[&str]) -> R) -> R {
+    const MAX_LEN: usize = 128;
+    const MAX_WORDS: usize = 24;
+    let b = key.as_bytes();
+    if key.is_ascii() && b.len() <= MAX_LEN {
+        let mut lower = [0u8; MAX_LEN];
+        lower[..b.len()].copy_from_slice(b);
+        lower[..b.len()].make_ascii_lowercase();
+        let lower = std::str::from_utf8(&lower[..b.len()]).expect("ASCII");
+        let mut words = [""; MAX_WORDS];
+        let mut n = 0;
+        ascii_word_spans(b, |s, e| {
+            if n < MAX_WORDS {
+                words[n] = &lower[s..e];
+            }
+            n += 1;
+            n <= MAX_WORDS
+        });
+        if n <= MAX_WORDS {
+            return f(&words[..n]);
+        }
+    }
+    let owned = split_words(key);
+    let words: Vec<&str> = owned.iter().map(String::as_str).collect();
+    f(&words)
 }
 
 /// [`split_words`] for any key, character by character.
@@ -1082,8 +1129,8 @@ fn first_call_argument(text: &str, quote_at: usize) -> bool {
 /// Judges a key name by its head word.
 fn classify(name: &str) -> Option<KeyClass> {
     // Key names repeat within and across files (`token`, `api_key`, `keyboard`), and
-    // classifying one splits it into words twice: remember the answers per thread
-    // (foldhash: SipHash cost more than the lookup saved on short keys).
+    // classifying one splits it into words and looks each up: remember the answers
+    // per thread (foldhash: SipHash cost more than the lookup saved on short keys).
     const MEMO_CAP: usize = 32_768;
     thread_local! {
         static MEMO: std::cell::RefCell<foldhash::HashMap<Box<str>, Option<KeyClass>>> =
@@ -1103,12 +1150,47 @@ fn classify(name: &str) -> Option<KeyClass> {
 }
 
 fn classify_uncached(name: &str) -> Option<KeyClass> {
-    let words = split_words(name);
-    let tier = classify_tier(&words)?;
-    let password = words.iter().any(|w| {
-        PASSWORD_WORDS.contains(&w.as_str()) || w.ends_with("password") || w.ends_with("passwd")
+    with_words(name, |words| {
+        let tier = classify_tier(words)?;
+        let password = words.iter().any(|w| {
+            roles(w) & role::PASSWORD != 0 || w.ends_with("password") || w.ends_with("passwd")
+        });
+        Some(KeyClass { tier, password })
+    })
+}
+
+/// Bits of [`roles`]: the word lists a key's words are looked up in.
+mod role {
+    pub const MODIFIER: u8 = 1;
+    pub const STRONG_HEAD: u8 = 1 << 1;
+    pub const WEAK_HEAD: u8 = 1 << 2;
+    pub const KEY_QUALIFIER: u8 = 1 << 3;
+    pub const NOT_KEY_QUALIFIER: u8 = 1 << 4;
+    pub const NOT_TOKEN_QUALIFIER: u8 = 1 << 5;
+    pub const PASSWORD: u8 = 1 << 6;
+}
+
+/// The lists a lower-case word is on, as [`role`] bits: one hash lookup instead of a
+/// scan of each list.
+fn roles(word: &str) -> u8 {
+    static ROLES: LazyLock<foldhash::HashMap<&'static str, u8>> = LazyLock::new(|| {
+        let mut map: foldhash::HashMap<&'static str, u8> = Default::default();
+        for (list, bit) in [
+            (MODIFIERS, role::MODIFIER),
+            (STRONG_HEADS, role::STRONG_HEAD),
+            (WEAK_HEADS, role::WEAK_HEAD),
+            (KEY_QUALIFIERS, role::KEY_QUALIFIER),
+            (NOT_KEY_QUALIFIERS, role::NOT_KEY_QUALIFIER),
+            (NOT_TOKEN_QUALIFIERS, role::NOT_TOKEN_QUALIFIER),
+            (PASSWORD_WORDS, role::PASSWORD),
+        ] {
+            for word in list {
+                *map.entry(word).or_default() |= bit;
+            }
+        }
+        map
     });
-    Some(KeyClass { tier, password })
+    ROLES.get(word).copied().unwrap_or(0)
 }
 
 /// Head words of password-like keys.
@@ -1136,12 +1218,12 @@ const PASSWORD_WORDS: &[&str] = &[
 ];
 
 /// The tier of a key split into lower-case words (see [`split_words`]).
-fn classify_tier(words: &[String]) -> Option<Tier> {
+fn classify_tier(words: &[&str]) -> Option<Tier> {
     let mut i = words.len();
     while i > 0 {
-        let w = words[i - 1].as_str();
+        let w = words[i - 1];
         let numeric = w.chars().all(|c| c.is_ascii_digit());
-        if numeric || MODIFIERS.contains(&w) {
+        if numeric || roles(w) & role::MODIFIER != 0 {
             i -= 1;
             continue;
         }
@@ -1150,12 +1232,13 @@ fn classify_tier(words: &[String]) -> Option<Tier> {
     if i == 0 {
         return None;
     }
-    let head = words[i - 1].as_str();
-    let prev = if i >= 2 { words[i - 2].as_str() } else { "" };
-    if (head == "token" || head == "tokens") && NOT_TOKEN_QUALIFIERS.contains(&prev) {
+    let head = words[i - 1];
+    let prev = if i >= 2 { words[i - 2] } else { "" };
+    if (head == "token" || head == "tokens") && roles(prev) & role::NOT_TOKEN_QUALIFIER != 0 {
         return None;
     }
-    if STRONG_HEADS.contains(&head)
+    let head_roles = roles(head);
+    if head_roles & role::STRONG_HEAD != 0
         || STRONG_SUFFIXES
             .iter()
             .any(|s| head.len() > s.len() && head.ends_with(s))
@@ -1163,10 +1246,11 @@ fn classify_tier(words: &[String]) -> Option<Tier> {
         return Some(Tier::Strong);
     }
     if head == "key" || head == "keys" {
-        if NOT_KEY_QUALIFIERS.contains(&prev) {
+        let prev_roles = roles(prev);
+        if prev_roles & role::NOT_KEY_QUALIFIER != 0 {
             return None;
         }
-        return if KEY_QUALIFIERS.contains(&prev)
+        return if prev_roles & role::KEY_QUALIFIER != 0
             || prev.ends_with("secret")
             || prev.ends_with("private")
         {
@@ -1190,13 +1274,11 @@ fn classify_tier(words: &[String]) -> Option<Tier> {
         .then_some(Tier::Weak);
     }
     if matches!(head, "connection" | "conn")
-        && words
-            .get(i)
-            .is_some_and(|w| matches!(w.as_str(), "string" | "str"))
+        && words.get(i).is_some_and(|w| matches!(*w, "string" | "str"))
     {
         return Some(Tier::Strong);
     }
-    if WEAK_HEADS.contains(&head) || head.ends_with("nkey") {
+    if head_roles & role::WEAK_HEAD != 0 || head.ends_with("nkey") {
         return Some(Tier::Weak);
     }
     None
@@ -1551,6 +1633,28 @@ mod tests {
             split_words("app.config.db-pass"),
             ["app", "config", "db", "pass"]
         );
+    }
+
+    #[test]
+    fn borrowed_words_equal_the_split_words_of_any_key() {
+        let many = ["a"; 30].join("_");
+        let long = format!("{}Secret", "x".repeat(140));
+        for key in [
+            "AWS_SECRET_ACCESS_KEY",
+            "OAuth2ClientSecret",
+            "HMACSecret",
+            "_leading__and_trailing_",
+            "9lives",
+            "",
+            "--",
+            &many,
+            &long,
+            "Passwort_für_DB",
+            "пароль",
+        ] {
+            let borrowed = with_words(key, |w| w.iter().map(|w| w.to_string()).collect::<Vec<_>>());
+            assert_eq!(borrowed, split_words(key), "{key}");
+        }
     }
 
     #[test]
