@@ -14,7 +14,7 @@
 //! dropped. In source code a bare value is an expression, so it is kept only when it
 //! reads as a literal token.
 
-use super::util::{self, FileKind, KeywordHits, Markers, WordIds, marker};
+use super::util::{self, FileKind, KeywordHits, Markers, Quoting, WordIds, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex::Regex;
@@ -396,27 +396,30 @@ impl Structural {
         STEMS
     }
 
-    /// Appends S3/S7 candidates for `text`; `hits` holds the occurrences of
-    /// [`Structural::words`] under the ids `stems`.
+    /// Appends S3/S7 candidates for `text`, a file of `kind` whose language quotes
+    /// strings as `quoting` says; `hits` holds the occurrences of [`Structural::words`]
+    /// under the ids `stems`.
     #[inline(never)] // one frame per family in profiles
+    #[allow(clippy::too_many_arguments)]
     pub fn scan(
         &self,
         text: &str,
         kind: FileKind,
+        quoting: Quoting,
         hits: &KeywordHits,
         stems: WordIds,
         markers: &Markers,
         out: &mut Vec<Candidate>,
     ) {
         let mut last_key_end = 0;
-        let mut backticks = BacktickCount::default();
+        let mut literals = LiteralScan::new(quoting);
         for (start, end, _) in hits.leftmost_first(stems) {
             if start < last_key_end {
                 continue;
             }
             let (ks, ke) = key_token(text, start, end);
             last_key_end = ke;
-            self.key_at(text, ks, ke, kind, &mut backticks, out);
+            self.key_at(text, ks, ke, kind, &mut literals, out);
         }
         // `(?i)identified` matches the ASCII case variants only (a unit test holds it).
         let identified = markers.has_ignore_ascii_case(&marker::IDENTIFIED);
@@ -477,7 +480,7 @@ impl Structural {
         ks: usize,
         ke: usize,
         kind: FileKind,
-        backticks: &mut BacktickCount,
+        literals: &mut LiteralScan,
         out: &mut Vec<Candidate>,
     ) {
         let key = &text[ks..ke];
@@ -506,11 +509,11 @@ impl Structural {
         // `"user: x\npass: y"`) is read as configuration: its bare values are literals,
         // and it declares nothing. Asked only once a separator is found.
         let literal_at = ks - key_quote.map_or(0, str::len);
-        let mut literal: Option<bool> = None;
+        // A key right after an opening quote (`"api_key = …"`) is itself in one.
+        let mut literal: Option<bool> = (open_quote && kind == FileKind::Code).then_some(true);
         let mut in_literal = || {
-            *literal.get_or_insert_with(|| {
-                kind == FileKind::Code && in_string_literal(text, literal_at, backticks)
-            })
+            *literal
+                .get_or_insert_with(|| kind == FileKind::Code && literals.inside(text, literal_at))
         };
         let xml = ks > 0 && b[ks - 1] == b'<';
         if pos < b.len() && b[pos] == b']' {
@@ -644,61 +647,94 @@ impl Structural {
     }
 }
 
-/// The number of backticks before a position, counted from the last position asked
-/// about: keys are visited in text order, so the whole scan reads each byte about once
-/// instead of once per key.
-#[derive(Default)]
-struct BacktickCount {
-    pos: usize,
-    count: usize,
+/// Whether positions of a source file lie inside string literals, asked in text order.
+struct LiteralScan {
+    quoting: Quoting,
+    /// Where backticks were last counted up to, and how many lie before it: keys are
+    /// visited in text order, so the whole scan reads each byte about once instead of
+    /// once per key.
+    ticks_to: usize,
+    ticks: usize,
 }
 
-impl BacktickCount {
+impl LiteralScan {
+    fn new(quoting: Quoting) -> LiteralScan {
+        LiteralScan {
+            quoting,
+            ticks_to: 0,
+            ticks: 0,
+        }
+    }
+
     /// Backticks in `b[..pos]`.
-    fn before(&mut self, b: &[u8], pos: usize) -> usize {
-        if pos >= self.pos {
-            self.count += memchr::memchr_iter(b'`', &b[self.pos..pos]).count();
+    fn backticks_before(&mut self, b: &[u8], pos: usize) -> usize {
+        if pos >= self.ticks_to {
+            self.ticks += memchr::memchr_iter(b'`', &b[self.ticks_to..pos]).count();
         } else {
-            self.count -= memchr::memchr_iter(b'`', &b[pos..self.pos]).count();
+            self.ticks -= memchr::memchr_iter(b'`', &b[pos..self.ticks_to]).count();
         }
-        self.pos = pos;
-        self.count
+        self.ticks_to = pos;
+        self.ticks
+    }
+
+    /// Whether `pos` lies inside a string literal: a `"…"`/`'…'` string opened earlier
+    /// on the same line, or a backtick string (Go raw string, JS template) opened earlier
+    /// in the text, in the languages that have them. In Rust an apostrophe that does not
+    /// open a character literal (`'a`, `'static`) opens nothing.
+    fn inside(&mut self, text: &str, pos: usize) -> bool {
+        let b = text.as_bytes();
+        let line_start = util::line_start(text, pos);
+        let line = &b[line_start..pos];
+        // Jumps from quote to quote (or escape) with memchr: most lines have none.
+        let mut state: Option<u8> = None;
+        let mut i = 0;
+        while i < line.len() {
+            match state {
+                None => match memchr::memchr2(b'"', b'\'', &line[i..]) {
+                    Some(at) => {
+                        let q = line[i + at];
+                        i += at + 1;
+                        if q == b'\'' && self.quoting.lifetimes && !opens_char(b, line_start + i) {
+                            continue;
+                        }
+                        state = Some(q);
+                    }
+                    None => break,
+                },
+                Some(q) => match memchr::memchr2(q, b'\\', &line[i..]) {
+                    // An escape hides the byte after it.
+                    Some(at) if line[i + at] == b'\\' => i += at + 2,
+                    Some(at) => {
+                        state = None;
+                        i += at + 1;
+                    }
+                    None => break,
+                },
+            }
+        }
+        if state.is_some() {
+            return true;
+        }
+        self.quoting.backticks && self.backticks_before(b, pos) % 2 == 1
     }
 }
 
-/// Whether `pos` lies inside a string literal: a `"…"`/`'…'` string opened earlier on
-/// the same line, or a backtick string (Go raw string, JS template) opened earlier in
-/// the text.
-fn in_string_literal(text: &str, pos: usize, backticks: &mut BacktickCount) -> bool {
-    let b = text.as_bytes();
-    let line = &b[util::line_start(text, pos)..pos];
-    // Jumps from quote to quote (or escape) with memchr: most lines have none.
-    let mut state: Option<u8> = None;
-    let mut i = 0;
-    while i < line.len() {
-        match state {
-            None => match memchr::memchr2(b'"', b'\'', &line[i..]) {
-                Some(at) => {
-                    state = Some(line[i + at]);
-                    i += at + 1;
-                }
-                None => break,
-            },
-            Some(q) => match memchr::memchr2(q, b'\\', &line[i..]) {
-                // An escape hides the byte after it.
-                Some(at) if line[i + at] == b'\\' => i += at + 2,
-                Some(at) => {
-                    state = None;
-                    i += at + 1;
-                }
-                None => break,
-            },
-        }
-    }
-    if state.is_some() {
+/// Whether the apostrophe just before `b[at]` opens a Rust character literal: an escape
+/// follows it, or one character and a closing apostrophe.
+fn opens_char(b: &[u8], at: usize) -> bool {
+    let Some(&first) = b.get(at) else {
+        return false;
+    };
+    if first == b'\\' {
         return true;
     }
-    backticks.before(b, pos) % 2 == 1
+    let len = match first {
+        0x00..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    };
+    b.get(at + len) == Some(&b'\'')
 }
 
 impl Default for Structural {
@@ -1581,17 +1617,18 @@ mod tests {
         assert!(found > 100, "{found} texts with pairs");
     }
 
-    /// The quote-to-quote jumps of `in_string_literal` read lines as the plain state
-    /// machine, one byte at a time, reads them.
+    /// The quote-to-quote jumps of [`LiteralScan::inside`] read lines as the plain state
+    /// machine, one byte at a time, reads them, with and without Rust's lifetimes.
     #[test]
     fn string_literal_jumps_agree_with_the_byte_by_byte_reading() {
-        fn byte_by_byte(line: &[u8]) -> bool {
-            let (mut state, mut i) = (None, 0);
-            while i < line.len() {
-                let c = line[i];
+        fn byte_by_byte(b: &[u8], line_start: usize, lifetimes: bool) -> bool {
+            let (mut state, mut i) = (None, line_start);
+            while i < b.len() {
+                let c = b[i];
                 match state {
                     Some(_) if c == b'\\' => i += 1,
                     Some(q) if c == q => state = None,
+                    None if c == b'\'' && lifetimes && !opens_char(b, i + 1) => {}
                     None if c == b'"' || c == b'\'' => state = Some(c),
                     _ => {}
                 }
@@ -1599,18 +1636,41 @@ mod tests {
             }
             state.is_some()
         }
-        let pieces = ["a", "\"", "'", "\\", "\\\\", "`", " ", "\n", "x=", "\u{e9}"];
+        let pieces = [
+            "a", "\"", "'", "\\", "\\\\", "`", " ", "\n", "x=", "\u{e9}", "'a'",
+        ];
         for text in crate::engine::testgen::texts(&pieces, 3000, 14, 8) {
+            let b = text.as_bytes();
             let line_start = text.rfind('\n').map_or(0, |i| i + 1);
-            let mut ticks = BacktickCount::default();
-            let expected = byte_by_byte(&text.as_bytes()[line_start..])
-                || ticks.before(text.as_bytes(), text.len()) % 2 == 1;
-            let mut ticks = BacktickCount::default();
-            assert_eq!(
-                in_string_literal(&text, text.len(), &mut ticks),
-                expected,
-                "{text:?}"
-            );
+            let ticks = b.iter().filter(|&&c| c == b'`').count();
+            for backticks in [false, true] {
+                for lifetimes in [false, true] {
+                    let expected =
+                        byte_by_byte(b, line_start, lifetimes) || backticks && ticks % 2 == 1;
+                    let mut scan = LiteralScan::new(Quoting {
+                        backticks,
+                        lifetimes,
+                    });
+                    assert_eq!(scan.inside(&text, text.len()), expected, "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_apostrophe_opens_a_rust_char_only_before_one_char_and_a_closing_one() {
+        for (text, opens) in [
+            ("'x'", true),
+            ("'\\n'", true),
+            ("'\\''", true),
+            ("'é'", true),
+            ("'😀'", true),
+            ("'a>", false),
+            ("'static str", false),
+            ("'_>", false),
+            ("'", false),
+        ] {
+            assert_eq!(opens_char(text.as_bytes(), 1), opens, "{text}");
         }
     }
 

@@ -481,6 +481,40 @@ fn s3_references_and_placeholders_are_not_values() {
     }
 }
 
+/// Whether a key sits in a string literal (where bare values are literals) follows the
+/// file's language: backticks quote in Go and JavaScript but not in Rust, whose doc
+/// comments fence examples with three of them; a Rust lifetime opens no string.
+#[test]
+fn s3_string_literals_follow_the_languages_quotes() {
+    let raw = "const cfg = `\npassword: Xk9mPq2vLw8r\n`\n";
+    assert_eq!(values("cfg.go", raw), ["Xk9mPq2vLw8r"]);
+    assert_eq!(values("cfg.ts", raw), ["Xk9mPq2vLw8r"]);
+    let rust_cases = [
+        "/// ```\n/// let colon_token: Option<Token![:]> = input.parse()?;\n/// ```\n",
+        "/// ```\n/// password: Xk9mPq2vLw8r\n/// ```\n",
+        "fn register(kq: BorrowedFd<'_>, token: usize) {}\n",
+        "struct Passwd<'a> { name: &'a str, passwd: CString }\n",
+        // A character literal opens and closes: the quote inside it opens nothing.
+        "let q = '\"'; let p = Secret { password: Xk9mPq2vLw8r };\n",
+    ];
+    for text in rust_cases {
+        assert_eq!(values("src/lib.rs", text), Vec::<String>::new(), "{text:?}");
+    }
+    // A key right after a string's opening quote is in that string.
+    assert_eq!(
+        values("src/lib.rs", "let cfg = \"db_password = Xk9mPq2vLw8r\";\n"),
+        ["Xk9mPq2vLw8r"]
+    );
+    // A configuration snippet in a Rust string is still read as one.
+    assert_eq!(
+        values(
+            "src/lib.rs",
+            "let q = 'x'; let cfg = \"user: x\\npassword: Xk9mPq2vLw8r\";\n"
+        ),
+        ["Xk9mPq2vLw8r"]
+    );
+}
+
 #[test]
 fn a_block_scalar_ends_where_its_keys_siblings_start() {
     let text = "items:\n  - password: |\n      blockPw9f8e7d\n    ref: q8Zr2mW7xK4pL9sT\n";

@@ -154,17 +154,55 @@ const PROSE_EXTS: &[&str] = &[
     "md", "markdown", "txt", "rst", "adoc", "html", "htm", "textile", "org", "tex",
 ];
 
+/// Source languages in which a backtick opens a string (Go raw strings, JavaScript
+/// templates) or a shell command (Ruby, Perl, PHP, Julia, Crystal), whose text is then
+/// literal. Elsewhere a backtick opens nothing a key could sit in: Markdown code in Rust,
+/// Python or C comments (a fence is three backticks, an odd count), identifiers in
+/// Kotlin, Scala and SQL.
+const BACKTICK_STRING_EXTS: &[&str] = &[
+    "go", "js", "jsx", "ts", "tsx", "mjs", "cjs", "vue", "svelte", "coffee", "rb", "pl", "pm",
+    "php", "jl", "cr",
+];
+
+/// The lower-case file name of a root-relative path.
+fn file_name(rel_path: &str) -> String {
+    rel_path
+        .rsplit('/')
+        .next()
+        .unwrap_or(rel_path)
+        .to_ascii_lowercase()
+}
+
+/// How a source file's language quotes strings, as far as telling whether a key sits
+/// inside one goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quoting {
+    /// A backtick opens a string or a command (see [`BACKTICK_STRING_EXTS`]).
+    pub backticks: bool,
+    /// An apostrophe may begin a lifetime or a loop label (`'a`, `'static`) rather than a
+    /// character literal (Rust).
+    pub lifetimes: bool,
+}
+
+impl Quoting {
+    /// The quoting of the language the path's extension names.
+    pub fn of(rel_path: &str) -> Quoting {
+        let name = file_name(rel_path);
+        let ext = name.rsplit_once('.').map_or("", |(_, ext)| ext);
+        Quoting {
+            backticks: BACKTICK_STRING_EXTS.contains(&ext),
+            lifetimes: ext == "rs",
+        }
+    }
+}
+
 impl FileKind {
     /// Classifies a root-relative path; `prose` forces [`FileKind::Prose`].
     pub fn of(rel_path: &str, prose: bool) -> FileKind {
         if prose {
             return FileKind::Prose;
         }
-        let name = rel_path
-            .rsplit('/')
-            .next()
-            .unwrap_or(rel_path)
-            .to_ascii_lowercase();
+        let name = file_name(rel_path);
         if name.starts_with(".env") || name.contains(".env.") || name.ends_with(".env") {
             return FileKind::Config;
         }
