@@ -1,6 +1,7 @@
 //! Gates: keep a stage's regex off text where it cannot match, without changing a
 //! single match. [`RunGated`] serves class-bounded patterns, [`LiteralGated`]
-//! patterns that start with one of a few ASCII words.
+//! patterns that start with one of a few ASCII words. (A whole stage is skipped when the
+//! detector layer's keyword pass saw none of its words: `patterns::GateWords`.)
 //!
 //! Several baseline patterns (cards, phones, IPv4 addresses, SSNs, long hex strings) only
 //! ever match a run of characters from a small class (digits and separators, hex
@@ -111,7 +112,7 @@ impl<P: MatchAt> LiteralGated<P> {
 
 /// Whether `hay` holds a character Python's IGNORECASE equates with an ASCII letter
 /// (`İ` U+0130, `ı` U+0131, `ſ` U+017F, `K` U+212A).
-fn has_ascii_fold_stand_in(hay: &str) -> bool {
+pub fn has_ascii_fold_stand_in(hay: &str) -> bool {
     if hay.is_ascii() {
         return false;
     }

@@ -2,7 +2,7 @@
 //! so that every match equals Python's. Compiled once per process.
 
 use super::byteclass::{ALNUM, ByteClass, DIGITS, run_extent};
-use super::gate::{LiteralGated, RunGated, find_in_run};
+use super::gate::{LiteralGated, RunGated, find_in_run, has_ascii_fold_stand_in};
 use super::placeholder::Category;
 use super::pyre::{Alternation, FindCache, Finder, Guard, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
@@ -13,6 +13,9 @@ pub struct Stage {
     pub name: &'static str,
     pub category: Category,
     pub finder: Box<dyn Finder + Send + Sync>,
+    /// Words one of which every match holds; a text known to hold none of them is not
+    /// searched.
+    pub needs: GateWords,
 }
 
 fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
@@ -20,6 +23,92 @@ fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
         name,
         category,
         finder: Box::new(p),
+        needs: GateWords::NONE,
+    }
+}
+
+/// What every match of [`pem`] holds.
+const PEM_NEEDS: &[&str] = &["-----begin"];
+/// What every match of [`salt_assignment`] holds (`vault_salt`, `redaction-salt`, `salt`).
+const SALT_NEEDS: &[&str] = &["salt"];
+/// What every match of [`url`] starts with.
+const URL_NEEDS: &[&str] = &["http", "www."];
+/// What a URL of any scheme holds.
+const SCHEME_NEEDS: &[&str] = &["://"];
+
+/// What every placeholder-shaped token starts with: `[`, a category name, `_`.
+static PLACEHOLDER_NEEDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    Category::ALL
+        .iter()
+        .map(|c| &*format!("[{}_", c.as_str().to_ascii_lowercase()).leak())
+        .collect()
+});
+
+/// The words that rule stages out by their absence: the detector layer's shared keyword
+/// pass reports which of them a text holds (its scan reads every byte anyway), and
+/// [`GateWords`] answers for the stages. At most 64.
+pub static GATE_WORDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    let words = [
+        PEM_NEEDS,
+        SALT_NEEDS,
+        PROVIDER_PREFIXES,
+        URL_NEEDS,
+        SCHEME_NEEDS,
+        PRIVATE_HOST_SUFFIXES,
+        &PLACEHOLDER_NEEDS,
+    ]
+    .concat();
+    assert!(words.len() <= 64, "gate words fit one u64");
+    assert!(
+        words
+            .iter()
+            .all(|w| !w.bytes().any(|b| b.is_ascii_uppercase())),
+        "gate words are stored in lower case"
+    );
+    words
+});
+
+/// A set of [`GATE_WORDS`] (matched up to ASCII case): those one of which every match of
+/// a stage holds, or those a text holds.
+///
+/// Exactness: a stage's match holds one of its [`Stage::needs`] in the text the stage
+/// searches: the original text with earlier matches replaced by markers, or that text's
+/// `\b` shadow. Markers hold no ASCII, a shadow turns non-ASCII characters into control
+/// bytes that no word holds, and the words are ASCII, so any occurrence lies in a piece
+/// of the original text: absent there, absent in every later text of the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateWords(u64);
+
+impl GateWords {
+    /// As a stage's: it needs no word and always searches.
+    pub const NONE: GateWords = GateWords(0);
+    /// As a text's: nothing is known, every stage searches.
+    pub const UNKNOWN: GateWords = GateWords(u64::MAX);
+
+    /// The set of `words`, each one of [`GATE_WORDS`].
+    pub fn of(words: &[&str]) -> GateWords {
+        GateWords(words.iter().fold(0, |bits, w| {
+            let i = GATE_WORDS
+                .iter()
+                .position(|g| g == w)
+                .expect("a stage's words are gate words");
+            bits | 1 << i
+        }))
+    }
+
+    /// The words `text` holds, from `present` (their indices into [`GATE_WORDS`]). A text
+    /// holding a character that IGNORECASE equates with an ASCII letter (`ſ` matches
+    /// `s`) is [`GateWords::UNKNOWN`]: an ASCII scan cannot see those spellings.
+    pub fn in_text(text: &str, present: impl IntoIterator<Item = usize>) -> GateWords {
+        if has_ascii_fold_stand_in(text) {
+            return GateWords::UNKNOWN;
+        }
+        GateWords(present.into_iter().fold(0, |bits, i| bits | 1 << i))
+    }
+
+    /// Whether a text holding these words may hold a match of a stage that needs `needs`.
+    pub fn may_match(self, needs: GateWords) -> bool {
+        needs == GateWords::NONE || self.0 & needs.0 != 0
     }
 }
 
@@ -44,6 +133,7 @@ fn gated(
             min_len,
             min_core,
         }),
+        needs: GateWords::NONE,
     }
 }
 
@@ -254,6 +344,13 @@ fn handle() -> PyPattern {
     PyPattern::new(r"@[A-Za-z0-9_][A-Za-z0-9_.-]+", Guard::NotWordOrSlash)
 }
 
+fn pem_stage() -> Stage {
+    Stage {
+        needs: GateWords::of(PEM_NEEDS),
+        ..single("pem", Category::SECRET, pem())
+    }
+}
+
 fn salt_stage() -> Stage {
     Stage {
         name: "salt",
@@ -262,13 +359,14 @@ fn salt_stage() -> Stage {
             salt_assignment(),
             SALT_WORDS.iter().copied(),
         )),
+        needs: GateWords::of(SALT_NEEDS),
     }
 }
 
 /// Default-profile stages that run before configured terms, in pipeline order.
 pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
-        single("pem", Category::SECRET, pem()),
+        pem_stage(),
         salt_stage(),
         Stage {
             name: "generic_secret",
@@ -277,6 +375,7 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
                 Alternation(vec![provider_tokens(), assignment_secret()]),
                 PROVIDER_PREFIXES.iter().chain(SECRET_KEY_WORDS).copied(),
             )),
+            needs: GateWords::NONE,
         },
         // `[0-9a-f]{64,}`: ASCII hex only (no character case-folds into it).
         gated(
@@ -287,7 +386,10 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
             ByteClass::new(b"0123456789abcdefABCDEF", false),
             (64, 64),
         ),
-        single("url", Category::URL, url()),
+        Stage {
+            needs: GateWords::of(URL_NEEDS),
+            ..single("url", Category::URL, url())
+        },
         single("email", Category::EMAIL, email()),
         single("uuid", Category::ID, uuid()),
         // Four dotted groups of digits: 7+ bytes, 4+ digits; `\b` reads one character.
@@ -331,6 +433,7 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
             name: "domain",
             category: Category::DOMAIN,
             finder: Box::new(DomainCandidates { inner: domain() }),
+            needs: GateWords::NONE,
         },
         single("handle", Category::HANDLE, handle()),
     ]
@@ -340,7 +443,7 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
 /// salt assignments, provider token shapes); the precise detectors do the rest.
 pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
-        single("pem", Category::SECRET, pem()),
+        pem_stage(),
         salt_stage(),
         Stage {
             name: "provider_tokens",
@@ -349,6 +452,7 @@ pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
                 provider_tokens(),
                 PROVIDER_PREFIXES.iter().copied(),
             )),
+            needs: GateWords::of(PROVIDER_PREFIXES),
         },
     ]
 });
@@ -441,41 +545,70 @@ impl PrivateHosts {
     }
 }
 
-impl Finder for PrivateHosts {
-    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        self.find_from_cached(hay, start, &mut FindCache::default())
-    }
+/// Which words a private host match needs occur in a text: `http`/`www.` for [`url`],
+/// a private suffix for a bare hostname, a suffix and `://` for a URL of another scheme.
+#[derive(Clone, Copy)]
+struct HostWords {
+    url: bool,
+    suffix: bool,
+    scheme: bool,
+}
 
-    /// Remembers which pattern has no private match left, and skips the bare-domain
-    /// search in a text that holds none of the private suffixes: a domain match there can
-    /// never be private, and that search was the costliest stage of code mode. Found
-    /// matches are searched again from each `start`, as `find_from` always did.
-    fn find_from_cached(
-        &self,
-        hay: &str,
-        start: usize,
-        cache: &mut FindCache,
-    ) -> Option<(usize, usize)> {
-        let cache = &mut cache.slots;
+impl HostWords {
+    /// Read from the haystack itself (the URL search always runs).
+    fn of(hay: &str) -> HostWords {
         static SUFFIXES: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
             aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
                 .build(PRIVATE_HOST_SUFFIXES)
                 .expect("static suffixes")
         });
+        HostWords {
+            url: true,
+            suffix: SUFFIXES.is_match(hay),
+            scheme: hay.contains("://"),
+        }
+    }
+
+    fn from_seen(seen: GateWords) -> HostWords {
+        let holds = |words| seen.may_match(GateWords::of(words));
+        HostWords {
+            url: holds(URL_NEEDS),
+            suffix: holds(PRIVATE_HOST_SUFFIXES),
+            scheme: holds(SCHEME_NEEDS),
+        }
+    }
+}
+
+impl PrivateHosts {
+    /// The stage for a text whose [`GATE_WORDS`] are known: the searches that cannot
+    /// find a private host there are skipped without reading the text again; `None`
+    /// when none can.
+    pub fn knowing(&self, seen: GateWords) -> Option<impl Finder + '_> {
+        let words = HostWords::from_seen(seen);
+        (words.url || words.suffix).then_some(PrivateHostsKnowing { hosts: self, seen })
+    }
+
+    /// Remembers which pattern has no private match left, and skips from the start the
+    /// searches whose words `words` rules out (the bare-domain search, the costliest
+    /// stage of code mode, needs a private suffix). Found matches are searched again from
+    /// each `start`, as `find_from` always did.
+    fn search(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut FindCache,
+        words: impl FnOnce() -> HostWords,
+    ) -> Option<(usize, usize)> {
+        let cache = &mut cache.slots;
         if cache.is_empty() {
-            let domain_slot = if SUFFIXES.is_match(hay) {
-                None
-            } else {
-                Some(None)
-            };
-            // A URL of another scheme counts only by its host's suffix (its address, if
-            // any, is the IP detector's): it has `://` and a suffix.
-            let any_url_slot = match domain_slot {
-                None if hay.contains("://") => None,
-                _ => Some(None),
-            };
-            cache.extend([None, domain_slot, any_url_slot]);
+            let HostWords {
+                url,
+                suffix,
+                scheme,
+            } = words();
+            let slot = |may_match: bool| if may_match { None } else { Some(None) };
+            cache.extend([slot(url), slot(suffix), slot(suffix && scheme)]);
         }
         let mut best: Option<(usize, usize)> = None;
         for ((p, by_address), slot) in self.patterns().into_iter().zip(cache.iter_mut()) {
@@ -497,6 +630,47 @@ impl Finder for PrivateHosts {
             }
         }
         best
+    }
+}
+
+impl Finder for PrivateHosts {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        self.find_from_cached(hay, start, &mut FindCache::default())
+    }
+
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut FindCache,
+    ) -> Option<(usize, usize)> {
+        self.search(hay, start, cache, || HostWords::of(hay))
+    }
+
+    fn uses_word_boundary(&self) -> bool {
+        true
+    }
+}
+
+/// [`PrivateHosts`] over a text whose [`GATE_WORDS`] are known.
+struct PrivateHostsKnowing<'a> {
+    hosts: &'a PrivateHosts,
+    seen: GateWords,
+}
+
+impl Finder for PrivateHostsKnowing<'_> {
+    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        self.find_from_cached(hay, start, &mut FindCache::default())
+    }
+
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut FindCache,
+    ) -> Option<(usize, usize)> {
+        self.hosts
+            .search(hay, start, cache, || HostWords::from_seen(self.seen))
     }
 
     fn uses_word_boundary(&self) -> bool {
@@ -660,6 +834,10 @@ fn legacy_suffix_unicode(rest: &str) -> bool {
 }
 
 /// Path redaction: placeholders kept whole, other 3+ character ASCII tokens examined.
+/// What every match of [`PATH_TOKENS`]' placeholder pattern holds.
+pub static PLACEHOLDER_GATE: LazyLock<GateWords> =
+    LazyLock::new(|| GateWords::of(&PLACEHOLDER_NEEDS));
+
 pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
     let placeholder = PyPattern::new(
         &super::placeholder::placeholder_pattern_source().replace("[0-9]{2}", r"\d{2}"),
@@ -671,8 +849,79 @@ pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
 });
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The gate words `text` holds, found the plain way.
+    pub(crate) fn gate_words_in(text: &str) -> GateWords {
+        let lower = text.to_ascii_lowercase();
+        GateWords::in_text(
+            text,
+            GATE_WORDS
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| lower.contains(*w))
+                .map(|(i, _)| i),
+        )
+    }
+
+    /// A stage that its gate words rule out of a text finds nothing there, in the text or
+    /// its shadow; and the gates do rule stages out (the test would pass vacuously if
+    /// every text held every word).
+    #[test]
+    fn gated_stages_find_nothing_where_their_words_are_absent() {
+        let pieces = [
+            "salt = s3cr3tSalt9",
+            "VAULT_SALT: 'abc'",
+            "sal",
+            "t=x",
+            "ſalt = abcdefgh",
+            "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----",
+            "-----BEGIN",
+            "AKIAABCDEFGHIJKLMNOP",
+            "sk-abcdefghijklmnopqrstuv",
+            "\u{17F}k-abcdefghijklmnopqrstuv",
+            "ghp_abcdefghijklmnopqrstuvwxyz01",
+            "Bearer abcdefghijklmnop",
+            "https://docs.rs/x",
+            "WWW.example.com",
+            "[SECRET_0123456789abcdef0123456789abcdef]",
+            "[PERSON_01]",
+            "[SECRET",
+            "_",
+            "token = abc",
+            " ",
+            "\n",
+            "x",
+            "é",
+            "=",
+        ];
+        let stages = EARLY_STAGES.iter().chain(CODE_STAGES.iter());
+        let gated: Vec<(&str, &dyn Finder, GateWords)> = stages
+            .filter(|s| s.needs != GateWords::NONE)
+            .map(|s| (s.name, &*s.finder as &dyn Finder, s.needs))
+            .chain([(
+                "placeholders",
+                &PATH_TOKENS.0 as &dyn Finder,
+                *PLACEHOLDER_GATE,
+            )])
+            .collect();
+        let mut ruled_out = 0;
+        for hay in crate::engine::testgen::texts(&pieces, 3000, 8, 17) {
+            let seen = gate_words_in(&hay);
+            for (name, finder, needs) in &gated {
+                if seen.may_match(*needs) {
+                    continue;
+                }
+                ruled_out += 1;
+                let shadowed = crate::engine::pyre::shadow(&hay);
+                for h in [&hay, &shadowed] {
+                    assert_eq!(finder.find_from(h, 0), None, "{name} in {h:?}");
+                }
+            }
+        }
+        assert!(ruled_out > 3000, "only {ruled_out} texts ruled out");
+    }
 
     /// Code mode's gated provider-token stage finds what the plain pattern finds.
     #[test]
@@ -849,11 +1098,18 @@ mod tests {
                     })
                     .reduce(|best, m| if m.0 < best.0 { m } else { best })
             };
+            let knowing = hosts.knowing(gate_words_in(&hay));
             let mut cache = FindCache::default();
+            let mut known_cache = FindCache::default();
             let mut start = 0;
             loop {
                 let got = hosts.find_from_cached(&hay, start, &mut cache);
                 assert_eq!(got, fresh(start), "from {start} in {hay:?}");
+                // Knowing the text's gate words changes no match.
+                let known = knowing
+                    .as_ref()
+                    .and_then(|k| k.find_from_cached(&hay, start, &mut known_cache));
+                assert_eq!(known, got, "knowing its words, from {start} in {hay:?}");
                 match got {
                     Some((s, e)) => start = e.max(s + 1),
                     None => break,

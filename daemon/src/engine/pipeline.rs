@@ -6,8 +6,8 @@ use super::gate::LiteralGated;
 use super::markers::{Markers, line_breaks};
 use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
 use super::patterns::{
-    CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
-    PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
+    CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, GateWords, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
+    PLACEHOLDER_GATE, PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
@@ -536,14 +536,14 @@ impl Engine {
         if text.is_empty() {
             return Ok(Redacted::default());
         }
-        let findings = match (&self.detector, detect) {
+        let (findings, seen) = match (&self.detector, detect) {
             (Some(detector), Some(context)) => {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    detector.detect(text, context)
+                    detector.detect_and_see(text, context)
                 }))
                 .map_err(|_| EngineError::DetectorFailed)?
             }
-            _ => Vec::new(),
+            _ => (Vec::new(), GateWords::UNKNOWN),
         };
         // Code mode with detectors: the precise detectors replace the reference's
         // imprecise stages (generic assignments, cards without Luhn, IPv4 without
@@ -562,13 +562,15 @@ impl Engine {
         } else {
             text.to_owned()
         });
-        w.apply(placeholders, |m| call.protect(m));
+        if seen.may_match(*PLACEHOLDER_GATE) {
+            w.apply(placeholders, |m| call.protect(m));
+        }
         let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
-        for stage in stages {
+        for stage in stages.iter().filter(|s| seen.may_match(s.needs)) {
             w.apply(&*stage.finder, |m| call.redact(stage.category, m));
         }
-        if precise {
-            w.apply(&*PRIVATE_HOSTS, |m| call.redact(Category::URL, m));
+        if precise && let Some(hosts) = PRIVATE_HOSTS.knowing(seen) {
+            w.apply(&hosts, |m| call.redact(Category::URL, m));
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
             for stage in EXTENDED_STAGES.iter() {

@@ -28,6 +28,7 @@ mod structural;
 mod urls;
 mod util;
 
+use super::patterns::{GATE_WORDS, GateWords};
 use super::placeholder::Category;
 use std::sync::{Arc, LazyLock};
 
@@ -113,6 +114,8 @@ struct Compiled {
     http_words: util::WordIds,
     cli_words: util::WordIds,
     marker_words: util::WordIds,
+    /// The pipeline's [`GATE_WORDS`], presence only.
+    gate_words: util::WordIds,
 }
 
 static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
@@ -124,6 +127,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let http_words = words.add(http::TRIGGER_WORDS);
     let cli_words = words.add(cli::TRIGGER_WORDS);
     let marker_words = words.add(util::marker::words());
+    let gate_words = words.add_presence(GATE_WORDS.iter());
     Arc::new(Compiled {
         rules,
         structural: structural::Structural::new(),
@@ -135,6 +139,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
         http_words,
         cli_words,
         marker_words,
+        gate_words,
     })
 });
 
@@ -172,11 +177,20 @@ impl Detector {
     /// boundaries. Where two rules claim overlapping spans the more specific rule wins,
     /// then the longer span.
     pub fn detect(&self, text: &str, ctx: &DetectContext) -> Vec<Finding> {
-        let hits = self.compiled.keywords.scan(text);
-        let markers = util::Markers::new(text, &hits, self.compiled.marker_words);
+        self.detect_and_see(text, ctx).0
+    }
+
+    /// [`Detector::detect`], and which of the pipeline's [`GATE_WORDS`] the text holds:
+    /// the layer's keyword pass reads every byte anyway, so the stages that need one of
+    /// those words need not search a text that holds none.
+    pub fn detect_and_see(&self, text: &str, ctx: &DetectContext) -> (Vec<Finding>, GateWords) {
+        let c = &*self.compiled;
+        let hits = c.keywords.scan(text);
+        let seen = GateWords::in_text(text, hits.present_words(c.gate_words));
+        let markers = util::Markers::new(text, &hits, c.marker_words);
         let mut cands = self.candidates_with(text, ctx, 0, &hits);
         decode::rescan(self, text, ctx, &markers, &mut cands);
-        resolve(text, cands)
+        (resolve(text, cands), seen)
     }
 
     /// Raw candidates of every family except decoding. `depth` > 0 when scanning decoded

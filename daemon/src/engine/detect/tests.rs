@@ -824,3 +824,42 @@ fn readable_things_stay_readable() {
         assert!(got.is_empty(), "{path}: {text:?} -> {got:?}");
     }
 }
+
+/// The gate words the detector reports for the pipeline are exactly those the text holds
+/// (up to ASCII case), and unknown when a character folds onto an ASCII letter.
+#[test]
+fn reported_gate_words_are_those_the_text_holds() {
+    let pieces = [
+        "salt",
+        "SALT",
+        "sa",
+        "lt",
+        "http://x.internal",
+        "WWW.",
+        "ww",
+        "[SECRET_",
+        "[person_",
+        "sk-",
+        "ſ",
+        "-----BEGIN",
+        "://",
+        ".corp",
+        "token = abc",
+        "é",
+        " ",
+        "\n",
+    ];
+    let d = Detector::new();
+    let ctx = DetectContext {
+        rel_path: "x.txt",
+        prose: false,
+    };
+    let mut unknown = 0;
+    for text in crate::engine::testgen::texts(&pieces, 600, 12, 23) {
+        let (_, seen) = d.detect_and_see(&text, &ctx);
+        let expected = crate::engine::patterns::tests::gate_words_in(&text);
+        assert_eq!(seen, expected, "in {text:?}");
+        unknown += usize::from(seen == GateWords::UNKNOWN);
+    }
+    assert!(unknown > 0 && unknown < 600, "{unknown} unknown");
+}

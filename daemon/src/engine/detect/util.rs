@@ -585,12 +585,17 @@ pub struct KeywordScan {
     /// Byte length of each word.
     lens: Vec<u32>,
     count: usize,
+    /// Words with ids from here on are only reported as present, never located (see
+    /// [`KeywordBuilder::add_presence`]).
+    located: u32,
 }
 
 /// Collects the word lists of the families before the shared automaton is built.
 #[derive(Default)]
 pub struct KeywordBuilder {
     words: Vec<String>,
+    /// Set by the first [`KeywordBuilder::add_presence`]: the ids below are located.
+    located: Option<u32>,
 }
 
 /// The ids one family's words received in the shared scan: word `i` of the family's list
@@ -623,6 +628,22 @@ impl WordIds {
 impl KeywordBuilder {
     /// Registers a family's words (matched ASCII-case-insensitively, as substrings).
     pub fn add<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> WordIds {
+        assert!(
+            self.located.is_none(),
+            "located words are registered before presence-only ones"
+        );
+        self.push(words)
+    }
+
+    /// Registers words of which only presence matters (no offsets are recorded, which
+    /// keeps frequent words from growing the match list): [`KeywordHits::has`] and
+    /// [`KeywordHits::present_words`] answer for them, the offset queries never list them.
+    pub fn add_presence<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> WordIds {
+        self.located.get_or_insert(self.words.len() as u32);
+        self.push(words)
+    }
+
+    fn push<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> WordIds {
         let base = self.words.len();
         self.words
             .extend(words.into_iter().map(|w| w.as_ref().to_owned()));
@@ -732,6 +753,7 @@ impl KeywordBuilder {
             out_ids,
             lens: words.iter().map(|w| w.len() as u32).collect(),
             count: words.len(),
+            located: self.located.unwrap_or(words.len() as u32),
         }
     }
 }
@@ -922,7 +944,9 @@ impl KeywordScan {
             let start = end - self.lens[id as usize] as usize;
             if keep(start) {
                 hits.present[id as usize / 64] |= 1 << (id % 64);
-                hits.matches.push((start, end, id));
+                if id < self.located {
+                    hits.matches.push((start, end, id));
+                }
             }
         }
     }
