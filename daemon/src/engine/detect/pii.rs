@@ -576,7 +576,12 @@ impl Pii {
     }
 
     fn phones(&self, text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
-        if util::has_byte(text, b'+') {
+        // A match starts with `+` and a digit 1 to 9, and is taken with 8 or more ASCII
+        // digits: without such a `+`, the search over the whole text cannot find one.
+        let b = text.as_bytes();
+        let plus_digit = memchr::memchr_iter(b'+', b)
+            .any(|i| b.get(i + 1).is_some_and(|c| (b'1'..=b'9').contains(c)));
+        if plus_digit {
             for caps in self.phone_e164.captures_iter(text) {
                 let m = caps.get(1).expect("group");
                 let digits = m.as_str().bytes().filter(u8::is_ascii_digit).count();
@@ -594,6 +599,10 @@ impl Pii {
             let from = ctx_end;
             let line_end = text[from..].find('\n').map_or(text.len(), |i| from + i);
             let to = super::util::floor_boundary(text, (from + 40).min(line_end));
+            // A number is taken with 7 or more ASCII digits, all inside this window.
+            if b[from..to].iter().filter(|c| c.is_ascii_digit()).count() < 7 {
+                continue;
+            }
             for caps in self.phone_local.captures_iter(&text[from..to]) {
                 let m = caps.get(1).expect("group");
                 let s = m.as_str();
@@ -1393,6 +1402,17 @@ mod tests {
             [("(415) 555-2671".to_owned(), "PHONE")]
         );
         assert!(found("released 2010-04-01, build 4155552671").is_empty());
+        // The fewest digits taken: seven after a context word, eight after a `+`.
+        assert_eq!(
+            found("call 12 34 567 now"),
+            [("12 34 567".to_owned(), "PHONE")]
+        );
+        assert!(found("call 12 34 56 now").is_empty());
+        assert_eq!(
+            found("x +1 234 5678"),
+            [("+1 234 5678".to_owned(), "PHONE")]
+        );
+        assert!(found("x +1 234 567").is_empty());
     }
 
     #[test]
