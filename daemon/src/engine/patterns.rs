@@ -584,9 +584,20 @@ impl PrivateHosts {
     /// The stage for a text whose [`GATE_WORDS`] are known: the searches that cannot
     /// find a private host there are skipped without reading the text again; `None`
     /// when none can.
-    pub fn knowing(&self, seen: GateWords) -> Option<impl Finder + '_> {
+    pub fn knowing(&self, seen: GateWords) -> Option<PrivateHostSearch<'_>> {
         let words = HostWords::from_seen(seen);
-        (words.url || words.suffix).then_some(PrivateHostsKnowing { hosts: self, seen })
+        (words.url || words.suffix).then_some(PrivateHostSearch {
+            hosts: self,
+            seen: Some(seen),
+        })
+    }
+
+    /// The stage for a text whose words are not known.
+    pub fn search_any(&self) -> PrivateHostSearch<'_> {
+        PrivateHostSearch {
+            hosts: self,
+            seen: None,
+        }
     }
 
     /// Remembers which pattern has no private match left, and skips from the start the
@@ -633,32 +644,14 @@ impl PrivateHosts {
     }
 }
 
-impl Finder for PrivateHosts {
-    fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
-        self.find_from_cached(hay, start, &mut FindCache::default())
-    }
-
-    fn find_from_cached(
-        &self,
-        hay: &str,
-        start: usize,
-        cache: &mut FindCache,
-    ) -> Option<(usize, usize)> {
-        self.search(hay, start, cache, || HostWords::of(hay))
-    }
-
-    fn uses_word_boundary(&self) -> bool {
-        true
-    }
-}
-
-/// [`PrivateHosts`] over a text whose [`GATE_WORDS`] are known.
-struct PrivateHostsKnowing<'a> {
+/// The private-host stage over one text: with the text's [`GATE_WORDS`] when known,
+/// else reading the words a search needs from the text itself.
+pub struct PrivateHostSearch<'a> {
     hosts: &'a PrivateHosts,
-    seen: GateWords,
+    seen: Option<GateWords>,
 }
 
-impl Finder for PrivateHostsKnowing<'_> {
+impl Finder for PrivateHostSearch<'_> {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
         self.find_from_cached(hay, start, &mut FindCache::default())
     }
@@ -669,8 +662,11 @@ impl Finder for PrivateHostsKnowing<'_> {
         start: usize,
         cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
-        self.hosts
-            .search(hay, start, cache, || HostWords::from_seen(self.seen))
+        let words = || {
+            self.seen
+                .map_or_else(|| HostWords::of(hay), HostWords::from_seen)
+        };
+        self.hosts.search(hay, start, cache, words)
     }
 
     fn uses_word_boundary(&self) -> bool {
@@ -1086,11 +1082,11 @@ pub(crate) mod tests {
             "redis://cache.example.com",
             "\"",
         ];
-        let hosts = &*PRIVATE_HOSTS;
+        let hosts = PRIVATE_HOSTS.search_any();
         for hay in crate::engine::testgen::texts(&pieces, 2000, 10, 3) {
             // The earliest match; on equal starts the earlier pattern.
             let fresh = |start: usize| {
-                hosts
+                PRIVATE_HOSTS
                     .patterns()
                     .into_iter()
                     .filter_map(|(p, by_address)| {
@@ -1098,7 +1094,7 @@ pub(crate) mod tests {
                     })
                     .reduce(|best, m| if m.0 < best.0 { m } else { best })
             };
-            let knowing = hosts.knowing(gate_words_in(&hay));
+            let knowing = PRIVATE_HOSTS.knowing(gate_words_in(&hay));
             let mut cache = FindCache::default();
             let mut known_cache = FindCache::default();
             let mut start = 0;
