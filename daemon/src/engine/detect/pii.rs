@@ -393,8 +393,13 @@ impl Pii {
         }
         self.names_structured(text, hits, ids, markers, out);
         self.phones(text, hits, ids, out);
-        self.cards(text, out);
-        self.ibans(text, out);
+        let (card_shape, iban_shape) = util::card_and_iban_gates(text);
+        if card_shape {
+            self.cards(text, out);
+        }
+        if iban_shape {
+            self.ibans(text, out);
+        }
         self.ssns(text, out);
         if util::has_byte(text, b'.') {
             self.ipv4s(text, out);
@@ -620,10 +625,8 @@ impl Pii {
         }
     }
 
+    /// Cards, in a text that passed [`util::card_and_iban_gates`].
     fn cards(&self, text: &str, out: &mut Vec<Candidate>) {
-        if !util::has_card_digit_run(text) {
-            return;
-        }
         for caps in self.card.captures_iter(text) {
             let m = caps.get(1).expect("group");
             if valid_card(m.as_str()) {
@@ -632,10 +635,8 @@ impl Pii {
         }
     }
 
+    /// IBANs, in a text that passed [`util::card_and_iban_gates`].
     fn ibans(&self, text: &str, out: &mut Vec<Candidate>) {
-        if !util::has_iban_start(text) {
-            return;
-        }
         for caps in self.iban.captures_iter(text) {
             let m = caps.get(1).expect("group");
             if valid_iban(m.as_str()) {

@@ -1104,51 +1104,75 @@ pub fn line_around(text: &str, at: usize) -> (usize, usize) {
     (line_start(text, at), end)
 }
 
-/// True when `text` has 13 ASCII digits in a row, a single space or hyphen allowed
-/// between two digits (the shape of a card number); a cheap gate before the card regex.
-/// Such a run lies inside a run of digits, spaces and hyphens, so only those runs are read.
-pub fn has_card_digit_run(text: &str) -> bool {
-    const MIN: usize = 13;
+/// Cheap gates before the card and IBAN regexes, answered by one pass over the runs of
+/// ASCII capitals, digits, spaces and hyphens (both shapes lie in such a run):
+/// `(card, iban)`.
+/// - `card`: 13 ASCII digits in a row, a single space or hyphen allowed between two
+///   digits (the shape of a card number).
+/// - `iban`: a run of at least 12 capitals, digits and spaces (country, check digits and
+///   two groups of four, spaces allowed between groups) with two capitals and two
+///   digits at its start or after a space, 12 bytes or more before its end.
+pub fn card_and_iban_gates(text: &str) -> (bool, bool) {
+    /// ASCII capitals, digits and the separators of both shapes.
+    const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -", false);
     let b = text.as_bytes();
-    /// ASCII digits and the separators between them.
-    const CLASS: ByteClass = ByteClass::new(b"0123456789 -", false);
-    class_runs(b, 0, MIN, &CLASS).any(|(s, e)| {
-        let mut count = 0;
-        let mut after_digit = false;
-        for &c in &b[s..e] {
-            if c.is_ascii_digit() {
-                count += 1;
-                if count >= MIN {
-                    return true;
-                }
-                after_digit = true;
-            } else if after_digit {
-                after_digit = false;
-            } else {
-                count = 0;
-            }
+    let (mut card, mut iban) = (false, false);
+    for (s, e) in class_runs(b, 0, IBAN_MIN, &CLASS) {
+        card = card || has_card_chain(&b[s..e]);
+        iban = iban || has_iban_head(b, s, e);
+        if card && iban {
+            break;
         }
-        false
-    })
+    }
+    (card, iban)
 }
 
-/// True when `text` may hold an IBAN (ASCII digits): a run of at least 12 capitals,
-/// digits and spaces (country, check digits and two groups of four, spaces allowed
-/// between groups) with two capitals and two digits at its start or after a space, 12
-/// bytes or more before its end. A cheap gate before the IBAN regex.
-pub fn has_iban_start(text: &str) -> bool {
-    /// ASCII capitals, digits and the space between groups.
-    const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ", false);
-    const MIN: usize = 12;
-    let b = text.as_bytes();
-    let iban_head = |p: usize| {
+/// Fewest bytes of an IBAN's start: country, check digits, two groups of four.
+const IBAN_MIN: usize = 12;
+
+/// Whether `run` holds 13 ASCII digits in a row with at most one space or hyphen between
+/// two of them (a capital ends the row).
+fn has_card_chain(run: &[u8]) -> bool {
+    const DIGITS: usize = 13;
+    let mut count = 0;
+    let mut after_digit = false;
+    for &c in run {
+        if c.is_ascii_digit() {
+            count += 1;
+            if count >= DIGITS {
+                return true;
+            }
+            after_digit = true;
+        } else if after_digit && matches!(c, b' ' | b'-') {
+            after_digit = false;
+        } else {
+            count = 0;
+            after_digit = false;
+        }
+    }
+    false
+}
+
+/// Whether `b[s..e]` holds an IBAN's head: in a stretch without hyphens of at least
+/// [`IBAN_MIN`] bytes, two capitals and two digits at the stretch's start or after a
+/// space, [`IBAN_MIN`] bytes or more before the stretch's end.
+fn has_iban_head(b: &[u8], s: usize, e: usize) -> bool {
+    let head = |p: usize| {
         b[p].is_ascii_uppercase()
             && b[p + 1].is_ascii_uppercase()
             && b[p + 2].is_ascii_digit()
             && b[p + 3].is_ascii_digit()
     };
-    class_runs(b, 0, MIN, &CLASS)
-        .any(|(s, e)| (s..=e - MIN).any(|p| (p == s || b[p - 1] == b' ') && iban_head(p)))
+    let mut from = s;
+    for end in (s..e).filter(|&i| b[i] == b'-').chain([e]) {
+        if end >= from + IBAN_MIN
+            && (from..=end - IBAN_MIN).any(|p| (p == from || b[p - 1] == b' ') && head(p))
+        {
+            return true;
+        }
+        from = end + 1;
+    }
+    false
 }
 
 /// Calls `found` with the captures of every match of `re` in `text`, as iterating
@@ -1558,8 +1582,23 @@ mod tests {
         false
     }
 
+    /// The IBAN gate as it was when it had its own pass over runs of capitals, digits
+    /// and spaces.
+    fn iban_start_own_pass(text: &str) -> bool {
+        const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ", false);
+        let b = text.as_bytes();
+        let head = |p: usize| {
+            b[p].is_ascii_uppercase()
+                && b[p + 1].is_ascii_uppercase()
+                && b[p + 2].is_ascii_digit()
+                && b[p + 3].is_ascii_digit()
+        };
+        class_runs(b, 0, 12, &CLASS)
+            .any(|(s, e)| (s..=e - 12).any(|p| (p == s || b[p - 1] == b' ') && head(p)))
+    }
+
     /// The card and IBAN gates never say no where their regex would match, and answer as
-    /// the byte loop and the regex they replaced.
+    /// the byte loop and the separate IBAN pass they replaced.
     #[test]
     fn card_and_iban_gates_pass_every_match() {
         let card = regex::Regex::new(r"\d(?:[ \-]?\d){12,18}").unwrap();
@@ -1601,19 +1640,24 @@ mod tests {
             // The regexes read Unicode digits too; the gates, like the loops before them,
             // only ASCII ones.
             if card.is_match(&text) && text.is_ascii() {
-                assert!(has_card_digit_run(&text), "{text:?}");
+                assert!(card_and_iban_gates(&text).0, "{text:?}");
             }
             assert_eq!(
-                has_card_digit_run(&text),
+                card_and_iban_gates(&text).0,
                 digit_run_loop(&text, 13),
                 "{text:?}"
             );
             if iban.is_match(&text) && text.is_ascii() {
-                assert!(has_iban_start(&text), "{text:?}");
+                assert!(card_and_iban_gates(&text).1, "{text:?}");
                 ibans += 1;
             }
             // The gate never passes without an IBAN's head and length.
-            if has_iban_start(&text) {
+            assert_eq!(
+                card_and_iban_gates(&text).1,
+                iban_start_own_pass(&text),
+                "{text:?}"
+            );
+            if card_and_iban_gates(&text).1 {
                 assert!(iban_head.is_match(&text), "{text:?}");
             } else if iban_head.is_match(&text) {
                 heads_refused += 1;
