@@ -95,6 +95,11 @@ impl ByteClass {
         self.table[b as usize]
     }
 
+    /// Whether every byte of the set is in `other`.
+    pub fn is_subset(&self, other: &ByteClass) -> bool {
+        self.table.iter().zip(&other.table).all(|(&a, &b)| !a || b)
+    }
+
     /// The set as nibble tables, when they describe it exactly: byte `c` is in the set
     /// when `lo[c & 15] & HIGH_NIBBLE_BIT[c >> 4] != 0`, or `c >= 0x80` and the flag is
     /// set.

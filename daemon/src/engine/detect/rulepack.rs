@@ -202,7 +202,8 @@ struct Rule {
     anchor: OnceLock<Option<Anchor>>,
     /// A run of one byte class that every match holds, when a long one exists (see
     /// [`required_run`]): a text without one is not searched. Built with `regex`.
-    run_gate: OnceLock<Option<(usize, ByteClass)>>,
+    /// (length, class, whether the class lies inside [`ALNUM_BYTES`]).
+    run_gate: OnceLock<Option<(usize, ByteClass, bool)>>,
     secret_group: usize,
     entropy: Option<f64>,
     generic: bool,
@@ -427,19 +428,39 @@ fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
 /// Shortest run worth a gate: shorter runs of a rule's class are common in any text.
 const MIN_GATE_RUN: usize = 16;
 
+/// ASCII letters and digits: the classes of most run gates lie inside it.
+const ALNUM_BYTES: ByteClass = ByteClass::new(crate::engine::byteclass::ALNUM, false);
+
 /// The runs of each byte class asked about in one text, read as far as the questions
 /// needed. Rules share a handful of classes (`[a-zA-Z0-9]`, hex digits, base64), and
 /// finding a class's runs is a pass over the text: at most one pass per class instead
-/// of one per rule, still stopping at the first run long enough.
+/// of one per rule, still stopping at the first run long enough. A class inside
+/// `[a-zA-Z0-9]` (the NKEY, Twilio and JWT rules' classes, asked about in nearly every
+/// text) is read only inside the text's long letter-and-digit runs, found in one pass
+/// for all of them: each of its runs of [`MIN_GATE_RUN`] bytes or more lies in one,
+/// bounded by the same bytes outside the class.
 #[derive(Default)]
 struct LongestRuns<'r> {
     /// (class, its longest run read so far, where reading stopped).
     known: Vec<(&'r ByteClass, usize, usize)>,
+    /// The maximal runs of [`ALNUM_BYTES`] of [`MIN_GATE_RUN`] bytes or more, once read.
+    alnum: Option<Vec<(usize, usize)>>,
 }
 
 impl<'r> LongestRuns<'r> {
-    /// Whether `bytes` holds a run of at least `len` bytes of `class`.
-    fn has_run(&mut self, bytes: &[u8], class: &'r ByteClass, len: usize) -> bool {
+    /// Whether `bytes` holds a run of at least `len` bytes of `class` (`len` at least
+    /// [`MIN_GATE_RUN`]; `in_alnum`: the class lies inside [`ALNUM_BYTES`]).
+    fn has_run(&mut self, bytes: &[u8], class: &'r ByteClass, in_alnum: bool, len: usize) -> bool {
+        debug_assert!(len >= MIN_GATE_RUN);
+        if in_alnum {
+            let runs = self
+                .alnum
+                .get_or_insert_with(|| class_runs(bytes, 0, MIN_GATE_RUN, &ALNUM_BYTES).collect());
+            let whole = *class == ALNUM_BYTES;
+            return runs.iter().any(|&(s, e)| {
+                e - s >= len && (whole || class_runs(&bytes[s..e], 0, len, class).next().is_some())
+            });
+        }
         let i = match self.known.iter().position(|(c, ..)| *c == class) {
             Some(i) => i,
             None => {
@@ -540,10 +561,12 @@ impl Rule {
     fn may_match<'r>(&'r self, bytes: &[u8], runs: &mut LongestRuns<'r>) -> bool {
         let gate = self.run_gate.get_or_init(|| {
             let hir = parse_hir(&self.source)?;
-            required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)
+            let (len, class) = required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)?;
+            let in_alnum = class.is_subset(&ALNUM_BYTES);
+            Some((len, class, in_alnum))
         });
         gate.as_ref()
-            .is_none_or(|(len, class)| runs.has_run(bytes, class, *len))
+            .is_none_or(|(len, class, in_alnum)| runs.has_run(bytes, class, *in_alnum, *len))
     }
 
     /// The searched pattern's anchor, given the pack's keyword list.
@@ -1157,30 +1180,50 @@ stopwords = ["example"]
     }
 
     /// Questions about runs, asked in any order and shared between rules, get the
-    /// answers a fresh look at the text gives.
+    /// answers a fresh look at the text gives, whether a class is read in the whole text
+    /// or, inside `[a-zA-Z0-9]`, in the text's long letter-and-digit runs.
     #[test]
     fn shared_run_answers_equal_fresh_ones() {
-        let alnum = ByteClass::new(crate::engine::byteclass::ALNUM, false);
         let hex = ByteClass::new(b"0123456789abcdef", false);
-        let text = format!(
-            "x = {}; y = {} z {}",
+        let base32 = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", false);
+        // Outside `[a-zA-Z0-9]` (`_`, `-`): always read in the whole text.
+        let word = ByteClass::concat(crate::engine::byteclass::ALNUM, b"_-", false);
+        let classes = [
+            (&hex, true),
+            (&ALNUM_BYTES, true),
+            (&word, false),
+            (&base32, true),
+        ];
+        let pieces = [
             "a".repeat(20),
             "Q9".repeat(20),
-            "f0".repeat(12)
-        );
-        let fresh = |class: &ByteClass, len: usize| {
-            class_runs(text.as_bytes(), 0, len, class).next().is_some()
-        };
-        let questions = [30, 16, 50, 40, 41, 17, 24, 25, 64, 20];
-        for rotation in 0..questions.len() {
-            let mut runs = LongestRuns::default();
-            for (k, &len) in questions.iter().cycle().skip(rotation).take(20).enumerate() {
-                let class = if k % 3 == 0 { &hex } else { &alnum };
-                assert_eq!(
-                    runs.has_run(text.as_bytes(), class, len),
-                    fresh(class, len),
-                    "len {len}"
-                );
+            "f0".repeat(12),
+            "SUABCDEFGH234567".repeat(2),
+            "abcdef0123".to_owned(),
+            "-".to_owned(),
+            "_".to_owned(),
+            "=".to_owned(),
+            " ".to_owned(),
+            "é".to_owned(),
+            "x.y".to_owned(),
+        ];
+        let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+        let questions = [30, 16, 50, 40, 41, 17, 24, 25, 64, 20, 56, 32];
+        for text in crate::engine::testgen::texts(&pieces, 150, 12, 29) {
+            let fresh = |class: &ByteClass, len: usize| {
+                class_runs(text.as_bytes(), 0, len, class).next().is_some()
+            };
+            for rotation in 0..questions.len() {
+                let mut runs = LongestRuns::default();
+                for (k, &len) in questions.iter().cycle().skip(rotation).take(24).enumerate() {
+                    let (class, in_alnum) = classes[k % classes.len()];
+                    assert_eq!(class.is_subset(&ALNUM_BYTES), in_alnum);
+                    assert_eq!(
+                        runs.has_run(text.as_bytes(), class, in_alnum, len),
+                        fresh(class, len),
+                        "len {len} in {text:?}"
+                    );
+                }
             }
         }
     }
