@@ -72,10 +72,12 @@ pub static GATE_WORDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
 /// a stage holds, or those a text holds.
 ///
 /// Exactness: a stage's match holds one of its [`Stage::needs`] in the text the stage
-/// searches: the original text with earlier matches replaced by markers, or that text's
-/// `\b` shadow. Markers hold no ASCII, a shadow turns non-ASCII characters into control
-/// bytes that no word holds, and the words are ASCII, so any occurrence lies in a piece
-/// of the original text: absent there, absent in every later text of the call.
+/// searches: the original text with earlier matches replaced by markers (followed by
+/// the value's line breaks when line counts are kept), or that text's `\b` shadow.
+/// Markers hold no ASCII, a shadow turns non-ASCII characters into control bytes, no
+/// word holds a line break or a control byte, and the words are ASCII, so any occurrence
+/// lies in a piece of the original text: absent there, absent in every later text of
+/// the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GateWords(u64);
 
@@ -571,11 +573,14 @@ impl HostWords {
     }
 
     fn from_seen(seen: GateWords) -> HostWords {
-        let holds = |words| seen.may_match(GateWords::of(words));
+        /// The gate words of a URL's start, a private suffix, and `://`.
+        static NEEDS: LazyLock<[GateWords; 3]> =
+            LazyLock::new(|| [URL_NEEDS, PRIVATE_HOST_SUFFIXES, SCHEME_NEEDS].map(GateWords::of));
+        let [url, suffix, scheme] = NEEDS.map(|needs| seen.may_match(needs));
         HostWords {
-            url: holds(URL_NEEDS),
-            suffix: holds(PRIVATE_HOST_SUFFIXES),
-            scheme: holds(SCHEME_NEEDS),
+            url,
+            suffix,
+            scheme,
         }
     }
 }
@@ -829,11 +834,11 @@ fn legacy_suffix_unicode(rest: &str) -> bool {
         && it.next() == Some(']')
 }
 
-/// Path redaction: placeholders kept whole, other 3+ character ASCII tokens examined.
 /// What every match of [`PATH_TOKENS`]' placeholder pattern holds.
 pub static PLACEHOLDER_GATE: LazyLock<GateWords> =
     LazyLock::new(|| GateWords::of(&PLACEHOLDER_NEEDS));
 
+/// Path redaction: placeholders kept whole, other 3+ character ASCII tokens examined.
 pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
     let placeholder = PyPattern::new(
         &super::placeholder::placeholder_pattern_source().replace("[0-9]{2}", r"\d{2}"),
