@@ -35,6 +35,8 @@ const SALT_NEEDS: &[&str] = &["salt"];
 const URL_NEEDS: &[&str] = &["http", "www."];
 /// What a URL of any scheme holds.
 const SCHEME_NEEDS: &[&str] = &["://"];
+/// What a private IPv4 address (`10/8`, `172.16/12`, `192.168/16`) starts with.
+const PRIVATE_ADDRESS_NEEDS: &[&str] = &["10.", "172.", "192.168."];
 
 /// What every placeholder-shaped token starts with: `[`, a category name, `_`.
 static PLACEHOLDER_NEEDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
@@ -55,6 +57,7 @@ pub static GATE_WORDS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
         URL_NEEDS,
         SCHEME_NEEDS,
         PRIVATE_HOST_SUFFIXES,
+        PRIVATE_ADDRESS_NEEDS,
         &PLACEHOLDER_NEEDS,
     ]
     .concat();
@@ -530,25 +533,32 @@ impl PrivateHosts {
     }
 
     /// The next match of `p` from `start` whose host is private (`by_address`: an RFC 1918
-    /// address counts, as well as a private suffix).
-    fn next_private(
+    /// address counts, as well as a private suffix), and whether the search passed over a
+    /// match with a public host on the way.
+    fn next_private_or_skipped(
         p: &PyPattern,
         by_address: bool,
         hay: &str,
         mut start: usize,
-    ) -> Option<(usize, usize)> {
+    ) -> (Option<(usize, usize)>, bool) {
+        let mut skipped = false;
         loop {
-            let (s, e) = p.find_at(hay, start)?;
+            let Some((s, e)) = p.find_at(hay, start) else {
+                return (None, skipped);
+            };
             if private_host(&hay[s..e], by_address) {
-                return Some((s, e));
+                return (Some((s, e)), skipped);
             }
+            skipped = true;
             start = e.max(s + 1);
         }
     }
 }
 
-/// Which words a private host match needs occur in a text: `http`/`www.` for [`url`],
-/// a private suffix for a bare hostname, a suffix and `://` for a URL of another scheme.
+/// Which words a private host match needs occur in a text: `http`/`www.` and a private
+/// suffix or the start of a private IPv4 address for [`url`] (its host is a piece of the
+/// text), a private suffix for a bare hostname, a suffix and `://` for a URL of another
+/// scheme.
 #[derive(Clone, Copy)]
 struct HostWords {
     url: bool,
@@ -573,12 +583,20 @@ impl HostWords {
     }
 
     fn from_seen(seen: GateWords) -> HostWords {
-        /// The gate words of a URL's start, a private suffix, and `://`.
-        static NEEDS: LazyLock<[GateWords; 3]> =
-            LazyLock::new(|| [URL_NEEDS, PRIVATE_HOST_SUFFIXES, SCHEME_NEEDS].map(GateWords::of));
-        let [url, suffix, scheme] = NEEDS.map(|needs| seen.may_match(needs));
+        /// The gate words of a URL's start, a private suffix, `://`, and the start of a
+        /// private IPv4 address.
+        static NEEDS: LazyLock<[GateWords; 4]> = LazyLock::new(|| {
+            [
+                URL_NEEDS,
+                PRIVATE_HOST_SUFFIXES,
+                SCHEME_NEEDS,
+                PRIVATE_ADDRESS_NEEDS,
+            ]
+            .map(GateWords::of)
+        });
+        let [url, suffix, scheme, address] = NEEDS.map(|needs| seen.may_match(needs));
         HostWords {
-            url,
+            url: url && (suffix || address),
             suffix,
             scheme,
         }
@@ -605,10 +623,10 @@ impl PrivateHosts {
         }
     }
 
-    /// Remembers which pattern has no private match left, and skips from the start the
-    /// searches whose words `words` rules out (the bare-domain search, the costliest
-    /// stage of code mode, needs a private suffix). Found matches are searched again from
-    /// each `start`, as `find_from` always did.
+    /// Remembers which pattern has no match left, and skips from the start the searches
+    /// whose words `words` rules out (the bare-domain search, the costliest stage of code
+    /// mode, needs a private suffix). Found matches, and searches that passed over public
+    /// hosts, are searched again from each `start`, as `find_from` always did.
     fn search(
         &self,
         hay: &str,
@@ -631,8 +649,12 @@ impl PrivateHosts {
             let next = match *slot {
                 Some(None) => None,
                 _ => {
-                    let found = Self::next_private(p, by_address, hay, start);
-                    if found.is_none() {
+                    let (found, skipped) = Self::next_private_or_skipped(p, by_address, hay, start);
+                    // Only a search that met no match at all rules the pattern out for
+                    // every later start: a later start can fall inside a skipped public
+                    // match and find another match beginning inside it (a long URL that
+                    // swallowed a quote and a private URL after it).
+                    if found.is_none() && !skipped {
                         *slot = Some(None);
                     }
                     found
@@ -1085,6 +1107,10 @@ pub(crate) mod tests {
             "jdbc:mysql://db.internal/x",
             "redis://10.1.2.3:6379",
             "redis://cache.example.com",
+            "http://172.20.1.1/",
+            "http://172.15.0.1",
+            "https://user@10.1.1.1/",
+            "10.",
             "\"",
         ];
         let hosts = PRIVATE_HOSTS.search_any();
@@ -1095,7 +1121,7 @@ pub(crate) mod tests {
                     .patterns()
                     .into_iter()
                     .filter_map(|(p, by_address)| {
-                        PrivateHosts::next_private(p, by_address, &hay, start)
+                        PrivateHosts::next_private_or_skipped(p, by_address, &hay, start).0
                     })
                     .reduce(|best, m| if m.0 < best.0 { m } else { best })
             };

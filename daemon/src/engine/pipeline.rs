@@ -1243,6 +1243,12 @@ mod tests {
                 "db.internal",
             ),
             ("broker = 'amqp://mq.lan/vhost'\n", "mq.lan"),
+            // A private URL right after a quote that a longer public match ran through
+            // (the search after the first private host starts inside that match).
+            (
+                "jdbc:mysql://db.internal/x.http://172.15.0.1-http://build.internal:8080192.168.1.9cache.LAN\"https://user@10.1.1.1/\n",
+                "10.1.1.1",
+            ),
         ] {
             let out = engine.redact(line, opts).unwrap().text;
             assert!(out.contains("[URL_") && !out.contains(host), "{out}");

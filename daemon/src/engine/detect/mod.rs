@@ -34,14 +34,14 @@ use std::sync::{Arc, LazyLock};
 
 /// Version of the detector layer, reported in receipts so a redaction can be traced to
 /// the rules that produced it. Bump it whenever a rule or threshold changes output.
-pub const DETECTOR_VERSION: &str = "redctx-detect/0.1.6+gitleaks-8.30.1";
+pub const DETECTOR_VERSION: &str = "redctx-detect/0.1.7+gitleaks-8.30.1";
 
 /// Name of the detector layer in receipts (`builtin_detector.name`).
 pub const DETECTOR_NAME: &str = "redctx-detect";
 
 /// Release of the detector layer in receipts (`builtin_detector.version`); the part of
 /// [`DETECTOR_VERSION`] between the name and the rule pack.
-pub const DETECTOR_RELEASE: &str = "0.1.6";
+pub const DETECTOR_RELEASE: &str = "0.1.7";
 
 /// The rule packs the layer runs, for receipts: `gitleaks-8.30.1 (N rules) + redctx (M
 /// rules)`, counting only the rules that are active (vendored rules that another family
