@@ -611,7 +611,7 @@ impl PrivateHosts {
         let words = HostWords::from_seen(seen);
         (words.url || words.suffix).then_some(PrivateHostSearch {
             hosts: self,
-            seen: Some(seen),
+            words: Some(words),
         })
     }
 
@@ -619,7 +619,7 @@ impl PrivateHosts {
     pub fn search_any(&self) -> PrivateHostSearch<'_> {
         PrivateHostSearch {
             hosts: self,
-            seen: None,
+            words: None,
         }
     }
 
@@ -671,11 +671,11 @@ impl PrivateHosts {
     }
 }
 
-/// The private-host stage over one text: with the text's [`GATE_WORDS`] when known,
-/// else reading the words a search needs from the text itself.
+/// The private-host stage over one text: with the words its searches need when known
+/// from the text's [`GATE_WORDS`], else reading them from the text itself.
 pub struct PrivateHostSearch<'a> {
     hosts: &'a PrivateHosts,
-    seen: Option<GateWords>,
+    words: Option<HostWords>,
 }
 
 impl Finder for PrivateHostSearch<'_> {
@@ -689,10 +689,7 @@ impl Finder for PrivateHostSearch<'_> {
         start: usize,
         cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
-        let words = || {
-            self.seen
-                .map_or_else(|| HostWords::of(hay), HostWords::from_seen)
-        };
+        let words = || self.words.unwrap_or_else(|| HostWords::of(hay));
         self.hosts.search(hay, start, cache, words)
     }
 
