@@ -34,7 +34,8 @@
 //!
 //! `REDCTX_BENCH_MODES=strict` (comma-separated) measures only the named modes;
 //! `REDCTX_BENCH_DETECTORS=on` (or `off`) only that setting of the layer (for profiling;
-//! the headline row then shows the setting measured).
+//! the headline row then shows the setting measured); `REDCTX_BENCH_TRACE=1` prints each
+//! round's wall time to stderr (how much a shared machine moves them).
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;
@@ -457,6 +458,7 @@ fn measure(
             placeholders: 0,
         })
         .collect();
+    let trace = std::env::var_os("REDCTX_BENCH_TRACE").is_some();
     for _ in 0..rounds {
         for (engine, result) in engines.iter().zip(&mut results) {
             let mut produced = 0u64;
@@ -476,7 +478,16 @@ fn measure(
                 produced += out.counts.0.values().sum::<u64>();
                 std::hint::black_box(&out.text);
             }
-            result.walls.push(start.elapsed().as_secs_f64().max(1e-9));
+            let wall = start.elapsed().as_secs_f64().max(1e-9);
+            result.walls.push(wall);
+            if trace {
+                let layer = if engine.policy().detectors {
+                    "on"
+                } else {
+                    "off"
+                };
+                eprintln!("round {mode:?} layer {layer}: {wall:.4} s");
+            }
             let cpu = thread_cpu_seconds()
                 .zip(cpu_start)
                 .map(|(end, start)| (end - start).max(1e-9));

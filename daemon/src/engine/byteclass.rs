@@ -235,6 +235,44 @@ mod simd {
         }
         mask
     }
+
+    /// [`super::for_each_separator_block`] with the masks made 32 bytes at a time.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn for_each_separator_block(
+        b: &[u8],
+        mut f: impl FnMut(usize, super::SeparatorMasks),
+    ) {
+        super::separator_blocks_with(b, &mut f, |block| separator_masks(block));
+    }
+
+    /// One block's [`super::SeparatorMasks`]: byte comparisons, and unsigned range
+    /// tests as `min(v - lo, n) == v - lo`.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn separator_masks(block: &[u8; 64]) -> super::SeparatorMasks {
+        let splat = |c: u8| _mm256_set1_epi8(c as i8);
+        let within = |v: __m256i, lo: u8, n: u8| {
+            let d = _mm256_sub_epi8(v, splat(lo));
+            _mm256_cmpeq_epi8(_mm256_min_epu8(d, splat(n)), d)
+        };
+        let bits = |v: __m256i| u64::from(_mm256_movemask_epi8(v) as u32);
+        let mut m = super::SeparatorMasks::default();
+        for (k, part) in block.chunks_exact(32).enumerate() {
+            // SAFETY: `part` is 32 bytes.
+            let v = unsafe { _mm256_loadu_si256(part.as_ptr().cast()) };
+            let shift = 32 * k;
+            let colon = _mm256_cmpeq_epi8(v, splat(b':'));
+            let digit = within(v, b'0', 9);
+            let hex_letter = within(_mm256_or_si256(v, splat(0x20)), b'a', 5);
+            m.dot |= bits(_mm256_cmpeq_epi8(v, splat(b'.'))) << shift;
+            m.dash |= bits(_mm256_cmpeq_epi8(v, splat(b'-'))) << shift;
+            m.colon |= bits(colon) << shift;
+            // The sign bit of a byte is set from 0x80 on.
+            m.digit_like |= (bits(digit) | bits(v)) << shift;
+            let hex_or_colon = _mm256_or_si256(_mm256_or_si256(digit, hex_letter), colon);
+            m.hex_or_colon |= bits(hex_or_colon) << shift;
+        }
+        m
+    }
 }
 
 /// Bit `i` set when bits `i..i + len` of `mask` are all set (`1 <= len <= 64`; bits
@@ -288,6 +326,72 @@ pub fn run_extent(b: &[u8], at: usize, floor: usize, class: impl Fn(u8) -> bool)
         end += 1;
     }
     (start, end)
+}
+
+/// Where one 64-byte block holds the bytes the separator anchors of the PII patterns
+/// test (SSNs, IPv4 and IPv6 addresses), one bit per byte.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeparatorMasks {
+    pub dot: u64,
+    pub dash: u64,
+    pub colon: u64,
+    /// ASCII digits and every byte of 0x80 and above (which may belong to a digit of
+    /// another script, as `\d` reads them).
+    pub digit_like: u64,
+    /// ASCII hex digits of either case, and `:`.
+    pub hex_or_colon: u64,
+}
+
+impl SeparatorMasks {
+    /// The masks of `block` a byte at a time (CPUs without AVX2, and the tests).
+    fn of_scalar(block: &[u8; 64]) -> SeparatorMasks {
+        let mut m = SeparatorMasks::default();
+        for (i, &c) in block.iter().enumerate() {
+            let bit = 1u64 << i;
+            let set = |mask: &mut u64, yes: bool| *mask |= if yes { bit } else { 0 };
+            set(&mut m.dot, c == b'.');
+            set(&mut m.dash, c == b'-');
+            set(&mut m.colon, c == b':');
+            set(&mut m.digit_like, c.is_ascii_digit() || c >= 0x80);
+            set(&mut m.hex_or_colon, c.is_ascii_hexdigit() || c == b':');
+        }
+        m
+    }
+}
+
+/// Calls `f(start, masks)` for each 64-byte block of `b` in order, `start` being the
+/// block's offset; the last block is padded with zero bytes, which are in no class. One
+/// pass answers the three anchor searches that took a `memchr` call per separator
+/// (a `.` every few dozen bytes of code).
+pub fn for_each_separator_block(b: &[u8], mut f: impl FnMut(usize, SeparatorMasks)) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { simd::for_each_separator_block(b, f) };
+    }
+    separator_blocks_with(b, &mut f, SeparatorMasks::of_scalar);
+}
+
+/// [`for_each_separator_block`] with `masks` making a block's masks; inlined into each
+/// caller so that the SIMD one runs with its target feature.
+#[inline(always)]
+fn separator_blocks_with(
+    b: &[u8],
+    f: &mut impl FnMut(usize, SeparatorMasks),
+    masks: impl Fn(&[u8; 64]) -> SeparatorMasks,
+) {
+    let mut blocks = b.chunks_exact(64);
+    let mut start = 0;
+    for block in blocks.by_ref() {
+        f(start, masks(block.try_into().expect("64 bytes")));
+        start += 64;
+    }
+    let tail = blocks.remainder();
+    if !tail.is_empty() {
+        let mut padded = [0u8; 64];
+        padded[..tail.len()].copy_from_slice(tail);
+        f(start, masks(&padded));
+    }
 }
 
 #[cfg(test)]
@@ -387,6 +491,39 @@ mod tests {
         assert!(partial == ByteClass::from_fn(|c| c == b'a' || c == 0xc3));
         assert!(partial != ByteClass::from_fn(|c| c == b'a' || c == 0xc4));
         assert!(partial != ByteClass::new(b"a", false));
+    }
+
+    #[test]
+    fn separator_masks_mark_their_bytes_in_every_block() {
+        // Every byte value at every offset of a block, and a padded tail.
+        let bytes: Vec<u8> = (0..=255u8).cycle().skip(7).take(64 * 9 + 23).collect();
+        let mut blocks = 0;
+        for_each_separator_block(&bytes, |start, m| {
+            blocks += 1;
+            for i in 0..64 {
+                let c = bytes.get(start + i).copied().unwrap_or(0);
+                let bit = |mask: u64| mask >> i & 1 == 1;
+                assert_eq!(bit(m.dot), c == b'.', "{c:#x}");
+                assert_eq!(bit(m.dash), c == b'-', "{c:#x}");
+                assert_eq!(bit(m.colon), c == b':', "{c:#x}");
+                assert_eq!(bit(m.digit_like), c.is_ascii_digit() || c >= 0x80, "{c:#x}");
+                assert_eq!(
+                    bit(m.hex_or_colon),
+                    c.is_ascii_hexdigit() || c == b':',
+                    "{c:#x}"
+                );
+            }
+        });
+        assert_eq!(blocks, 10);
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            for block in bytes.chunks_exact(64) {
+                let block = block.try_into().unwrap();
+                // SAFETY: the CPU supports AVX2 (checked just above).
+                let simd = unsafe { simd::separator_masks(block) };
+                assert_eq!(simd, SeparatorMasks::of_scalar(block));
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -105,7 +105,13 @@ impl GateWords {
     /// holding a character that IGNORECASE equates with an ASCII letter (`ſ` matches
     /// `s`) is [`GateWords::UNKNOWN`]: an ASCII scan cannot see those spellings.
     pub fn in_text(text: &str, present: impl IntoIterator<Item = usize>) -> GateWords {
-        if has_ascii_fold_stand_in(text) {
+        GateWords::scanned(has_ascii_fold_stand_in(text), present)
+    }
+
+    /// [`GateWords::in_text`] for a text whose scan found `present`, and a character
+    /// IGNORECASE equates with an ASCII letter when `stand_in`.
+    pub fn scanned(stand_in: bool, present: impl IntoIterator<Item = usize>) -> GateWords {
+        if stand_in {
             return GateWords::UNKNOWN;
         }
         GateWords(present.into_iter().fold(0, |bits, i| bits | 1 << i))

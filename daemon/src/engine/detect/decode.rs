@@ -55,9 +55,12 @@ fn rescan_at(
     let runs = b64_runs(text);
     for &(start, end) in &runs {
         let s = &text[start..end];
-        // Identifiers and paths are long runs of letters too; demand base64 texture.
-        let digits = s.bytes().filter(u8::is_ascii_digit).count();
-        if digits == 0 && !s.contains(['+', '/', '=']) {
+        // Identifiers and paths are long runs of letters too; demand base64 texture: a
+        // digit, `+`, `/` or `=`.
+        if !s
+            .bytes()
+            .any(|c| c.is_ascii_digit() || matches!(c, b'+' | b'/' | b'='))
+        {
             continue;
         }
         if let Some(d) = base64_decode(s) {

@@ -3,7 +3,7 @@
 //! `Authorization: Token …`/bare tokens, Digest `response=`, `curl -u user:pass`, and
 //! cookies whose name says session, sid, token, auth or jwt.
 
-use super::util::{self, KeywordHits, WordIds};
+use super::util::{self, KeywordHits, Markers, WordIds};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
 use regex_automata::meta::Regex as MetaRegex;
@@ -106,7 +106,13 @@ pub const TRIGGER_WORDS: &[&str] = &[
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
+pub fn scan(
+    text: &str,
+    hits: &KeywordHits,
+    ids: WordIds,
+    markers: &Markers,
+    out: &mut Vec<Candidate>,
+) {
     // Every search below needs one of the trigger words; most texts have none.
     if hits.present_words(ids).next().is_none() {
         return;
@@ -114,7 +120,7 @@ pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidat
     // Each pattern is searched only where its match can start, next to a word the
     // keyword scan found, unless the text has a character that a case-insensitive
     // pattern equates with an ASCII letter and the scan does not.
-    let anywhere = util::has_non_ascii_fold_of_ascii(text);
+    let anywhere = markers.has_non_ascii_fold_of_ascii();
     scan_with(text, hits, ids, anywhere, out);
 }
 

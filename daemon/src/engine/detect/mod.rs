@@ -186,8 +186,11 @@ impl Detector {
     pub fn detect_and_see(&self, text: &str, ctx: &DetectContext) -> (Vec<Finding>, GateWords) {
         let c = &*self.compiled;
         let hits = c.keywords.scan(text);
-        let seen = GateWords::in_text(text, hits.present_words(c.gate_words));
         let markers = util::Markers::new(text, &hits, c.marker_words);
+        let seen = GateWords::scanned(
+            markers.has_ascii_fold_stand_in(),
+            hits.present_words(c.gate_words),
+        );
         let mut cands = self.candidates_with(text, ctx, 0, &hits);
         decode::rescan(self, text, ctx, &markers, &mut cands);
         (resolve(text, cands), seen)
@@ -220,7 +223,7 @@ impl Detector {
         c.structural
             .scan(text, kind, quoting, hits, c.stem_words, &markers, &mut out);
         urls::scan(text, ctx.rel_path, &markers, &mut out);
-        http::scan(text, hits, c.http_words, &mut out);
+        http::scan(text, hits, c.http_words, &markers, &mut out);
         cli::scan(text, hits, c.cli_words, &mut out);
         hashes::scan(text, &markers, &mut out);
         if depth == 0 {

@@ -12,6 +12,7 @@
 
 use super::util::{self, FileKind, KeywordHits, Markers, WordIds, line_around, marker};
 use super::{Candidate, prio};
+use crate::engine::byteclass;
 use crate::engine::placeholder::Category;
 use regex::Regex;
 use regex_automata::meta::Regex as MetaRegex;
@@ -400,13 +401,10 @@ impl Pii {
         if iban_shape {
             self.ibans(text, out);
         }
-        self.ssns(text, out);
-        if util::has_byte(text, b'.') {
-            self.ipv4s(text, out);
-        }
-        if util::has_byte(text, b':') {
-            self.ipv6s(text, out);
-        }
+        let anchors = SeparatorAnchors::of(text);
+        self.ssns(text, &anchors.ssn, out);
+        self.ipv4s(text, &anchors.ipv4, out);
+        self.ipv6s(text, &anchors.ipv6, out);
     }
 
     fn emails(&self, text: &str, out: &mut Vec<Candidate>) {
@@ -512,7 +510,7 @@ impl Pii {
             || lower_has("contributor")
             || lower_has("developer")
         {
-            for (s, e) in self.manifest_authors(text, hits, ids) {
+            for (s, e) in self.manifest_authors(text, hits, ids, markers) {
                 if let Some((s, e)) = plausible_name(text, s, e, 2) {
                     out.push(cand(s, e, Category::PERSON, "P5.manifest-author"));
                 }
@@ -536,13 +534,14 @@ impl Pii {
         text: &str,
         hits: &KeywordHits,
         ids: WordIds,
+        markers: &Markers,
     ) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
         let mut name = |caps: &regex_automata::util::captures::Captures| {
             let n = caps.get_group(1).expect("group");
             found.push((n.start, n.end));
         };
-        if util::has_non_ascii_fold_of_ascii(text) {
+        if markers.has_non_ascii_fold_of_ascii() {
             let caps = self.manifest_author.captures_iter(text);
             caps.for_each(|caps| name(&caps));
         } else {
@@ -645,8 +644,9 @@ impl Pii {
         }
     }
 
-    fn ssns(&self, text: &str, out: &mut Vec<Candidate>) {
-        util::captures_near(&self.ssn, text, ssn_anchors(text), NEAR_SEPARATOR, |caps| {
+    fn ssns(&self, text: &str, anchors: &[usize], out: &mut Vec<Candidate>) {
+        let anchors = anchors.iter().copied();
+        util::captures_near(&self.ssn, text, anchors, NEAR_SEPARATOR, |caps| {
             let group = |i| caps.get_group(i).expect("group");
             let (a, g, s) = (group(1), group(2), group(3));
             if valid_ssn(&text[a.range()], &text[g.range()], &text[s.range()]) {
@@ -655,11 +655,11 @@ impl Pii {
         });
     }
 
-    fn ipv4s(&self, text: &str, out: &mut Vec<Candidate>) {
+    fn ipv4s(&self, text: &str, anchors: &[usize], out: &mut Vec<Candidate>) {
         util::captures_near(
             &self.ipv4,
             text,
-            ipv4_anchors(text),
+            anchors.iter().copied(),
             NEAR_SEPARATOR,
             |caps| {
                 let m = caps.get_group(1).expect("group");
@@ -674,11 +674,11 @@ impl Pii {
         );
     }
 
-    fn ipv6s(&self, text: &str, out: &mut Vec<Candidate>) {
+    fn ipv6s(&self, text: &str, anchors: &[usize], out: &mut Vec<Candidate>) {
         util::captures_near(
             &self.ipv6,
             text,
-            ipv6_anchors(text),
+            anchors.iter().copied(),
             NEAR_SEPARATOR,
             |caps| {
                 let m = caps.get_group(1).expect("group");
@@ -788,47 +788,95 @@ fn copyright_name_at(text: &str, at: usize) -> Option<usize> {
     Some(skip_blanks(pos))
 }
 
-/// Where an SSN match may be: the `-` after its area number (digits on both sides).
-fn ssn_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
-    util::anchors_between(text, b'-', util::digit_like, util::digit_like)
+/// Where the SSN, IPv4 and IPv6 matches of a text may be, found in one pass over it.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct SeparatorAnchors {
+    /// The `-` after an SSN's area number: digits on both sides.
+    ssn: Vec<usize>,
+    /// The first `.` of an IPv4 address: digits on both sides and a second `.` after at
+    /// most three digits (up to 12 bytes: `\d` reads digits of every script). Decimals
+    /// (`0.5`) and most version strings stop there.
+    ipv4: Vec<usize>,
+    /// The first `:` of an IPv6 address, followed by a hex digit or a second `:`, after
+    /// at most four hex digits that follow the text's start or a byte the pattern's guard
+    /// admits (not an ASCII word character, `:`, `.` or `-`; any byte of a multi-byte
+    /// character may be one). Paths like `std::io` and `key:value` stop there.
+    ipv6: Vec<usize>,
 }
 
-/// Where an IPv4 match may be: the first `.` of the address, digits on both sides and a
-/// second `.` after at most three digits (up to 12 bytes: `\d` reads digits of every
-/// script). Decimals (`0.5`) and most version strings stop there.
-fn ipv4_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
-    let b = text.as_bytes();
-    util::anchors_between(text, b'.', util::digit_like, util::digit_like).filter(move |&i| {
-        let digits = b[i + 1..]
-            .iter()
-            .take(13)
-            .take_while(|&&c| util::digit_like(c))
-            .count();
-        b.get(i + 1 + digits) == Some(&b'.')
-    })
+impl SeparatorAnchors {
+    fn of(text: &str) -> SeparatorAnchors {
+        let b = text.as_bytes();
+        let mut out = SeparatorAnchors::default();
+        // Bit 63's right neighbour is the next block's first byte, read only for a
+        // separator there.
+        let right_of_last = |seps: u64, after: usize, test: fn(u8) -> bool| -> u64 {
+            if seps >> 63 == 0 {
+                return 0;
+            }
+            u64::from(b.get(after).is_some_and(|&c| test(c))) << 63
+        };
+        // A separator at the text's start has no left neighbour to test.
+        let mut digit_before_block = 1;
+        byteclass::for_each_separator_block(b, |start, m| {
+            let after = start + 64;
+            let digit_left = m.digit_like << 1 | digit_before_block;
+            digit_before_block = m.digit_like >> 63;
+            let digit_right =
+                m.digit_like >> 1 | right_of_last(m.dash | m.dot, after, util::digit_like);
+            let hex_right = m.hex_or_colon >> 1 | right_of_last(m.colon, after, hex_or_colon);
+            let digits_around = digit_left & digit_right;
+            push_bits(&mut out.ssn, start, m.dash & digits_around, |_| true);
+            push_bits(&mut out.ipv4, start, m.dot & digits_around, |i| {
+                second_dot_follows(b, i)
+            });
+            push_bits(&mut out.ipv6, start, m.colon & hex_right, |i| {
+                ipv6_head_fits(b, i)
+            });
+        });
+        out
+    }
 }
 
-/// Where an IPv6 match may be: the first `:` of the address, followed by a hex digit or
-/// a second `:`, after at most four hex digits that follow the text's start or a byte
-/// the pattern's guard admits (not an ASCII word character, `:`, `.` or `-`; any byte of
-/// a multi-byte character may be one). Paths like `std::io` and `key:value` stop there.
-fn ipv6_anchors(text: &str) -> impl Iterator<Item = usize> + '_ {
-    let b = text.as_bytes();
-    util::anchors_between(text, b':', |_| true, |c| c.is_ascii_hexdigit() || c == b':').filter(
-        move |&i| {
-            let hex = b[..i]
-                .iter()
-                .rev()
-                .take(5)
-                .take_while(|c| c.is_ascii_hexdigit())
-                .count();
-            hex <= 4
-                && i.checked_sub(hex + 1).is_none_or(|g| {
-                    let c = b[g];
-                    !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'.' | b'-'))
-                })
-        },
-    )
+/// Appends `start + i` for each bit `i` of `bits` that `keep` accepts.
+fn push_bits(out: &mut Vec<usize>, start: usize, mut bits: u64, keep: impl Fn(usize) -> bool) {
+    while bits != 0 {
+        let i = start + bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        if keep(i) {
+            out.push(i);
+        }
+    }
+}
+
+fn hex_or_colon(c: u8) -> bool {
+    c.is_ascii_hexdigit() || c == b':'
+}
+
+/// After the `.` at `i`, at most 13 digit-like bytes and another `.`.
+fn second_dot_follows(b: &[u8], i: usize) -> bool {
+    let digits = b[i + 1..]
+        .iter()
+        .take(13)
+        .take_while(|&&c| util::digit_like(c))
+        .count();
+    b.get(i + 1 + digits) == Some(&b'.')
+}
+
+/// Before the `:` at `i`, at most four hex digits, after the text's start or a byte the
+/// IPv6 pattern's guard admits.
+fn ipv6_head_fits(b: &[u8], i: usize) -> bool {
+    let hex = b[..i]
+        .iter()
+        .rev()
+        .take(5)
+        .take_while(|c| c.is_ascii_hexdigit())
+        .count();
+    hex <= 4
+        && i.checked_sub(hex + 1).is_none_or(|g| {
+            let c = b[g];
+            !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'.' | b'-'))
+        })
 }
 
 fn cand(start: usize, end: usize, category: Category, detector: &'static str) -> Candidate {
@@ -1087,6 +1135,7 @@ mod tests {
         let mut found = 0;
         for text in crate::engine::testgen::texts(&pieces, 6000, 12, 6) {
             let hits = compiled.keywords.scan(&text);
+            let markers = Markers::new(&text, &hits, compiled.marker_words);
             let mut whole = Vec::new();
             for caps in pii.manifest_author.captures_iter(&text) {
                 let n = caps.get_group(1).expect("group");
@@ -1094,12 +1143,83 @@ mod tests {
             }
             found += usize::from(!whole.is_empty());
             assert_eq!(
-                pii.manifest_authors(&text, &hits, compiled.pii_words),
+                pii.manifest_authors(&text, &hits, compiled.pii_words, &markers),
                 whole,
                 "{text:?}"
             );
         }
         assert!(found > 300, "{found} texts with authors");
+    }
+
+    /// [`SeparatorAnchors::of`] by its definition, a byte at a time.
+    fn anchors_plainly(text: &str) -> SeparatorAnchors {
+        let b = text.as_bytes();
+        let between = |sep: u8, left: fn(u8) -> bool, right: fn(u8) -> bool| {
+            (0..b.len()).filter(move |&i| {
+                b[i] == sep && (i == 0 || left(b[i - 1])) && b.get(i + 1).is_some_and(|&c| right(c))
+            })
+        };
+        let digit = util::digit_like;
+        SeparatorAnchors {
+            ssn: between(b'-', digit, digit).collect(),
+            ipv4: between(b'.', digit, digit)
+                .filter(|&i| second_dot_follows(b, i))
+                .collect(),
+            ipv6: between(b':', |_| true, hex_or_colon)
+                .filter(|&i| ipv6_head_fits(b, i))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn separator_anchors_are_those_of_their_definition() {
+        // Pieces that put separators, digits, hex and multi-byte characters on both
+        // sides of the 64-byte blocks the pass reads.
+        let pieces = [
+            ".",
+            "-",
+            ":",
+            "::",
+            "1",
+            "23",
+            "a",
+            "F",
+            "g",
+            " ",
+            "\n",
+            "\u{663}",
+            "é",
+            "1.2.3.4",
+            "10.0",
+            "536-22-1234",
+            "fe80::1",
+            "x:",
+            "_",
+            "abcd:",
+            "abcde:",
+            "0.",
+        ];
+        let mut state = 7u64;
+        let mut found = [0usize; 3];
+        for _ in 0..2000 {
+            let mut text = String::new();
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (state >> 40) as usize % 160;
+            while text.len() < len {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            let got = SeparatorAnchors::of(&text);
+            assert_eq!(got, anchors_plainly(&text), "{text:?}");
+            for (n, list) in found.iter_mut().zip([&got.ssn, &got.ipv4, &got.ipv6]) {
+                *n += list.len();
+            }
+        }
+        assert!(found.iter().all(|&n| n > 100), "{found:?}");
     }
 
     /// The IP and SSN patterns searched near their anchors find what a search of the
@@ -1138,11 +1258,11 @@ mod tests {
             "/",
             "x.",
         ];
-        type Anchors = fn(&str) -> Box<dyn Iterator<Item = usize> + '_>;
+        type Anchors = fn(&str) -> Vec<usize>;
         let cases: [(&MetaRegex, Anchors); 3] = [
-            (&pii.ssn, |t| Box::new(ssn_anchors(t))),
-            (&pii.ipv4, |t| Box::new(ipv4_anchors(t))),
-            (&pii.ipv6, |t| Box::new(ipv6_anchors(t))),
+            (&pii.ssn, |t| SeparatorAnchors::of(t).ssn),
+            (&pii.ipv4, |t| SeparatorAnchors::of(t).ipv4),
+            (&pii.ipv6, |t| SeparatorAnchors::of(t).ipv6),
         ];
         let mut state = 11u64;
         let mut matched = 0;
@@ -1164,7 +1284,7 @@ mod tests {
                     );
                 }
                 let mut got = Vec::new();
-                util::captures_near(re, &text, anchors(&text), NEAR_SEPARATOR, |c| {
+                util::captures_near(re, &text, anchors(&text).into_iter(), NEAR_SEPARATOR, |c| {
                     got.push(
                         (0..c.group_len())
                             .map(|i| c.get_group(i))

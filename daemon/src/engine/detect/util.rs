@@ -27,6 +27,15 @@ pub mod marker {
     pub const KIND_SECRET: Marker = Marker(14, "kind: Secret");
     pub const KIND_SECRET_QUOTED: Marker = Marker(15, "kind: \"Secret\"");
     pub const IDENTIFIED: Marker = Marker(16, "identified");
+    /// The characters that a Unicode case-insensitive pattern equates with an ASCII
+    /// letter although ASCII case folding does not (`ſ` with `s`, the Kelvin sign with
+    /// `k`), and the two more that Python's IGNORECASE adds (`İ`, `ı` with `i`): where
+    /// a text holds one, words found by the ASCII keyword scan may miss a pattern's
+    /// matches.
+    pub const LONG_S: Marker = Marker(17, "\u{17F}");
+    pub const KELVIN: Marker = Marker(18, "\u{212A}");
+    pub const DOTTED_I: Marker = Marker(19, "\u{130}");
+    pub const DOTLESS_I: Marker = Marker(20, "\u{131}");
 
     /// Every marker, in index order (the words registered in the shared scan).
     pub const ALL: &[&Marker] = &[
@@ -47,6 +56,10 @@ pub mod marker {
         &KIND_SECRET,
         &KIND_SECRET_QUOTED,
         &IDENTIFIED,
+        &LONG_S,
+        &KELVIN,
+        &DOTTED_I,
+        &DOTLESS_I,
     ];
 
     /// The markers' texts, in index order.
@@ -81,6 +94,22 @@ impl<'a> Markers<'a> {
     /// Whether the text contains the marker ignoring ASCII case.
     pub fn has_ignore_ascii_case(&self, m: &marker::Marker) -> bool {
         self.hits.has(self.ids, m.0)
+    }
+
+    /// Whether the text holds `ſ` or the Kelvin sign (see [`marker::LONG_S`]), read from
+    /// the scan.
+    pub fn has_non_ascii_fold_of_ascii(&self) -> bool {
+        // Non-ASCII markers have no other case to ignore.
+        self.has_ignore_ascii_case(&marker::LONG_S) || self.has_ignore_ascii_case(&marker::KELVIN)
+    }
+
+    /// Whether the text holds one of the four characters of [`marker::LONG_S`]'s list,
+    /// read from the scan ([`crate::engine::gate::has_ascii_fold_stand_in`] reads the
+    /// text).
+    pub fn has_ascii_fold_stand_in(&self) -> bool {
+        self.has_non_ascii_fold_of_ascii()
+            || self.has_ignore_ascii_case(&marker::DOTTED_I)
+            || self.has_ignore_ascii_case(&marker::DOTLESS_I)
     }
 }
 
@@ -559,6 +588,9 @@ pub fn looks_random(v: &str, min_len: usize, min_entropy: f64) -> bool {
 /// Lanes of one keyword scan (see [`KeywordScan::scan_lanes`]).
 const LANES: usize = 4;
 
+/// A keyword state id is its transition row's start shifted right by this much.
+const ROW_SHIFT: usize = 3;
+
 /// The trigger words of every family, found in one ASCII-case-insensitive pass over a
 /// text. Each family used to run its own Aho-Corasick pass; one shared pass costs the
 /// same as one of them. The automaton is a dense Aho-Corasick DFA over byte classes,
@@ -569,15 +601,18 @@ pub struct KeywordScan {
     /// Byte to class; ASCII capitals share their lower-case letter's class, bytes that
     /// occur in no word are class 0.
     classes: [u8; 256],
-    /// Transitions: `trans[state + class]`, states premultiplied by the class count. The
-    /// length is a power of two (zeros after the last state) and a step indexes with
-    /// `& (len - 1)`: every index is then in bounds once the table is not empty, a check
-    /// the compiler makes once per run instead of once per byte.
-    trans: Vec<u32>,
+    /// Transitions: `trans[(state << ROW_SHIFT) + class]`; a state is its row's start
+    /// divided by `1 << ROW_SHIFT` (rows are padded to a multiple of that), so a state
+    /// fits 16 bits and the table half the cache it would take with 32-bit states, while
+    /// a step still costs one address computation (`lea` scales by 8). The length is a
+    /// power of two (zeros after the last state) and a step indexes with `& (len - 1)`:
+    /// every index is then in bounds once the table is not empty, a check the compiler
+    /// makes once per run instead of once per byte.
+    trans: Vec<u16>,
     /// States at or above this id end at least one word.
-    first_match: u32,
-    /// Classes per state.
-    stride: u32,
+    first_match: usize,
+    /// State ids per state: the row length over `1 << ROW_SHIFT`.
+    stride: usize,
     /// For each word-ending state (in order from `first_match`), its range in `out_ids`.
     out_ranges: Vec<(u32, u32)>,
     /// The words ending in a state, its own and those of its suffixes.
@@ -665,19 +700,21 @@ impl KeywordBuilder {
             "keywords are not empty"
         );
         let mut classes = [0u8; 256];
-        let mut stride: u32 = 1;
+        let mut class_count: u32 = 1;
         for w in &words {
             for &b in w {
                 if classes[b as usize] == 0 {
-                    classes[b as usize] = u8::try_from(stride).expect("fewer than 256 classes");
-                    stride += 1;
+                    classes[b as usize] =
+                        u8::try_from(class_count).expect("fewer than 256 classes");
+                    class_count += 1;
                 }
             }
         }
         for b in b'A'..=b'Z' {
             classes[b as usize] = classes[b.to_ascii_lowercase() as usize];
         }
-        let width = stride as usize;
+        let width = (class_count as usize).next_multiple_of(1 << ROW_SHIFT);
+        let stride = width >> ROW_SHIFT;
         // The trie: `goto[node * width + class]`, 0 for no child (the root is no child).
         let mut goto: Vec<u32> = vec![0; width];
         let mut outputs: Vec<Vec<u32>> = vec![Vec::new()];
@@ -726,11 +763,12 @@ impl KeywordBuilder {
         let mut order: Vec<usize> = (0..states).filter(|&s| outputs[s].is_empty()).collect();
         let first_match_index = order.len();
         order.extend((0..states).filter(|&s| !outputs[s].is_empty()));
-        let mut new_id = vec![0u32; states];
+        let mut new_id = vec![0u16; states];
         for (n, &old) in order.iter().enumerate() {
-            new_id[old] = (n * width) as u32;
+            new_id[old] = u16::try_from((n * width) >> ROW_SHIFT)
+                .expect("the keyword automaton's states fit 16 bits");
         }
-        let mut dense = vec![0u32; states * width];
+        let mut dense = vec![0u16; states * width];
         let mut out_ranges = Vec::new();
         let mut out_ids = Vec::new();
         for (n, &old) in order.iter().enumerate() {
@@ -747,7 +785,7 @@ impl KeywordBuilder {
         KeywordScan {
             classes,
             trans: dense,
-            first_match: (first_match_index * width) as u32,
+            first_match: (first_match_index * width) >> ROW_SHIFT,
             stride,
             out_ranges,
             out_ids,
@@ -763,11 +801,12 @@ impl KeywordScan {
     /// byte that ends a word: `(position after it, state)`, or `(bytes.len(), a state
     /// that ends no word)`. Kept out of line so the loop holds everything in registers.
     #[inline(never)]
-    fn run(&self, bytes: &[u8], mut pos: usize, mut state: u32) -> (usize, u32) {
+    fn run(&self, bytes: &[u8], mut pos: usize, mut state: usize) -> (usize, usize) {
         let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
         let mask = trans.len() - 1;
-        let step =
-            |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize & mask];
+        let step = |state: usize, b: u8| -> usize {
+            usize::from(trans[((state << ROW_SHIFT) + usize::from(classes[usize::from(b)])) & mask])
+        };
         while let Some(&[b0, b1, b2, b3]) = bytes.get(pos..pos + 4) {
             state = step(state, b0);
             if state >= first_match {
@@ -804,12 +843,13 @@ impl KeywordScan {
         &self,
         lanes: [&[u8]; LANES],
         pos: [usize; LANES],
-        [mut s0, mut s1, mut s2, mut s3]: [u32; LANES],
-    ) -> ([usize; LANES], [u32; LANES]) {
+        [mut s0, mut s1, mut s2, mut s3]: [usize; LANES],
+    ) -> ([usize; LANES], [usize; LANES]) {
         let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
         let mask = trans.len() - 1;
-        let step =
-            |state: u32, b: u8| trans[(state + u32::from(classes[b as usize])) as usize & mask];
+        let step = |state: usize, b: u8| -> usize {
+            usize::from(trans[((state << ROW_SHIFT) + usize::from(classes[usize::from(b)])) & mask])
+        };
         let steps = (0..LANES)
             .map(|i| lanes[i].len() - pos[i])
             .min()
@@ -914,7 +954,7 @@ impl KeywordScan {
         &self,
         bytes: &[u8],
         mut pos: usize,
-        mut state: u32,
+        mut state: usize,
         offset: usize,
         keep: impl Fn(usize) -> bool,
         hits: &mut KeywordHits,
@@ -932,14 +972,14 @@ impl KeywordScan {
     /// lane starts at `offset` in the text) and start where `keep` allows.
     fn record(
         &self,
-        state: u32,
+        state: usize,
         end: usize,
         offset: usize,
         keep: impl Fn(usize) -> bool,
         hits: &mut KeywordHits,
     ) {
         let end = offset + end;
-        let (from, to) = self.out_ranges[((state - self.first_match) / self.stride) as usize];
+        let (from, to) = self.out_ranges[(state - self.first_match) / self.stride];
         for &id in &self.out_ids[from as usize..to as usize] {
             let start = end - self.lens[id as usize] as usize;
             if keep(start) {
@@ -1260,21 +1300,11 @@ pub fn captures_at_starts(
 /// Whether `text` holds a character that a Unicode case-insensitive pattern equates with
 /// an ASCII letter although ASCII case folding does not (`ſ` with `s`, the Kelvin sign
 /// with `k`): there, words found by the ASCII keyword scan may miss a pattern's matches.
+/// The detectors read this from the scan ([`Markers::has_non_ascii_fold_of_ascii`]);
+/// the tests, from the text.
+#[cfg(test)]
 pub fn has_non_ascii_fold_of_ascii(text: &str) -> bool {
     crate::engine::text::has_any_char(text, &['\u{17F}', '\u{212A}'])
-}
-
-/// Offsets of the byte `sep` where the byte before passes `left` (or there is none)
-/// and the byte after passes `right`.
-pub fn anchors_between<'t>(
-    text: &'t str,
-    sep: u8,
-    left: impl Fn(u8) -> bool + 't,
-    right: impl Fn(u8) -> bool + 't,
-) -> impl Iterator<Item = usize> + 't {
-    let b = text.as_bytes();
-    memchr::memchr_iter(sep, b)
-        .filter(move |&i| (i == 0 || left(b[i - 1])) && b.get(i + 1).is_some_and(|&c| right(c)))
 }
 
 /// An ASCII digit or any byte of a multi-byte character (which may be a digit of
@@ -1595,6 +1625,29 @@ mod tests {
         };
         class_runs(b, 0, 12, &CLASS)
             .any(|(s, e)| (s..=e - 12).any(|p| (p == s || b[p - 1] == b' ') && head(p)))
+    }
+
+    /// The markers for the characters that IGNORECASE equates with ASCII letters answer as
+    /// the searches of the text they stand for.
+    #[test]
+    fn fold_markers_answer_as_the_text_searches() {
+        let compiled = &*super::super::COMPILED;
+        let pieces = [
+            "s", "k", "i", "I", "\u{17F}", "\u{212A}", "\u{130}", "\u{131}", "é", "\u{212B}",
+            "\u{17E}", " ", "password",
+        ];
+        let mut seen = [0usize; 2];
+        for text in crate::engine::testgen::texts(&pieces, 3000, 8, 14) {
+            let hits = compiled.keywords.scan(&text);
+            let markers = Markers::new(&text, &hits, compiled.marker_words);
+            let fold = has_non_ascii_fold_of_ascii(&text);
+            let stand_in = crate::engine::gate::has_ascii_fold_stand_in(&text);
+            assert_eq!(markers.has_non_ascii_fold_of_ascii(), fold, "{text:?}");
+            assert_eq!(markers.has_ascii_fold_stand_in(), stand_in, "{text:?}");
+            seen[usize::from(fold)] += 1;
+            seen[usize::from(stand_in)] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 500), "{seen:?}");
     }
 
     /// The card and IBAN gates never say no where their regex would match, and answer as
