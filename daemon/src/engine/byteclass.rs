@@ -261,86 +261,17 @@ mod simd {
             let v = unsafe { _mm256_loadu_si256(part.as_ptr().cast()) };
             let shift = 32 * k;
             let colon = _mm256_cmpeq_epi8(v, splat(b':'));
-            let dash = _mm256_cmpeq_epi8(v, splat(b'-'));
             let digit = within(v, b'0', 9);
             let hex_letter = within(_mm256_or_si256(v, splat(0x20)), b'a', 5);
             m.dot |= bits(_mm256_cmpeq_epi8(v, splat(b'.'))) << shift;
-            m.dash |= bits(dash) << shift;
+            m.dash |= bits(_mm256_cmpeq_epi8(v, splat(b'-'))) << shift;
             m.colon |= bits(colon) << shift;
             // The sign bit of a byte is set from 0x80 on.
             m.digit_like |= (bits(digit) | bits(v)) << shift;
             let hex_or_colon = _mm256_or_si256(_mm256_or_si256(digit, hex_letter), colon);
             m.hex_or_colon |= bits(hex_or_colon) << shift;
-            let upper_or_space =
-                _mm256_or_si256(within(v, b'A', 25), _mm256_cmpeq_epi8(v, splat(b' ')));
-            let card_run = _mm256_or_si256(_mm256_or_si256(upper_or_space, digit), dash);
-            m.card_run |= bits(card_run) << shift;
         }
         m
-    }
-}
-
-/// The maximal runs of at least `min` (1 to 64) set bits in the masks of consecutive
-/// 64-byte blocks, fed in order, for a pass that makes its blocks' masks anyway: a run
-/// is read off the masks (shifts skip the short ones), never a byte at a time.
-pub struct RunsInMasks {
-    min: u32,
-    /// The start of a run that reached the end of the last block fed.
-    open: Option<usize>,
-}
-
-impl RunsInMasks {
-    pub fn new(min: u32) -> RunsInMasks {
-        assert!((1..=64).contains(&min), "a run length within one block");
-        RunsInMasks { min, open: None }
-    }
-
-    /// Feeds the mask of the block at `base` (bits past the text's end clear); calls
-    /// `f(start, end)` for each long run that ends in it.
-    pub fn block(&mut self, base: usize, mask: u64, mut f: impl FnMut(usize, usize)) {
-        let mut pos = 0;
-        if let Some(start) = self.open {
-            let ones = mask.trailing_ones();
-            if ones == 64 {
-                return;
-            }
-            self.open = None;
-            let end = base + ones as usize;
-            if end - start >= self.min as usize {
-                f(start, end);
-            }
-            pos = ones;
-        }
-        while pos < 64 {
-            let rest = mask & (u64::MAX << pos);
-            // A run reaching the block's end may go on into the next.
-            let reaching_end = if rest >> 63 == 1 {
-                64 - rest.leading_ones()
-            } else {
-                64
-            };
-            let long = run_starts(rest, self.min);
-            let first = if long == 0 { 64 } else { long.trailing_zeros() };
-            if first >= reaching_end {
-                if reaching_end < 64 {
-                    self.open = Some(base + reaching_end as usize);
-                }
-                return;
-            }
-            // Bits below `pos` are clear in `rest`, so `first` starts its run.
-            let len = (rest >> first).trailing_ones();
-            f(base + first as usize, base + (first + len) as usize);
-            pos = first + len;
-        }
-    }
-
-    /// Ends the stream at `len`, the text's length: the run still open, if long enough.
-    pub fn finish(&mut self, len: usize, mut f: impl FnMut(usize, usize)) {
-        if let Some(start) = self.open.take()
-            && len - start >= self.min as usize
-        {
-            f(start, len);
-        }
     }
 }
 
@@ -409,8 +340,6 @@ pub struct SeparatorMasks {
     pub digit_like: u64,
     /// ASCII hex digits of either case, and `:`.
     pub hex_or_colon: u64,
-    /// ASCII capitals, digits, spaces and `-` (where card numbers and IBANs lie).
-    pub card_run: u64,
 }
 
 impl SeparatorMasks {
@@ -425,8 +354,6 @@ impl SeparatorMasks {
             set(&mut m.colon, c == b':');
             set(&mut m.digit_like, c.is_ascii_digit() || c >= 0x80);
             set(&mut m.hex_or_colon, c.is_ascii_hexdigit() || c == b':');
-            let card_run = c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, b' ' | b'-');
-            set(&mut m.card_run, card_run);
         }
         m
     }
@@ -555,34 +482,6 @@ mod tests {
     }
 
     #[test]
-    fn runs_in_masks_equal_the_plain_definition() {
-        let classes = [
-            ByteClass::new(b"0123456789 -", true),
-            ByteClass::new(b"a", false),
-        ];
-        for class in &classes {
-            for t in texts() {
-                for min in [1, 2, 5, 12, 13, 63, 64] {
-                    let mut runs = RunsInMasks::new(min);
-                    let mut got = Vec::new();
-                    for base in (0..t.len()).step_by(64) {
-                        let mask = class.mask_scalar(&t[base..(base + 64).min(t.len())]);
-                        runs.block(base, mask, |s, e| got.push((s, e)));
-                    }
-                    runs.finish(t.len(), |s, e| got.push((s, e)));
-                    let want = runs_plainly(&t, 0, min as usize, class);
-                    assert_eq!(
-                        got,
-                        want,
-                        "min {min} text {:?}",
-                        String::from_utf8_lossy(&t)
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
     fn classes_are_equal_when_their_sets_are() {
         let hex = ByteClass::new(b"0123456789abcdef", false);
         assert!(hex == ByteClass::from_fn(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
@@ -613,9 +512,6 @@ mod tests {
                     c.is_ascii_hexdigit() || c == b':',
                     "{c:#x}"
                 );
-                let card_run =
-                    c.is_ascii_uppercase() || c.is_ascii_digit() || matches!(c, b' ' | b'-');
-                assert_eq!(bit(m.card_run), card_run, "{c:#x}");
             }
         });
         assert_eq!(blocks, 10);

@@ -1,7 +1,6 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
-#[cfg(test)]
 use crate::engine::byteclass::{ByteClass, class_runs};
 
 /// Literal strings whose presence in a text gates a family's pattern. They ride along
@@ -1153,41 +1152,19 @@ pub fn line_around(text: &str, at: usize) -> (usize, usize) {
 /// - `iban`: a run of at least 12 capitals, digits and spaces (country, check digits and
 ///   two groups of four, spaces allowed between groups) with two capitals and two
 ///   digits at its start or after a space, 12 bytes or more before its end.
-///
-/// The detector reads the runs from the PII pass's byte masks ([`CardIbanGates`]); this
-/// is the same answer from [`class_runs`], for the tests.
-#[cfg(test)]
 pub fn card_and_iban_gates(text: &str) -> (bool, bool) {
     /// ASCII capitals, digits and the separators of both shapes.
     const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -", false);
     let b = text.as_bytes();
-    let mut gates = CardIbanGates::default();
-    for (s, e) in class_runs(b, 0, CardIbanGates::RUN_MIN, &CLASS) {
-        gates.see_run(b, s, e);
-        if gates.card && gates.iban {
+    let (mut card, mut iban) = (false, false);
+    for (s, e) in class_runs(b, 0, IBAN_MIN, &CLASS) {
+        card = card || has_card_chain(&b[s..e]);
+        iban = iban || has_iban_head(b, s, e);
+        if card && iban {
             break;
         }
     }
-    (gates.card, gates.iban)
-}
-
-/// The answers of [`card_and_iban_gates`] as the runs of capitals, digits, spaces and
-/// hyphens are seen.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CardIbanGates {
-    pub card: bool,
-    pub iban: bool,
-}
-
-impl CardIbanGates {
-    /// Runs shorter than this hold neither shape.
-    pub const RUN_MIN: usize = IBAN_MIN;
-
-    /// Takes in the maximal run `b[s..e]` (at least [`CardIbanGates::RUN_MIN`] bytes).
-    pub fn see_run(&mut self, b: &[u8], s: usize, e: usize) {
-        self.card = self.card || has_card_chain(&b[s..e]);
-        self.iban = self.iban || has_iban_head(b, s, e);
-    }
+    (card, iban)
 }
 
 /// Fewest bytes of an IBAN's start: country, check digits, two groups of four.
