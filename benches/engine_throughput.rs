@@ -36,6 +36,8 @@
 //! `REDCTX_BENCH_DETECTORS=on` (or `off`) only that setting of the layer (for profiling;
 //! the headline row then shows the setting measured); `REDCTX_BENCH_TRACE=1` prints each
 //! round's wall time to stderr (how much a shared machine moves them).
+//! `scripts/layer-cost-counted.sh` runs this bench under callgrind for the layer's cost
+//! in instructions, which do not move from run to run.
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;

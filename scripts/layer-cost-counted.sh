@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The detector layer's cost counted under callgrind: the instructions and modelled
+# cycles of one warm round of the engine bench (benches/engine_throughput.rs, generated
+# corpus), with the layer off and on, per mode. Unlike the bench's timings on a shared
+# machine, the counts do not move from run to run, so this is the figure to compare
+# changes by. Needs valgrind; takes about 5 minutes for `code`, 8 for `balanced` and 12
+# for `strict` on our 2-core VM.
+#
+# Usage: scripts/layer-cost-counted.sh [strict|balanced|code ...]   (default: all three)
+#
+# A round is counted as the second of two runs minus the first (the first round warms
+# the engine's memos); only the engine's `redact` is collected. Modelled cycles charge
+# an instruction 1, a mispredicted branch 15, a first-level data miss 10 and a miss of
+# the simulated 512 KiB last level 30: a rough weight, printed beside the plain count.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if ! command -v valgrind >/dev/null; then
+    echo "layer-cost-counted: valgrind is not installed (apt install valgrind)" >&2
+    exit 2
+fi
+modes=("$@")
+if [[ ${#modes[@]} -eq 0 ]]; then
+    modes=(strict balanced code)
+fi
+for mode in "${modes[@]}"; do
+    case "$mode" in
+    strict | balanced | code) ;;
+    *)
+        echo "layer-cost-counted: unknown mode '$mode' (strict, balanced or code)" >&2
+        exit 2
+        ;;
+    esac
+done
+
+bench=$(cargo bench --bench engine_throughput --no-run --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+if [[ -z "$bench" ]]; then
+    echo "layer-cost-counted: could not build the engine bench (cargo bench --no-run)" >&2
+    exit 1
+fi
+export REDCTX_SKIP_ORACLE=1 REDCTX_BENCH_DEPS_KB=0
+# Generate the corpus natively once; under valgrind it would take minutes.
+REDCTX_BENCH_MODES=code REDCTX_BENCH_DETECTORS=off REDCTX_BENCH_ROUNDS=1 "$bench" >/dev/null
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+count() { # mode layer rounds -> callgrind output file
+    local file="$out/$1-$2-$3.out"
+    REDCTX_BENCH_MODES=$1 REDCTX_BENCH_DETECTORS=$2 REDCTX_BENCH_ROUNDS=$3 \
+        valgrind --tool=callgrind --branch-sim=yes --cache-sim=yes --LL=524288,8,64 \
+        --toggle-collect='*Engine*redact*' --callgrind-out-file="$file" "$bench" \
+        >/dev/null 2>&1
+    echo "$file"
+}
+for mode in "${modes[@]}"; do
+    files=()
+    for layer in off on; do
+        echo "counting $mode, layer $layer ..." >&2
+        files+=("$(count "$mode" "$layer" 1)" "$(count "$mode" "$layer" 2)")
+    done
+    python3 - "$mode" "${files[@]}" <<'PY'
+import sys
+
+def totals(path):
+    events = values = None
+    for line in open(path):
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith(("summary:", "totals:")):
+            values = [int(v) for v in line.split()[1:]]
+    return dict(zip(events, values))
+
+def round_of(first, second):
+    a, b = totals(first), totals(second)
+    d = {k: b[k] - a.get(k, 0) for k in b}
+    mispredicted = d.get("Bcm", 0) + d.get("Bim", 0)
+    d1 = d.get("D1mr", 0) + d.get("D1mw", 0)
+    ll = d.get("DLmr", 0) + d.get("DLmw", 0)
+    return d["Ir"], d["Ir"] + 15 * mispredicted + 10 * d1 + 30 * ll
+
+mode, files = sys.argv[1], sys.argv[2:]
+off, on = round_of(*files[0:2]), round_of(*files[2:4])
+added = [100 * (n / f - 1) for f, n in zip(off, on)]
+print(
+    f"{mode:<9} off {off[0] / 1e6:6.0f}M instr {off[1] / 1e6:6.0f}M cycles   "
+    f"on {on[0] / 1e6:6.0f}M instr {on[1] / 1e6:6.0f}M cycles   "
+    f"added {added[0]:+.1f}% instr {added[1]:+.1f}% cycles  (target <= 30%)"
+)
+PY
+done
