@@ -33,10 +33,13 @@ for mode in "${modes[@]}"; do
     esac
 done
 
-bench=$(cargo bench --bench engine_throughput --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+if ! built=$(cargo bench --bench engine_throughput --no-run --message-format=json); then
+    echo "layer-cost-counted: the engine bench does not build (see: cargo bench --bench engine_throughput --no-run)" >&2
+    exit 1
+fi
+bench=$(sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' <<<"$built" | tail -n 1)
 if [[ -z "$bench" ]]; then
-    echo "layer-cost-counted: could not build the engine bench (cargo bench --no-run)" >&2
+    echo "layer-cost-counted: cargo built no engine_throughput executable" >&2
     exit 1
 fi
 export REDCTX_SKIP_ORACLE=1 REDCTX_BENCH_DEPS_KB=0
@@ -45,19 +48,24 @@ REDCTX_BENCH_MODES=code REDCTX_BENCH_DETECTORS=off REDCTX_BENCH_ROUNDS=1 "$bench
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-count() { # mode layer rounds -> callgrind output file
-    local file="$out/$1-$2-$3.out"
-    REDCTX_BENCH_MODES=$1 REDCTX_BENCH_DETECTORS=$2 REDCTX_BENCH_ROUNDS=$3 \
+count() { # mode layer rounds: writes $out/<mode>-<layer>-<rounds>.out
+    if ! REDCTX_BENCH_MODES=$1 REDCTX_BENCH_DETECTORS=$2 REDCTX_BENCH_ROUNDS=$3 \
         valgrind --tool=callgrind --branch-sim=yes --cache-sim=yes --LL=524288,8,64 \
-        --toggle-collect='*Engine*redact*' --callgrind-out-file="$file" "$bench" \
-        >/dev/null 2>&1
-    echo "$file"
+        --toggle-collect='*Engine*redact*' --callgrind-out-file="$out/$1-$2-$3.out" \
+        "$bench" >"$out/log" 2>&1; then
+        echo "layer-cost-counted: the bench failed under callgrind ($1, layer $2):" >&2
+        tail -n 20 "$out/log" >&2
+        return 1
+    fi
 }
 for mode in "${modes[@]}"; do
     files=()
     for layer in off on; do
         echo "counting $mode, layer $layer ..." >&2
-        files+=("$(count "$mode" "$layer" 1)" "$(count "$mode" "$layer" 2)")
+        for rounds in 1 2; do
+            count "$mode" "$layer" "$rounds"
+            files+=("$out/$mode-$layer-$rounds.out")
+        done
     done
     python3 - "$mode" "${files[@]}" <<'PY'
 import sys
