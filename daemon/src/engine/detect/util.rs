@@ -797,16 +797,24 @@ impl KeywordBuilder {
 }
 
 impl KeywordScan {
+    /// One step of the automaton: the state after reading byte `b` in `state`. A closure
+    /// over the table, its mask and the classes, made once per loop so they stay in
+    /// registers.
+    #[inline(always)]
+    fn stepper(&self) -> impl Fn(usize, u8) -> usize + '_ {
+        let (trans, classes) = (&self.trans[..], &self.classes);
+        let mask = trans.len() - 1;
+        move |state, b| {
+            usize::from(trans[((state << ROW_SHIFT) + usize::from(classes[usize::from(b)])) & mask])
+        }
+    }
+
     /// Runs the automaton from `state` over `bytes[pos..]` up to and including the next
     /// byte that ends a word: `(position after it, state)`, or `(bytes.len(), a state
     /// that ends no word)`. Kept out of line so the loop holds everything in registers.
     #[inline(never)]
     fn run(&self, bytes: &[u8], mut pos: usize, mut state: usize) -> (usize, usize) {
-        let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
-        let mask = trans.len() - 1;
-        let step = |state: usize, b: u8| -> usize {
-            usize::from(trans[((state << ROW_SHIFT) + usize::from(classes[usize::from(b)])) & mask])
-        };
+        let (step, first_match) = (self.stepper(), self.first_match);
         while let Some(&[b0, b1, b2, b3]) = bytes.get(pos..pos + 4) {
             state = step(state, b0);
             if state >= first_match {
@@ -845,11 +853,7 @@ impl KeywordScan {
         pos: [usize; LANES],
         [mut s0, mut s1, mut s2, mut s3]: [usize; LANES],
     ) -> ([usize; LANES], [usize; LANES]) {
-        let (trans, classes, first_match) = (&self.trans[..], &self.classes, self.first_match);
-        let mask = trans.len() - 1;
-        let step = |state: usize, b: u8| -> usize {
-            usize::from(trans[((state << ROW_SHIFT) + usize::from(classes[usize::from(b)])) & mask])
-        };
+        let (step, first_match) = (self.stepper(), self.first_match);
         let steps = (0..LANES)
             .map(|i| lanes[i].len() - pos[i])
             .min()
