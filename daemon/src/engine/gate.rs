@@ -136,6 +136,12 @@ impl<P: MatchAt> Finder for LiteralGated<P> {
         start: usize,
         cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
+        if let Some(known) = &cache.literal_starts {
+            let first = known.partition_point(|&s| s < start);
+            return known[first..]
+                .iter()
+                .find_map(|&candidate| self.inner.match_at(hay, candidate));
+        }
         let Some(starts) = &self.starts else {
             return self.inner.find_from_cached(hay, start, cache);
         };

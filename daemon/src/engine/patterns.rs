@@ -4,7 +4,7 @@
 use super::byteclass::{ALNUM, ByteClass, DIGITS, run_extent};
 use super::gate::{LiteralGated, RunGated, find_in_run, has_ascii_fold_stand_in};
 use super::placeholder::Category;
-use super::pyre::{Alternation, FindCache, Finder, Guard, PY_SPACE, PyPattern};
+use super::pyre::{Alternation, FindCache, Finder, Guard, MatchAt, PY_SPACE, PyPattern};
 use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
 use std::sync::LazyLock;
 
@@ -16,6 +16,11 @@ pub struct Stage {
     /// Words one of which every match holds; a text known to hold none of them is not
     /// searched.
     pub needs: GateWords,
+    /// The finder is a [`LiteralGated`] whose literals are among
+    /// [`SECRET_GATE_LITERALS`]: where the detector layer's keyword pass located those
+    /// in the text, it checks their starts instead of searching the text for them (see
+    /// [`FindCache::literal_starts`]).
+    pub starts_from_scan: bool,
 }
 
 fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
@@ -24,6 +29,7 @@ fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
         category,
         finder: Box::new(p),
         needs: GateWords::NONE,
+        starts_from_scan: false,
     }
 }
 
@@ -123,6 +129,27 @@ impl GateWords {
     }
 }
 
+/// What the detector layer's keyword pass learnt of a text for the baseline stages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The [`GATE_WORDS`] the text holds.
+    pub words: GateWords,
+    /// Every start of a [`SECRET_GATE_LITERALS`] literal in the text (up to ASCII
+    /// case), ascending, without repeats; `None` when unknown, or when the text holds a
+    /// character IGNORECASE equates with an ASCII letter (the gates then search with the
+    /// plain pattern). Positions in the text as given: they hold only while no stage
+    /// has changed it.
+    pub secret_literal_starts: Option<Vec<usize>>,
+}
+
+impl Seen {
+    /// Nothing is known: every stage searches.
+    pub const UNKNOWN: Seen = Seen {
+        words: GateWords::UNKNOWN,
+        secret_literal_starts: None,
+    };
+}
+
 /// A stage whose every match lies in one run of `class` bytes, holds at least
 /// `min_len` bytes and `min_core` `core` bytes, and looks at most one character past
 /// its end (see [`RunGated`]).
@@ -145,6 +172,7 @@ fn gated(
             min_core,
         }),
         needs: GateWords::NONE,
+        starts_from_scan: false,
     }
 }
 
@@ -189,6 +217,32 @@ const PROVIDER_PREFIXES: &[&str] = &[
 
 /// What every match of [`assignment_secret`] starts with (ASCII case ignored).
 const SECRET_KEY_WORDS: &[&str] = &["api", "secret", "token", "passw", "pwd", "private"];
+
+/// The literals the secret stages' matches start with (ASCII case ignored): the
+/// detector layer's keyword pass locates them for [`Stage::starts_from_scan`].
+pub static SECRET_GATE_LITERALS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| [PROVIDER_PREFIXES, SECRET_KEY_WORDS].concat());
+
+/// A secret stage gated on `literals` (each one of [`SECRET_GATE_LITERALS`]), which
+/// takes its candidate starts from the detector layer's pass when it ran.
+fn secret_gated<P: MatchAt + Send + Sync + 'static>(
+    name: &'static str,
+    inner: P,
+    literals: &[&'static str],
+    needs: GateWords,
+) -> Stage {
+    assert!(
+        literals.iter().all(|l| SECRET_GATE_LITERALS.contains(l)),
+        "a scanned stage's literals are secret gate literals"
+    );
+    Stage {
+        name,
+        category: Category::SECRET,
+        finder: Box::new(LiteralGated::new(inner, literals.iter().copied())),
+        needs,
+        starts_from_scan: true,
+    }
+}
 
 /// What every match of [`salt_assignment`] starts with (ASCII case ignored).
 const SALT_WORDS: &[&str] = &["vault", "redaction", "salt"];
@@ -371,6 +425,7 @@ fn salt_stage() -> Stage {
             SALT_WORDS.iter().copied(),
         )),
         needs: GateWords::of(SALT_NEEDS),
+        starts_from_scan: false,
     }
 }
 
@@ -379,15 +434,12 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
         pem_stage(),
         salt_stage(),
-        Stage {
-            name: "generic_secret",
-            category: Category::SECRET,
-            finder: Box::new(LiteralGated::new(
-                Alternation(vec![provider_tokens(), assignment_secret()]),
-                PROVIDER_PREFIXES.iter().chain(SECRET_KEY_WORDS).copied(),
-            )),
-            needs: GateWords::NONE,
-        },
+        secret_gated(
+            "generic_secret",
+            Alternation(vec![provider_tokens(), assignment_secret()]),
+            &[PROVIDER_PREFIXES, SECRET_KEY_WORDS].concat(),
+            GateWords::NONE,
+        ),
         // `[0-9a-f]{64,}`: ASCII hex only (no character case-folds into it).
         gated(
             "hex_secret",
@@ -445,6 +497,7 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
             category: Category::DOMAIN,
             finder: Box::new(DomainCandidates { inner: domain() }),
             needs: GateWords::NONE,
+            starts_from_scan: false,
         },
         single("handle", Category::HANDLE, handle()),
     ]
@@ -456,15 +509,12 @@ pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
         pem_stage(),
         salt_stage(),
-        Stage {
-            name: "provider_tokens",
-            category: Category::SECRET,
-            finder: Box::new(LiteralGated::new(
-                provider_tokens(),
-                PROVIDER_PREFIXES.iter().copied(),
-            )),
-            needs: GateWords::of(PROVIDER_PREFIXES),
-        },
+        secret_gated(
+            "provider_tokens",
+            provider_tokens(),
+            PROVIDER_PREFIXES,
+            GateWords::of(PROVIDER_PREFIXES),
+        ),
     ]
 });
 
@@ -889,6 +939,23 @@ pub(crate) mod tests {
                 .filter(|(_, w)| lower.contains(*w))
                 .map(|(i, _)| i),
         )
+    }
+
+    /// Where the secret stages' literals start in `text`, found the plain way (`None` when
+    /// the text holds a character IGNORECASE equates with an ASCII letter).
+    pub(crate) fn secret_literal_starts_in(text: &str) -> Option<Vec<usize>> {
+        if has_ascii_fold_stand_in(text) {
+            return None;
+        }
+        let lower = text.to_ascii_lowercase();
+        let starts = (0..lower.len())
+            .filter(|&at| {
+                SECRET_GATE_LITERALS
+                    .iter()
+                    .any(|l| lower.as_bytes()[at..].starts_with(l.as_bytes()))
+            })
+            .collect();
+        Some(starts)
     }
 
     /// A stage that its gate words rule out of a text finds nothing there, in the text or

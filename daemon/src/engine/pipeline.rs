@@ -6,8 +6,8 @@ use super::gate::LiteralGated;
 use super::markers::{Markers, line_breaks};
 use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
 use super::patterns::{
-    CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, GateWords, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
-    PLACEHOLDER_GATE, PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
+    CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
+    PLACEHOLDER_GATE, PRIVATE_HOSTS, SPEAKER_LABEL, Seen, Stage,
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
@@ -199,6 +199,9 @@ struct Working {
     /// row (salt and secret assignments, configured terms) share it while none
     /// changes the text.
     ascii_lower: Option<Option<String>>,
+    /// Where the secret stages' literals start, as [`FindCache::literal_starts`], while
+    /// the text is the one the detector layer scanned.
+    literal_starts: Option<Vec<usize>>,
 }
 
 /// What is known of the shadow of [`Working::text`].
@@ -220,6 +223,7 @@ impl Working {
             text,
             shadow,
             ascii_lower: None,
+            literal_starts: None,
         }
     }
 
@@ -252,11 +256,32 @@ impl Working {
         finder: &F,
         replace: impl FnMut(usize, &str) -> String,
     ) {
+        self.substitute(finder, false, replace);
+    }
+
+    /// One baseline stage (see [`Stage::starts_from_scan`]).
+    fn apply_stage(&mut self, stage: &Stage, mut replace: impl FnMut(&str) -> String) {
+        self.substitute(&*stage.finder, stage.starts_from_scan, |_, m| replace(m));
+    }
+
+    /// Every match of `finder` becomes `replace(start, match)`; with `literal_starts`, the
+    /// finder is given the known starts of the secret stages' literals.
+    fn substitute<F: Finder + ?Sized>(
+        &mut self,
+        finder: &F,
+        literal_starts: bool,
+        replace: impl FnMut(usize, &str) -> String,
+    ) {
         if finder.uses_word_boundary() {
             self.boundary_hay();
         }
         let mut cache = FindCache {
             ascii_lower: self.ascii_lower.take(),
+            literal_starts: if literal_starts {
+                self.literal_starts.take()
+            } else {
+                None
+            },
             ..FindCache::default()
         };
         let hay = if finder.uses_word_boundary() {
@@ -270,9 +295,15 @@ impl Working {
             Some((text, shadow)) => {
                 self.text = text;
                 self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
+                self.literal_starts = None;
             }
             // Unchanged text: what the finders learnt of it still holds.
-            None => self.ascii_lower = cache.ascii_lower,
+            None => {
+                self.ascii_lower = cache.ascii_lower;
+                if cache.literal_starts.is_some() {
+                    self.literal_starts = cache.literal_starts;
+                }
+            }
         }
     }
 
@@ -286,6 +317,7 @@ impl Working {
             self.text = text;
             self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
             self.ascii_lower = None;
+            self.literal_starts = None;
         }
     }
 
@@ -294,6 +326,7 @@ impl Working {
         self.text = text;
         self.shadow = Shadow::Unknown;
         self.ascii_lower = None;
+        self.literal_starts = None;
     }
 }
 
@@ -536,19 +569,19 @@ impl Engine {
         if text.is_empty() {
             return Ok(Redacted::default());
         }
-        let (findings, seen) = match (&self.detector, detect) {
-            (Some(detector), Some(context)) => {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    detector.detect_and_see(text, context)
-                }))
-                .map_err(|_| EngineError::DetectorFailed)?
-            }
-            _ => (Vec::new(), GateWords::UNKNOWN),
-        };
         // Code mode with detectors: the precise detectors replace the reference's
         // imprecise stages (generic assignments, cards without Luhn, IPv4 without
         // parsing, phones on dates, every URL and domain).
         let precise = self.policy.mode == Mode::Code && self.detector.is_some();
+        let (findings, mut seen) = match (&self.detector, detect) {
+            (Some(detector), Some(context)) => {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    detector.detect_and_see(text, context, !precise)
+                }))
+                .map_err(|_| EngineError::DetectorFailed)?
+            }
+            _ => (Vec::new(), Seen::UNKNOWN),
+        };
         let mut call = Call {
             engine: self,
             markers: Markers::new(text)?,
@@ -562,12 +595,17 @@ impl Engine {
         } else {
             text.to_owned()
         });
+        if !precise || findings.is_empty() {
+            // Still the text the detector layer scanned.
+            w.literal_starts = seen.secret_literal_starts.take();
+        }
+        let seen = seen.words;
         if seen.may_match(*PLACEHOLDER_GATE) {
             w.apply(placeholders, |m| call.protect(m));
         }
         let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
         for stage in stages.iter().filter(|s| seen.may_match(s.needs)) {
-            w.apply(&*stage.finder, |m| call.redact(stage.category, m));
+            w.apply_stage(stage, |m| call.redact(stage.category, m));
         }
         if precise && let Some(hosts) = PRIVATE_HOSTS.knowing(seen) {
             w.apply(&hosts, |m| call.redact(Category::URL, m));
@@ -1440,6 +1478,56 @@ mod tests {
             at = e.max(s + 1);
         }
         found
+    }
+
+    /// The baseline stages rewrite a text the same whether the secret stages take their
+    /// literal starts from the scan or search for them, also when an earlier stage
+    /// (placeholder protection, private keys, salts) changed the text first.
+    #[test]
+    fn stages_with_scanned_literal_starts_equal_the_searching_stages() {
+        let pieces = [
+            "token = Abcdefgh12",
+            "API_KEY: 'zzzzzzzzzz'",
+            "password=hunter2hunter2",
+            "sk-",
+            "abcdefghijklmnopqrstuvwxyz",
+            "AKIA",
+            "ABCDEFGHIJKLMNOP",
+            "Bearer ",
+            "vault_salt = s4lty-s4lty",
+            "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----",
+            "[SECRET_0123456789abcdef0123456789abcdef]",
+            "secret",
+            "ſ",
+            "é",
+            " ",
+            "\n",
+            "=",
+            "\"",
+        ];
+        let marker = |_: &str| "\u{E000}".to_owned();
+        let (placeholders, _) = &*PATH_TOKENS;
+        let mut changed_then_found = 0;
+        for stages in [&*EARLY_STAGES, &*CODE_STAGES] {
+            for text in crate::engine::testgen::texts(&pieces, 500, 10, 41) {
+                let mut scanned = Working::new(text.clone());
+                scanned.literal_starts =
+                    crate::engine::patterns::tests::secret_literal_starts_in(&text);
+                let mut searching = Working::new(text.clone());
+                for w in [&mut scanned, &mut searching] {
+                    w.apply(placeholders, marker);
+                    for stage in stages.iter() {
+                        let before = w.text.clone();
+                        w.apply_stage(stage, marker);
+                        if stage.starts_from_scan && before != w.text && before != text {
+                            changed_then_found += 1;
+                        }
+                    }
+                }
+                assert_eq!(scanned.text, searching.text, "in {text:?}");
+            }
+        }
+        assert!(changed_then_found > 50, "{changed_then_found}");
     }
 
     #[test]

@@ -320,6 +320,12 @@ pub struct FindCache {
     /// haystack holds a character IGNORECASE folds onto an ASCII letter). A text and
     /// its shadow share it: they differ only where neither holds an ASCII letter.
     pub ascii_lower: Option<Option<String>>,
+    /// Every start of the gate literals of the search's [`LiteralGated`] in the
+    /// haystack, ascending, found by an earlier pass over the same text (starts of other
+    /// words too are harmless: each candidate is checked). `None`: the gate searches.
+    ///
+    /// [`LiteralGated`]: super::gate::LiteralGated
+    pub literal_starts: Option<Vec<usize>>,
 }
 
 /// A finder that can also say what it matches starting exactly at a position.

@@ -28,7 +28,7 @@ mod structural;
 mod urls;
 mod util;
 
-use super::patterns::{GATE_WORDS, GateWords};
+use super::patterns::{GATE_WORDS, GateWords, SECRET_GATE_LITERALS, Seen};
 use super::placeholder::Category;
 use std::sync::{Arc, LazyLock};
 
@@ -114,6 +114,8 @@ struct Compiled {
     http_words: util::WordIds,
     cli_words: util::WordIds,
     marker_words: util::WordIds,
+    /// The pipeline's [`SECRET_GATE_LITERALS`], located (most are other families' words).
+    secret_gate_words: util::WordSet,
     /// The pipeline's [`GATE_WORDS`], presence only.
     gate_words: util::WordIds,
 }
@@ -127,6 +129,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let http_words = words.add(http::TRIGGER_WORDS);
     let cli_words = words.add(cli::TRIGGER_WORDS);
     let marker_words = words.add(util::marker::words());
+    let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
     let gate_words = words.add_presence(GATE_WORDS.iter());
     Arc::new(Compiled {
         rules,
@@ -139,6 +142,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
         http_words,
         cli_words,
         marker_words,
+        secret_gate_words,
         gate_words,
     })
 });
@@ -177,20 +181,29 @@ impl Detector {
     /// boundaries. Where two rules claim overlapping spans the more specific rule wins,
     /// then the longer span.
     pub fn detect(&self, text: &str, ctx: &DetectContext) -> Vec<Finding> {
-        self.detect_and_see(text, ctx).0
+        self.detect_and_see(text, ctx, false).0
     }
 
-    /// [`Detector::detect`], and which of the pipeline's [`GATE_WORDS`] the text holds:
+    /// [`Detector::detect`], and what the pipeline's stages need to know of the text:
     /// the layer's keyword pass reads every byte anyway, so the stages that need one of
-    /// those words need not search a text that holds none.
-    pub fn detect_and_see(&self, text: &str, ctx: &DetectContext) -> (Vec<Finding>, GateWords) {
+    /// the [`GATE_WORDS`] need not search a text that holds none, and the secret stages
+    /// need not search it again for their literals (listed when `literal_starts`: code
+    /// mode rarely runs those stages and skips the list).
+    pub fn detect_and_see(
+        &self,
+        text: &str,
+        ctx: &DetectContext,
+        literal_starts: bool,
+    ) -> (Vec<Finding>, Seen) {
         let c = &*self.compiled;
         let hits = c.keywords.scan(text);
         let markers = util::Markers::new(text, &hits, c.marker_words);
-        let seen = GateWords::scanned(
-            markers.has_ascii_fold_stand_in(),
-            hits.present_words(c.gate_words),
-        );
+        let stand_in = markers.has_ascii_fold_stand_in();
+        let seen = Seen {
+            words: GateWords::scanned(stand_in, hits.present_words(c.gate_words)),
+            secret_literal_starts: (literal_starts && !stand_in)
+                .then(|| hits.starts_of_set(&c.secret_gate_words)),
+        };
         let mut cands = self.candidates_with(text, ctx, 0, &hits);
         decode::rescan(self, text, ctx, &markers, &mut cands);
         (resolve(text, cands), seen)

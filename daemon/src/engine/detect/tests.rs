@@ -826,10 +826,19 @@ fn readable_things_stay_readable() {
 }
 
 /// The gate words the detector reports for the pipeline are exactly those the text holds
-/// (up to ASCII case), and unknown when a character folds onto an ASCII letter.
+/// (up to ASCII case), and unknown when a character folds onto an ASCII letter; so are
+/// the starts of the secret stages' literals.
 #[test]
 fn reported_gate_words_are_those_the_text_holds() {
     let pieces = [
+        "Api",
+        "pwd",
+        "PASSW",
+        "akia",
+        "xoxb-",
+        "ghp",
+        "Bearer",
+        "secrets",
         "salt",
         "SALT",
         "sa",
@@ -854,12 +863,19 @@ fn reported_gate_words_are_those_the_text_holds() {
         rel_path: "x.txt",
         prose: false,
     };
-    let mut unknown = 0;
+    let (mut unknown, mut located) = (0, 0);
     for text in crate::engine::testgen::texts(&pieces, 600, 12, 23) {
-        let (_, seen) = d.detect_and_see(&text, &ctx);
+        let (_, seen) = d.detect_and_see(&text, &ctx, true);
         let expected = crate::engine::patterns::tests::gate_words_in(&text);
-        assert_eq!(seen, expected, "in {text:?}");
-        unknown += usize::from(seen == GateWords::UNKNOWN);
+        assert_eq!(seen.words, expected, "in {text:?}");
+        let starts = crate::engine::patterns::tests::secret_literal_starts_in(&text);
+        assert_eq!(seen.secret_literal_starts, starts, "in {text:?}");
+        located += seen.secret_literal_starts.is_some_and(|s| s.len() > 1) as usize;
+        unknown += usize::from(seen.words == GateWords::UNKNOWN);
     }
     assert!(unknown > 0 && unknown < 600, "{unknown} unknown");
+    assert!(
+        located > 100,
+        "{located} texts with several secret literals"
+    );
 }

@@ -660,6 +660,22 @@ impl WordIds {
     }
 }
 
+/// Located words of any families, for a query across them ([`KeywordBuilder::add_shared`]).
+#[derive(Clone, Debug, Default)]
+pub struct WordSet {
+    ids: Vec<u32>,
+    /// Bit `id` set for each of `ids`.
+    bits: Vec<u64>,
+}
+
+impl WordSet {
+    fn contains(&self, id: u32) -> bool {
+        self.bits
+            .get(id as usize / 64)
+            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+}
+
 impl KeywordBuilder {
     /// Registers a family's words (matched ASCII-case-insensitively, as substrings).
     pub fn add<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> WordIds {
@@ -668,6 +684,27 @@ impl KeywordBuilder {
             "located words are registered before presence-only ones"
         );
         self.push(words)
+    }
+
+    /// Registers words some of which other families may have registered already: those
+    /// keep their ids, so the scan records each occurrence once, and the others are
+    /// registered anew. For queries across families ([`KeywordHits::starts_of_set`]).
+    pub fn add_shared<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> WordSet {
+        let (mut ids, mut new) = (Vec::new(), Vec::new());
+        for w in words {
+            let w = w.as_ref().to_ascii_lowercase();
+            match self.words.iter().position(|k| k.eq_ignore_ascii_case(&w)) {
+                Some(id) => ids.push(id as u32),
+                None => new.push(w),
+            }
+        }
+        let added = self.add(new);
+        ids.extend(added.base..added.base + added.len);
+        let mut bits = vec![0u64; (self.words.len()).div_ceil(64)];
+        for &id in &ids {
+            bits[id as usize / 64] |= 1 << (id % 64);
+        }
+        WordSet { ids, bits }
     }
 
     /// Registers words of which only presence matters (no offsets are recorded, which
@@ -1098,6 +1135,22 @@ impl KeywordHits {
         let mut starts: Vec<usize> = Vec::new();
         for &(start, _, id) in &self.matches {
             if ids.local(id).is_some_and(|w| wanted[w]) && starts.last() != Some(&start) {
+                starts.push(start);
+            }
+        }
+        starts
+    }
+
+    /// Start offsets of every occurrence of any of the `set`'s words, ascending, without
+    /// repeats.
+    pub fn starts_of_set(&self, set: &WordSet) -> Vec<usize> {
+        let present = |id: u32| self.present[id as usize / 64] & (1 << (id % 64)) != 0;
+        if !set.ids.iter().any(|&id| present(id)) {
+            return Vec::new();
+        }
+        let mut starts: Vec<usize> = Vec::with_capacity(64);
+        for &(start, _, id) in &self.matches {
+            if set.contains(id) && starts.last() != Some(&start) {
                 starts.push(start);
             }
         }
