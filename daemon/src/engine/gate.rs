@@ -136,7 +136,12 @@ impl<P: MatchAt> Finder for LiteralGated<P> {
         start: usize,
         cache: &mut FindCache,
     ) -> Option<(usize, usize)> {
-        if let Some(known) = &cache.literal_starts {
+        // Known starts list ASCII words only: a gate with another literal searches.
+        if let Some(known) = cache
+            .literal_starts
+            .as_ref()
+            .filter(|_| self.starts.is_some())
+        {
             let first = known.partition_point(|&s| s < start);
             return known[first..]
                 .iter()

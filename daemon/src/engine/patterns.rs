@@ -137,9 +137,15 @@ pub struct Seen {
     /// Every start of a [`SECRET_GATE_LITERALS`] literal in the text (up to ASCII
     /// case), ascending, without repeats; `None` when unknown, or when the text holds a
     /// character IGNORECASE equates with an ASCII letter (the gates then search with the
-    /// plain pattern). Positions in the text as given: they hold only while no stage
-    /// has changed it.
+    /// plain pattern). Offsets in the text as given; the pipeline moves them through
+    /// its rewrites.
     pub secret_literal_starts: Option<Vec<usize>>,
+    /// As `secret_literal_starts`, for the configured terms' first words the detector
+    /// was built to locate ([`Detector::locating_terms`]); `None` also when it locates
+    /// none.
+    ///
+    /// [`Detector::locating_terms`]: super::detect::Detector::locating_terms
+    pub term_starts: Option<Vec<usize>>,
 }
 
 impl Seen {
@@ -147,6 +153,7 @@ impl Seen {
     pub const UNKNOWN: Seen = Seen {
         words: GateWords::UNKNOWN,
         secret_literal_starts: None,
+        term_starts: None,
     };
 }
 
@@ -944,15 +951,22 @@ pub(crate) mod tests {
     /// Where the secret stages' literals start in `text`, found the plain way (`None` when
     /// the text holds a character IGNORECASE equates with an ASCII letter).
     pub(crate) fn secret_literal_starts_in(text: &str) -> Option<Vec<usize>> {
+        literal_starts_in(text, &SECRET_GATE_LITERALS)
+    }
+
+    /// Where any of `words` (ASCII) starts in `text` up to ASCII case, found the plain
+    /// way (`None` when the text holds a character IGNORECASE equates with an ASCII
+    /// letter).
+    pub(crate) fn literal_starts_in(text: &str, words: &[&str]) -> Option<Vec<usize>> {
         if has_ascii_fold_stand_in(text) {
             return None;
         }
         let lower = text.to_ascii_lowercase();
         let starts = (0..lower.len())
             .filter(|&at| {
-                SECRET_GATE_LITERALS
+                words
                     .iter()
-                    .any(|l| lower.as_bytes()[at..].starts_with(l.as_bytes()))
+                    .any(|w| lower.as_bytes()[at..].starts_with(w.to_ascii_lowercase().as_bytes()))
             })
             .collect();
         Some(starts)

@@ -199,9 +199,47 @@ struct Working {
     /// row (salt and secret assignments, configured terms) share it while none
     /// changes the text.
     ascii_lower: Option<Option<String>>,
-    /// Where the secret stages' literals start, as [`FindCache::literal_starts`], while
-    /// the text is the one the detector layer scanned.
-    literal_starts: Option<Vec<usize>>,
+    /// Where the literal-gated stages' literals start, from the detector layer's scan.
+    starts: LiteralStarts,
+}
+
+/// Which of the [`LiteralStarts`] lists a stage takes its candidates from.
+#[derive(Clone, Copy, Debug)]
+enum Literals {
+    /// The secret gate literals: `generic_secret`, `provider_tokens`.
+    Secret,
+    /// The configured terms' first words: the terms stages.
+    Terms,
+}
+
+/// Where the literal-gated stages' literals start in the text (see
+/// [`FindCache::literal_starts`]), as the detector layer's scan found them and moved
+/// through every rewrite since ([`Splicer::move_starts`]); a list that cannot be moved
+/// is dropped and its stages search for themselves.
+#[derive(Default)]
+struct LiteralStarts {
+    secret: Option<Vec<usize>>,
+    terms: Option<Vec<usize>>,
+}
+
+impl LiteralStarts {
+    fn list(&mut self, which: Literals) -> &mut Option<Vec<usize>> {
+        match which {
+            Literals::Secret => &mut self.secret,
+            Literals::Terms => &mut self.terms,
+        }
+    }
+
+    /// Moves the lists to the text `splicer` rewrites.
+    fn move_through(&mut self, splicer: &Splicer<'_>) {
+        for list in [&mut self.secret, &mut self.terms] {
+            if let Some(starts) = list
+                && !splicer.move_starts(starts)
+            {
+                *list = None;
+            }
+        }
+    }
 }
 
 /// What is known of the shadow of [`Working::text`].
@@ -223,7 +261,7 @@ impl Working {
             text,
             shadow,
             ascii_lower: None,
-            literal_starts: None,
+            starts: LiteralStarts::default(),
         }
     }
 
@@ -256,32 +294,30 @@ impl Working {
         finder: &F,
         replace: impl FnMut(usize, &str) -> String,
     ) {
-        self.substitute(finder, false, replace);
+        self.substitute(finder, None, replace);
     }
 
     /// One baseline stage (see [`Stage::starts_from_scan`]).
     fn apply_stage(&mut self, stage: &Stage, mut replace: impl FnMut(&str) -> String) {
-        self.substitute(&*stage.finder, stage.starts_from_scan, |_, m| replace(m));
+        let literals = stage.starts_from_scan.then_some(Literals::Secret);
+        self.substitute(&*stage.finder, literals, |_, m| replace(m));
     }
 
-    /// Every match of `finder` becomes `replace(start, match)`; with `literal_starts`, the
-    /// finder is given the known starts of the secret stages' literals.
+    /// Every match of `finder` becomes `replace(start, match)`; with `literals`, the
+    /// finder (a [`LiteralGated`]) is given that list of known starts.
     fn substitute<F: Finder + ?Sized>(
         &mut self,
         finder: &F,
-        literal_starts: bool,
+        literals: Option<Literals>,
         replace: impl FnMut(usize, &str) -> String,
     ) {
         if finder.uses_word_boundary() {
             self.boundary_hay();
         }
+        let mut starts = std::mem::take(&mut self.starts);
         let mut cache = FindCache {
             ascii_lower: self.ascii_lower.take(),
-            literal_starts: if literal_starts {
-                self.literal_starts.take()
-            } else {
-                None
-            },
+            literal_starts: literals.and_then(|which| starts.list(which).take()),
             ..FindCache::default()
         };
         let hay = if finder.uses_word_boundary() {
@@ -291,20 +327,19 @@ impl Working {
         };
         let mut splicer = Splicer::new(&self.text, self.known_shadow());
         substitute_into(finder, hay, &mut splicer, &mut cache, replace);
+        if let Some(which) = literals {
+            *starts.list(which) = cache.literal_starts.take();
+        }
+        starts.move_through(&splicer);
         match splicer.finish() {
             Some((text, shadow)) => {
                 self.text = text;
                 self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
-                self.literal_starts = None;
             }
             // Unchanged text: what the finders learnt of it still holds.
-            None => {
-                self.ascii_lower = cache.ascii_lower;
-                if cache.literal_starts.is_some() {
-                    self.literal_starts = cache.literal_starts;
-                }
-            }
+            None => self.ascii_lower = cache.ascii_lower,
         }
+        self.starts = starts;
     }
 
     /// A stage that rewrites the text through a splicer, searching the boundary hay.
@@ -317,7 +352,7 @@ impl Working {
             self.text = text;
             self.shadow = shadow.map_or(Shadow::Unknown, Shadow::Known);
             self.ascii_lower = None;
-            self.literal_starts = None;
+            self.starts = LiteralStarts::default();
         }
     }
 
@@ -326,7 +361,7 @@ impl Working {
         self.text = text;
         self.shadow = Shadow::Unknown;
         self.ascii_lower = None;
-        self.literal_starts = None;
+        self.starts = LiteralStarts::default();
     }
 }
 
@@ -452,7 +487,7 @@ impl Engine {
                 .extend(group.aliases.iter().map(String::as_str));
         }
         let reserved: HashSet<&str> = RESERVED_PLACEHOLDER_WORDS.iter().copied().collect();
-        let mut terms = Vec::new();
+        let (mut terms, mut term_words) = (Vec::new(), Vec::new());
         for (category, list) in [
             (Category::CLIENT, &policy.clients),
             (Category::ORG, &policy.organizations),
@@ -465,10 +500,13 @@ impl Engine {
                 .chain(alias_terms.get(&category).into_iter().flatten().copied())
                 .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()));
             if let Some((pattern, first_words)) = compile_terms(all) {
+                term_words.extend(first_words.iter().map(|w| w.to_string()));
                 terms.push((category, LiteralGated::new(pattern, first_words)));
             }
         }
-        let policy_detectors = policy.detectors.then(Detector::new);
+        let policy_detectors = policy
+            .detectors
+            .then(|| Detector::locating_terms(term_words.iter().map(String::as_str)));
         Ok(Engine {
             terms,
             allow,
@@ -590,15 +628,16 @@ impl Engine {
             kept_line_breaks: false,
         };
         let (placeholders, _) = &*PATH_TOKENS;
+        let mut starts = LiteralStarts {
+            secret: seen.secret_literal_starts.take(),
+            terms: seen.term_starts.take(),
+        };
         let mut w = Working::new(if precise {
-            redact_positions(text, &findings, &mut call)
+            redact_positions(text, &findings, &mut call, &mut starts)
         } else {
             text.to_owned()
         });
-        if !precise || findings.is_empty() {
-            // Still the text the detector layer scanned.
-            w.literal_starts = seen.secret_literal_starts.take();
-        }
+        w.starts = starts;
         let seen = seen.words;
         if seen.may_match(*PLACEHOLDER_GATE) {
             w.apply(placeholders, |m| call.protect(m));
@@ -616,7 +655,9 @@ impl Engine {
             }
         }
         for (category, pattern) in &self.terms {
-            w.apply(pattern, |m| call.redact(*category, m));
+            w.substitute(pattern, Some(Literals::Terms), |_, m| {
+                call.redact(*category, m)
+            });
         }
         // Strict and balanced keep the reference's baseline and only add: every
         // occurrence of a value the detectors nominated that the baseline left.
@@ -1080,23 +1121,34 @@ fn identity_lines(hay: &str, splicer: &mut Splicer<'_>, call: &mut Call<'_>) {
 
 /// Replaces detector findings at their positions in the original text, except where
 /// they overlap a placeholder-shaped token already in the text (kept verbatim).
-fn redact_positions(text: &str, findings: &[Finding], call: &mut Call<'_>) -> String {
+/// `starts` are moved to the result.
+fn redact_positions(
+    text: &str,
+    findings: &[Finding],
+    call: &mut Call<'_>,
+    starts: &mut LiteralStarts,
+) -> String {
     let existing: Vec<(usize, usize)> = placeholder::PLACEHOLDER_RE
         .find_iter(text)
         .map(|m| (m.start(), m.end()))
         .collect();
-    let mut out = String::with_capacity(text.len());
+    let mut splicer = Splicer::new(text, None);
     let mut last = 0;
     for f in findings {
         if f.start < last || existing.iter().any(|&(s, e)| s < f.end && f.start < e) {
             continue;
         }
-        out.push_str(&text[last..f.start]);
-        out.push_str(&call.redact(f.category, &text[f.start..f.end]));
+        splicer.replace(
+            f.start,
+            f.end,
+            &call.redact(f.category, &text[f.start..f.end]),
+        );
         last = f.end;
     }
-    out.push_str(&text[last..]);
-    out
+    starts.move_through(&splicer);
+    splicer
+        .finish()
+        .map_or_else(|| text.to_owned(), |(out, _)| out)
 }
 
 /// Whitespace runs collapsed to one space, trimmed (the key of a nominated value).
@@ -1480,9 +1532,10 @@ mod tests {
         found
     }
 
-    /// The baseline stages rewrite a text the same whether the secret stages take their
-    /// literal starts from the scan or search for them, also when an earlier stage
-    /// (placeholder protection, private keys, salts) changed the text first.
+    /// The baseline and terms stages rewrite a text the same whether the literal-gated
+    /// ones take their literal starts from the scan (moved through each rewrite) or
+    /// search for them, also when earlier stages changed the text, with markers (the
+    /// lists move) or with ASCII replacements (the lists are dropped).
     #[test]
     fn stages_with_scanned_literal_starts_equal_the_searching_stages() {
         let pieces = [
@@ -1504,17 +1557,34 @@ mod tests {
             "\n",
             "=",
             "\"",
+            "Globex Corp",
+            "globex",
+            "Jane  Doe",
+            "jane_doe",
+            "Zoë",
         ];
-        let marker = |_: &str| "\u{E000}".to_owned();
+        let ascii = ["Globex Corp", "Jane Doe", "doe"];
+        let (pattern, words) = compile_terms(ascii).expect("terms compile");
+        let ascii_terms = LiteralGated::new(pattern, words.iter().copied());
+        let (pattern, with_other) = compile_terms(ascii.into_iter().chain(["Zoë"])).expect("terms");
+        let other_terms = LiteralGated::new(pattern, with_other);
         let (placeholders, _) = &*PATH_TOKENS;
-        let mut changed_then_found = 0;
-        for stages in [&*EARLY_STAGES, &*CODE_STAGES] {
+        let (mut changed_then_found, mut moved, mut dropped) = (0, 0, 0);
+        for (stages, marker) in [
+            (&*EARLY_STAGES, "\u{E000}"),
+            (&*CODE_STAGES, "\u{E000}\u{E001}"),
+            // ASCII replacements that hold a term: a moved list would miss it.
+            (&*EARLY_STAGES, "<globex corp>"),
+        ] {
+            let marker = |_: &str| marker.to_owned();
             for text in crate::engine::testgen::texts(&pieces, 500, 10, 41) {
                 let mut scanned = Working::new(text.clone());
-                scanned.literal_starts =
-                    crate::engine::patterns::tests::secret_literal_starts_in(&text);
+                scanned.starts = LiteralStarts {
+                    secret: crate::engine::patterns::tests::secret_literal_starts_in(&text),
+                    terms: crate::engine::patterns::tests::literal_starts_in(&text, &words),
+                };
                 let mut searching = Working::new(text.clone());
-                for w in [&mut scanned, &mut searching] {
+                for (i, w) in [&mut scanned, &mut searching].into_iter().enumerate() {
                     w.apply(placeholders, marker);
                     for stage in stages.iter() {
                         let before = w.text.clone();
@@ -1523,11 +1593,24 @@ mod tests {
                             changed_then_found += 1;
                         }
                     }
+                    for terms in [&ascii_terms, &other_terms] {
+                        let before = w.text.clone();
+                        if i == 0 && before != text {
+                            moved += usize::from(w.starts.terms.is_some());
+                            dropped += usize::from(w.starts.terms.is_none());
+                        }
+                        w.substitute(terms, Some(Literals::Terms), |_, m| marker(m));
+                        changed_then_found += usize::from(before != w.text && before != text);
+                    }
                 }
                 assert_eq!(scanned.text, searching.text, "in {text:?}");
             }
         }
-        assert!(changed_then_found > 50, "{changed_then_found}");
+        assert!(changed_then_found > 200, "{changed_then_found}");
+        assert!(
+            moved > 200 && dropped > 200,
+            "{moved} moved, {dropped} dropped"
+        );
     }
 
     #[test]

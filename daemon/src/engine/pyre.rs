@@ -321,8 +321,9 @@ pub struct FindCache {
     /// its shadow share it: they differ only where neither holds an ASCII letter.
     pub ascii_lower: Option<Option<String>>,
     /// Every start of the gate literals of the search's [`LiteralGated`] in the
-    /// haystack, ascending, found by an earlier pass over the same text (starts of other
-    /// words too are harmless: each candidate is checked). `None`: the gate searches.
+    /// haystack, ascending, found by an earlier pass over the text and moved through its
+    /// rewrites since ([`Splicer::move_starts`]); starts of other words too are
+    /// harmless (each candidate is checked). `None`: the gate searches.
     ///
     /// [`LiteralGated`]: super::gate::LiteralGated
     pub literal_starts: Option<Vec<usize>>,
@@ -475,6 +476,10 @@ pub struct Splicer<'a> {
     src_shadow: Option<&'a str>,
     out: Option<(String, Option<String>)>,
     last: usize,
+    /// `(start, end, replacement length)` of each replacement, in order.
+    edits: Vec<(usize, usize, usize)>,
+    /// Every replacement so far was non-empty and held no ASCII byte (a marker).
+    opaque: bool,
 }
 
 impl<'a> Splicer<'a> {
@@ -486,6 +491,8 @@ impl<'a> Splicer<'a> {
             src_shadow,
             out: None,
             last: 0,
+            edits: Vec::new(),
+            opaque: true,
         }
     }
 
@@ -510,6 +517,40 @@ impl<'a> Splicer<'a> {
             push_shadow(sh, with);
         }
         self.last = end;
+        self.edits.push((start, end, with.len()));
+        self.opaque &= !with.is_empty() && !with.bytes().any(|b| b.is_ascii());
+    }
+
+    /// Moves `starts` (ascending offsets in the source where ASCII words occur) to the
+    /// rewritten text: starts inside a replaced span are dropped, later ones shift.
+    /// When every replacement was non-empty and held no ASCII (markers), no occurrence
+    /// of an ASCII word in the rewritten text can reach into a replacement, so each lies
+    /// in a kept piece and was listed before: the moved list misses none. Otherwise
+    /// returns `false` and the list is unusable.
+    pub fn move_starts(&self, starts: &mut Vec<usize>) -> bool {
+        if !self.opaque {
+            return false;
+        }
+        let (mut next, mut shift) = (0, 0isize);
+        starts.retain_mut(|at| {
+            // An insertion (empty span) at `at` goes before the word there.
+            while let Some(&(start, end, len)) = self.edits.get(next)
+                && end <= *at
+            {
+                shift += len as isize - (end - start) as isize;
+                next += 1;
+            }
+            if self
+                .edits
+                .get(next)
+                .is_some_and(|&(start, _, _)| start <= *at)
+            {
+                return false;
+            }
+            *at = at.checked_add_signed(shift).expect("a kept offset");
+            true
+        });
+        true
     }
 
     /// The rewritten text and its shadow (when the source's was known); `None` when

@@ -316,7 +316,7 @@ mod tests {
     /// `proxy-`, digests, curl users, overlapping candidates.
     #[test]
     fn searching_from_trigger_words_equals_searching_the_whole_text() {
-        let compiled = &*super::super::COMPILED;
+        let compiled = &*super::super::COMPILED.keywords;
         let pieces = [
             "session",
             "SESS",
@@ -380,7 +380,7 @@ mod tests {
             if util::has_non_ascii_fold_of_ascii(&text) {
                 continue;
             }
-            let hits = compiled.keywords.scan(&text);
+            let hits = compiled.automaton.scan(&text);
             let (mut whole, mut near) = (Vec::new(), Vec::new());
             scan_with(&text, &hits, compiled.http_words, true, &mut whole);
             scan_with(&text, &hits, compiled.http_words, false, &mut near);

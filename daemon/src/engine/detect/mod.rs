@@ -106,8 +106,14 @@ struct Compiled {
     rules: rulepack::RulePack,
     structural: structural::Structural,
     pii: pii::Pii,
-    /// One pass finds the trigger words of every family below.
-    keywords: util::KeywordScan,
+    /// The keyword pass of a detector that locates no configured terms.
+    keywords: Arc<Keywords>,
+}
+
+/// One pass finds the trigger words of every family, and the words the pipeline's
+/// stages look for; the ids each family's words got in it.
+struct Keywords {
+    automaton: util::KeywordScan,
     rule_words: util::WordIds,
     stem_words: util::WordIds,
     pii_words: util::WordIds,
@@ -116,34 +122,49 @@ struct Compiled {
     marker_words: util::WordIds,
     /// The pipeline's [`SECRET_GATE_LITERALS`], located (most are other families' words).
     secret_gate_words: util::WordSet,
+    /// The configured terms' first words the pipeline's terms stages start from.
+    term_words: util::WordSet,
     /// The pipeline's [`GATE_WORDS`], presence only.
     gate_words: util::WordIds,
 }
 
+impl Keywords {
+    /// The families' words, plus `term_words` (lower-case ASCII) for the terms stages.
+    /// About a millisecond.
+    fn build(rules: &rulepack::RulePack, term_words: &[String]) -> Keywords {
+        let mut words = util::KeywordBuilder::default();
+        let rule_words = words.add(rules.keywords());
+        let stem_words = words.add(structural::Structural::words());
+        let pii_words = words.add(pii::Pii::words());
+        let http_words = words.add(http::TRIGGER_WORDS);
+        let cli_words = words.add(cli::TRIGGER_WORDS);
+        let marker_words = words.add(util::marker::words());
+        let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
+        let term_words = words.add_shared(term_words);
+        let gate_words = words.add_presence(GATE_WORDS.iter());
+        Keywords {
+            automaton: words.build(),
+            rule_words,
+            stem_words,
+            pii_words,
+            http_words,
+            cli_words,
+            marker_words,
+            secret_gate_words,
+            term_words,
+            gate_words,
+        }
+    }
+}
+
 static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let rules = rulepack::RulePack::builtin();
-    let mut words = util::KeywordBuilder::default();
-    let rule_words = words.add(rules.keywords());
-    let stem_words = words.add(structural::Structural::words());
-    let pii_words = words.add(pii::Pii::words());
-    let http_words = words.add(http::TRIGGER_WORDS);
-    let cli_words = words.add(cli::TRIGGER_WORDS);
-    let marker_words = words.add(util::marker::words());
-    let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
-    let gate_words = words.add_presence(GATE_WORDS.iter());
+    let keywords = Arc::new(Keywords::build(&rules, &[]));
     Arc::new(Compiled {
         rules,
         structural: structural::Structural::new(),
         pii: pii::Pii::new(),
-        keywords: words.build(),
-        rule_words,
-        stem_words,
-        pii_words,
-        http_words,
-        cli_words,
-        marker_words,
-        secret_gate_words,
-        gate_words,
+        keywords,
     })
 });
 
@@ -152,6 +173,7 @@ static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
 #[derive(Clone)]
 pub struct Detector {
     compiled: Arc<Compiled>,
+    keywords: Arc<Keywords>,
 }
 
 impl Default for Detector {
@@ -172,9 +194,27 @@ impl Detector {
     /// The detector with every built-in rule. The first call compiles the rule packs
     /// (tens of milliseconds); later calls share that work.
     pub fn new() -> Detector {
+        let compiled = Arc::clone(&COMPILED);
         Detector {
-            compiled: Arc::clone(&COMPILED),
+            keywords: Arc::clone(&compiled.keywords),
+            compiled,
         }
+    }
+
+    /// [`Detector::new`] whose keyword pass also locates the configured terms' first
+    /// `words` (ASCII; others are ignored), reported by [`Detector::detect_and_see`] in
+    /// [`Seen::term_starts`].
+    pub fn locating_terms<'a>(words: impl IntoIterator<Item = &'a str>) -> Detector {
+        let words: Vec<String> = words
+            .into_iter()
+            .filter(|w| !w.is_empty() && w.is_ascii())
+            .map(str::to_ascii_lowercase)
+            .collect();
+        let mut detector = Detector::new();
+        if !words.is_empty() {
+            detector.keywords = Arc::new(Keywords::build(&detector.compiled.rules, &words));
+        }
+        detector
     }
 
     /// Finds the values to redact in `text`: non-overlapping, sorted by start, on char
@@ -187,22 +227,24 @@ impl Detector {
     /// [`Detector::detect`], and what the pipeline's stages need to know of the text:
     /// the layer's keyword pass reads every byte anyway, so the stages that need one of
     /// the [`GATE_WORDS`] need not search a text that holds none, and the secret stages
-    /// need not search it again for their literals (listed when `literal_starts`: code
-    /// mode rarely runs those stages and skips the list).
+    /// and terms stages need not search it again for their literals (listed when
+    /// `literal_starts`: code mode rarely runs the secret stage and skips that list).
     pub fn detect_and_see(
         &self,
         text: &str,
         ctx: &DetectContext,
         literal_starts: bool,
     ) -> (Vec<Finding>, Seen) {
-        let c = &*self.compiled;
-        let hits = c.keywords.scan(text);
-        let markers = util::Markers::new(text, &hits, c.marker_words);
+        let k = &*self.keywords;
+        let hits = k.automaton.scan(text);
+        let markers = util::Markers::new(text, &hits, k.marker_words);
         let stand_in = markers.has_ascii_fold_stand_in();
         let seen = Seen {
-            words: GateWords::scanned(stand_in, hits.present_words(c.gate_words)),
+            words: GateWords::scanned(stand_in, hits.present_words(k.gate_words)),
             secret_literal_starts: (literal_starts && !stand_in)
-                .then(|| hits.starts_of_set(&c.secret_gate_words)),
+                .then(|| hits.starts_of_set(&k.secret_gate_words)),
+            term_starts: (!stand_in && !k.term_words.is_empty())
+                .then(|| hits.starts_of_set(&k.term_words)),
         };
         let mut cands = self.candidates_with(text, ctx, 0, &hits);
         decode::rescan(self, text, ctx, &markers, &mut cands);
@@ -212,7 +254,7 @@ impl Detector {
     /// Raw candidates of every family except decoding. `depth` > 0 when scanning decoded
     /// text (families that only make sense on original text are skipped then).
     pub(crate) fn candidates(&self, text: &str, ctx: &DetectContext, depth: u8) -> Vec<Candidate> {
-        let hits = self.compiled.keywords.scan(text);
+        let hits = self.keywords.automaton.scan(text);
         self.candidates_with(text, ctx, depth, &hits)
     }
 
@@ -225,23 +267,23 @@ impl Detector {
         depth: u8,
         hits: &util::KeywordHits,
     ) -> Vec<Candidate> {
-        let c = &*self.compiled;
+        let (c, k) = (&*self.compiled, &*self.keywords);
         let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
         let mut out = Vec::new();
-        let markers = util::Markers::new(text, hits, c.marker_words);
+        let markers = util::Markers::new(text, hits, k.marker_words);
         keys::scan(text, &markers, &mut out);
         c.rules
-            .scan_selected(text, ctx.rel_path, hits, c.rule_words, &mut out);
+            .scan_selected(text, ctx.rel_path, hits, k.rule_words, &mut out);
         let quoting = util::Quoting::of(ctx.rel_path);
         c.structural
-            .scan(text, kind, quoting, hits, c.stem_words, &markers, &mut out);
+            .scan(text, kind, quoting, hits, k.stem_words, &markers, &mut out);
         urls::scan(text, ctx.rel_path, &markers, &mut out);
-        http::scan(text, hits, c.http_words, &markers, &mut out);
-        cli::scan(text, hits, c.cli_words, &mut out);
+        http::scan(text, hits, k.http_words, &markers, &mut out);
+        cli::scan(text, hits, k.cli_words, &mut out);
         hashes::scan(text, &markers, &mut out);
         if depth == 0 {
             c.pii
-                .scan(text, kind, hits, c.pii_words, &markers, &mut out);
+                .scan(text, kind, hits, k.pii_words, &markers, &mut out);
         }
         out
     }

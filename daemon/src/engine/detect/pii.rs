@@ -1110,7 +1110,7 @@ mod tests {
     /// a search of the whole text.
     #[test]
     fn manifest_authors_from_field_words_equal_the_whole_text_search() {
-        let compiled = &*super::super::COMPILED;
+        let compiled = &*super::super::COMPILED.keywords;
         let pii = Pii::new();
         let pieces = [
             "author",
@@ -1141,7 +1141,7 @@ mod tests {
         ];
         let mut found = 0;
         for text in crate::engine::testgen::texts(&pieces, 6000, 12, 6) {
-            let hits = compiled.keywords.scan(&text);
+            let hits = compiled.automaton.scan(&text);
             let markers = Markers::new(&text, &hits, compiled.marker_words);
             let mut whole = Vec::new();
             for caps in pii.manifest_author.captures_iter(&text) {

@@ -1574,7 +1574,7 @@ mod tests {
     /// search of the whole text.
     #[test]
     fn key_value_pairs_from_key_words_equal_the_whole_text_search() {
-        let compiled = &*super::super::COMPILED;
+        let compiled = &*super::super::COMPILED.keywords;
         let structural = Structural::new();
         let pieces = [
             "key",
@@ -1598,7 +1598,7 @@ mod tests {
         ];
         let mut found = 0;
         for text in crate::engine::testgen::texts(&pieces, 6000, 12, 4) {
-            let hits = compiled.keywords.scan(&text);
+            let hits = compiled.automaton.scan(&text);
             let (mut whole, mut near) = (Vec::new(), Vec::new());
             for (anywhere, out) in [(true, &mut whole), (false, &mut near)] {
                 structural.key_value_pairs(

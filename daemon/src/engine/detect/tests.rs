@@ -839,6 +839,9 @@ fn reported_gate_words_are_those_the_text_holds() {
         "ghp",
         "Bearer",
         "secrets",
+        "GLOBEX",
+        "Jane",
+        "zoë",
         "salt",
         "SALT",
         "sa",
@@ -863,7 +866,10 @@ fn reported_gate_words_are_those_the_text_holds() {
         rel_path: "x.txt",
         prose: false,
     };
-    let (mut unknown, mut located) = (0, 0);
+    // Configured terms' first words: new words, and one a family registers too.
+    let terms = ["Globex", "jane", "token"];
+    let with_terms = Detector::locating_terms(terms.iter().copied().chain(["Zoë"]));
+    let (mut unknown, mut located, mut term_located) = (0, 0, 0);
     for text in crate::engine::testgen::texts(&pieces, 600, 12, 23) {
         let (_, seen) = d.detect_and_see(&text, &ctx, true);
         let expected = crate::engine::patterns::tests::gate_words_in(&text);
@@ -871,11 +877,21 @@ fn reported_gate_words_are_those_the_text_holds() {
         let starts = crate::engine::patterns::tests::secret_literal_starts_in(&text);
         assert_eq!(seen.secret_literal_starts, starts, "in {text:?}");
         located += seen.secret_literal_starts.is_some_and(|s| s.len() > 1) as usize;
+        assert_eq!(seen.term_starts, None, "no terms to locate");
+        let (_, seen) = with_terms.detect_and_see(&text, &ctx, false);
+        assert_eq!(seen.secret_literal_starts, None, "not asked for");
+        let starts = crate::engine::patterns::tests::literal_starts_in(&text, &terms);
+        assert_eq!(seen.term_starts, starts, "in {text:?}");
+        term_located += seen.term_starts.is_some_and(|s| s.len() > 1) as usize;
         unknown += usize::from(seen.words == GateWords::UNKNOWN);
     }
     assert!(unknown > 0 && unknown < 600, "{unknown} unknown");
     assert!(
         located > 100,
         "{located} texts with several secret literals"
+    );
+    assert!(
+        term_located > 50,
+        "{term_located} texts with several term words"
     );
 }
