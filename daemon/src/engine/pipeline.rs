@@ -659,6 +659,8 @@ impl Engine {
                 call.redact(*category, m)
             });
         }
+        // No literal-gated stage follows: stop moving the lists.
+        w.starts = LiteralStarts::default();
         // Strict and balanced keep the reference's baseline and only add: every
         // occurrence of a value the detectors nominated that the baseline left.
         let nominate = !precise && !findings.is_empty();

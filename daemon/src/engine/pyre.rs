@@ -531,6 +531,9 @@ impl<'a> Splicer<'a> {
         if !self.opaque {
             return false;
         }
+        if self.edits.is_empty() {
+            return true;
+        }
         let (mut next, mut shift) = (0, 0isize);
         starts.retain_mut(|at| {
             // An insertion (empty span) at `at` goes before the word there.

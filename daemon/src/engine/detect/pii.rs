@@ -861,6 +861,7 @@ fn hex_or_colon(c: u8) -> bool {
 }
 
 /// After the `.` at `i`, at most 13 digit-like bytes and another `.`.
+#[inline(never)] // rare (a candidate separator); keeps the block loop's closure inlined
 fn second_dot_follows(b: &[u8], i: usize) -> bool {
     let digits = b[i + 1..]
         .iter()
@@ -872,6 +873,7 @@ fn second_dot_follows(b: &[u8], i: usize) -> bool {
 
 /// Before the `:` at `i`, at most four hex digits, after the text's start or a byte the
 /// IPv6 pattern's guard admits.
+#[inline(never)] // rare (a candidate separator); keeps the block loop's closure inlined
 fn ipv6_head_fits(b: &[u8], i: usize) -> bool {
     let hex = b[..i]
         .iter()
