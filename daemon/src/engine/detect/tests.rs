@@ -867,7 +867,7 @@ fn reported_gate_words_are_those_the_text_holds() {
         prose: false,
     };
     // Configured terms' first words: new words, and one a family registers too.
-    let terms = ["Globex", "jane", "token"];
+    let terms = ["Globex", "jane", "token", "JANE"];
     let with_terms = Detector::locating_terms(terms.iter().copied().chain(["Zoë"]));
     let (mut unknown, mut located, mut term_located) = (0, 0, 0);
     for text in crate::engine::testgen::texts(&pieces, 600, 12, 23) {

@@ -2,6 +2,7 @@
 //! quote tokens and the placeholder/reference filter for candidate values.
 
 use crate::engine::byteclass::{ByteClass, class_runs};
+use std::collections::HashMap;
 
 /// Literal strings whose presence in a text gates a family's pattern. They ride along
 /// in the shared keyword scan, so a family asks [`Markers::has`] instead of reading the
@@ -693,17 +694,27 @@ impl KeywordBuilder {
     /// Registers words some of which other families may have registered already: those
     /// keep their ids, so the scan records each occurrence once, and the others are
     /// registered anew. For queries across families ([`KeywordHits::starts_of_set`]).
+    /// Repeated words get one id.
     pub fn add_shared<S: AsRef<str>>(&mut self, words: impl IntoIterator<Item = S>) -> WordSet {
+        // Configured terms can number thousands: one map, not a search per word.
+        let mut known: HashMap<String, u32> = HashMap::new();
+        for (id, w) in self.words.iter().enumerate().rev() {
+            known.insert(w.to_ascii_lowercase(), id as u32);
+        }
         let (mut ids, mut new) = (Vec::new(), Vec::new());
         for w in words {
             let w = w.as_ref().to_ascii_lowercase();
-            match self.words.iter().position(|k| k.eq_ignore_ascii_case(&w)) {
-                Some(id) => ids.push(id as u32),
-                None => new.push(w),
+            if let Some(&id) = known.get(&w) {
+                ids.push(id);
+            } else {
+                known.insert(w.clone(), (self.words.len() + new.len()) as u32);
+                new.push(w);
             }
         }
         let added = self.add(new);
         ids.extend(added.base..added.base + added.len);
+        ids.sort_unstable();
+        ids.dedup();
         let mut bits = vec![0u64; (self.words.len()).div_ceil(64)];
         for &id in &ids {
             bits[id as usize / 64] |= 1 << (id % 64);
