@@ -120,23 +120,49 @@ impl ByteClass {
             .fold(0, |m, (i, &c)| m | u64::from(self.has(c)) << i)
     }
 
-    /// The first offset at or after `from` where a run of at least `probe` (1 to 64)
-    /// bytes of the set starts, a run crossing `from` counting from `from`.
-    fn next_run_start(&self, b: &[u8], from: usize, probe: u32) -> Option<usize> {
+    /// The first run at or after `from` of at least `probe` (1 to 64) bytes of the set,
+    /// as `(start, end)`: maximal, but for a run crossing `from`, which counts from
+    /// `from`.
+    fn next_run(&self, b: &[u8], from: usize, probe: u32) -> Option<(usize, usize)> {
         #[cfg(target_arch = "x86_64")]
         if let Some((lo, non_ascii)) = self.nibbles()
             && std::is_x86_feature_detected!("avx2")
         {
             // SAFETY: the CPU supports AVX2 (checked just above).
-            return unsafe { simd::next_run_start(b, from, probe, lo, non_ascii, self) };
+            return unsafe { simd::next_run(b, from, probe, lo, non_ascii, self) };
         }
-        next_run_start_with(b, from, probe, self, |chunk| self.mask_scalar(chunk))
+        next_run_with(b, from, probe, self, |chunk| self.mask_scalar(chunk))
     }
 }
 
-/// [`ByteClass::next_run_start`] with `mask64` giving the set's mask of 64 bytes; the
-/// tail of `b` is read with the table. Inlined into each caller so that the SIMD one
-/// runs with its target feature.
+/// [`ByteClass::next_run`] with `mask64` giving the set's mask of 64 bytes; the tail of
+/// `b` is read with the table. Inlined into each caller so that the SIMD one runs with
+/// its target feature. The run's end is read from masks too: a byte loop to it cost
+/// more than finding the run.
+#[inline(always)]
+fn next_run_with(
+    b: &[u8],
+    from: usize,
+    probe: u32,
+    class: &ByteClass,
+    mask64: impl Fn(&[u8; 64]) -> u64,
+) -> Option<(usize, usize)> {
+    let start = next_run_start_with(b, from, probe, class, &mask64)?;
+    let mut end = start;
+    while let Some(block) = b.get(end..end + 64) {
+        let ones = mask64(block.try_into().expect("64 bytes")).trailing_ones();
+        end += ones as usize;
+        if ones < 64 {
+            return Some((start, end));
+        }
+    }
+    // Bits past the tail are clear.
+    end += class.mask_scalar(&b[end..]).trailing_ones() as usize;
+    Some((start, end))
+}
+
+/// The first offset at or after `from` where a run of at least `probe` bytes of the
+/// set starts (see [`next_run_with`]).
 #[inline(always)]
 fn next_run_start_with(
     b: &[u8],
@@ -197,17 +223,17 @@ mod simd {
     /// for the non-ASCII ones.
     const HIGH_NIBBLE_BIT: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 0, 0, 0, 0, 0, 0, 0, 0];
 
-    /// [`super::ByteClass::next_run_start`] with the masks made 32 bytes at a time.
+    /// [`super::ByteClass::next_run`] with the masks made 32 bytes at a time.
     #[target_feature(enable = "avx2")]
-    pub(super) fn next_run_start(
+    pub(super) fn next_run(
         b: &[u8],
         from: usize,
         probe: u32,
         lo: &[u8; 16],
         non_ascii: bool,
         class: &super::ByteClass,
-    ) -> Option<usize> {
-        super::next_run_start_with(b, from, probe, class, |chunk| mask64(chunk, lo, non_ascii))
+    ) -> Option<(usize, usize)> {
+        super::next_run_with(b, from, probe, class, |chunk| mask64(chunk, lo, non_ascii))
     }
 
     /// The set's mask of 64 bytes, 32 at a time: two table look-ups by nibble
@@ -306,8 +332,7 @@ pub fn class_runs<'a>(
     let probe = min.min(64) as u32;
     let mut floor = from;
     std::iter::from_fn(move || {
-        while let Some(at) = class.next_run_start(b, floor, probe) {
-            let (start, end) = run_extent(b, at, floor, |c| class.has(c));
+        while let Some((start, end)) = class.next_run(b, floor, probe) {
             // `b[end]` is outside the class: the next run starts after it.
             floor = end;
             if end - start >= min {
@@ -475,10 +500,9 @@ mod tests {
                         // The table path, which CPUs without AVX2 take, finds the same
                         // first run.
                         let probe = min.clamp(1, 64) as u32;
-                        let scalar = next_run_start_with(&t, from, probe, class, |chunk| {
-                            class.mask_scalar(chunk)
-                        });
-                        assert_eq!(scalar, class.next_run_start(&t, from, probe));
+                        let scalar =
+                            next_run_with(&t, from, probe, class, |chunk| class.mask_scalar(chunk));
+                        assert_eq!(scalar, class.next_run(&t, from, probe));
                     }
                 }
             }

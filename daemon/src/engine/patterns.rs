@@ -146,6 +146,10 @@ pub struct Seen {
     ///
     /// [`Detector::locating_terms`]: super::detect::Detector::locating_terms
     pub term_starts: Option<Vec<usize>>,
+    /// The text holds none of the characters IGNORECASE equates with ASCII letters
+    /// (`İ ı ſ K`), nor then does any rewrite of it (markers are none of them); `false`
+    /// when unknown.
+    pub fold_free: bool,
 }
 
 impl Seen {
@@ -154,6 +158,7 @@ impl Seen {
         words: GateWords::UNKNOWN,
         secret_literal_starts: None,
         term_starts: None,
+        fold_free: false,
     };
 }
 

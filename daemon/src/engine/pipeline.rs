@@ -638,7 +638,7 @@ impl Engine {
             text.to_owned()
         });
         w.starts = starts;
-        let seen = seen.words;
+        let (seen, fold_free) = (seen.words, seen.fold_free);
         if seen.may_match(*PLACEHOLDER_GATE) {
             w.apply(placeholders, |m| call.protect(m));
         }
@@ -709,7 +709,7 @@ impl Engine {
                 let category = categories.get(&key).copied();
                 call.redact(category.unwrap_or(Category::SENSITIVE), m)
             };
-            match ascii_value_matches(&values, &w.text) {
+            match ascii_value_matches(&values, &w.text, fold_free) {
                 Some(spans) => {
                     if let Some(changed) = replace_spans(&w.text, &spans, &mut redact) {
                         w.set(changed);
@@ -867,8 +867,15 @@ fn nominated_pattern(values: &[String]) -> PyPattern {
 /// does. Compiling a regex per file cost more than the rest of balanced mode. `None` when
 /// a value has non-ASCII characters or whitespace other than single spaces, or `hay`
 /// holds one of the non-ASCII characters Python's IGNORECASE equates with ASCII letters
-/// (`İ ı ſ K`).
-fn ascii_value_matches(values: &[String], hay: &str) -> Option<Vec<(usize, usize)>> {
+/// (`İ ı ſ K`); `fold_free` says it holds none, known from the keyword pass.
+fn ascii_value_matches(
+    values: &[String],
+    hay: &str,
+    fold_free: bool,
+) -> Option<Vec<(usize, usize)>> {
+    if !fold_free && has_python_ci_extra(hay) {
+        return None;
+    }
     ascii_value_matches_with(values, hay, true)
 }
 
@@ -888,7 +895,7 @@ fn ascii_value_matches_with(
             && !v.starts_with(' ')
             && !v.ends_with(' ')
     };
-    if !values.iter().all(plain) || has_python_ci_extra(hay) {
+    if !values.iter().all(plain) {
         return None;
     }
     let words: Vec<Vec<&str>> = values.iter().map(|v| v.split(' ').collect()).collect();
@@ -1155,8 +1162,14 @@ fn redact_positions(
 
 /// Whitespace runs collapsed to one space, trimmed (the key of a nominated value).
 fn collapse_space(value: &str) -> String {
-    if !value.contains(is_py_space) {
-        return value.to_owned(); // most values: a token without spaces
+    // Most values: a token without spaces, most often ASCII (read by bytes then).
+    let spaced = if value.is_ascii() {
+        value.bytes().any(|b| is_py_space(char::from(b)))
+    } else {
+        value.contains(is_py_space)
+    };
+    if !spaced {
+        return value.to_owned();
     }
     value
         .split(is_py_space)
@@ -1311,6 +1324,84 @@ mod tests {
             .replace("[ENTITY_b1431a5307835d4963f15be2dc1979d6]", "Host");
         assert_eq!(content.text, expected);
         assert!(!content.counts.0.contains_key(&Category::ENTITY));
+    }
+
+    /// A nominated value is redacted wherever IGNORECASE finds it, also where a character
+    /// it equates with an ASCII letter spells it (the Kelvin sign for `k`): the keyword
+    /// pass sees that character and the value search then reads the text as Python does.
+    #[test]
+    fn nominated_values_spelt_with_a_fold_character_are_redacted() {
+        let engine = Engine::new(Arc::new(Policy {
+            salt: "fold-salt".into(),
+            mode: Mode::Balanced,
+            detectors: true,
+            ..Policy::default()
+        }))
+        .unwrap();
+        let value = "kq7Vx2LmP9rT4wZs";
+        let kelvin = value.replacen('k', "\u{212A}", 1);
+        let text = format!("db:\n  password: \"{value}\"\nnote: {kelvin} rotates weekly\n");
+        let out = engine
+            .redact(
+                &text,
+                RedactOptions {
+                    preserve_line_count: true,
+                    prose: false,
+                    path: "config/app.yaml",
+                },
+            )
+            .unwrap();
+        assert!(!out.text.contains(&value[1..]), "{}", out.text);
+        assert!(out.text.contains("rotates weekly"), "{}", out.text);
+    }
+
+    /// A client list of thousands of unrelated names is more than the keyword pass can
+    /// locate (its states have 16-bit ids): the engine still builds, and the terms
+    /// stages find every name by their own search.
+    #[test]
+    fn thousands_of_client_names_build_an_engine_that_redacts_them() {
+        let mut next = crate::engine::testgen::picker(41);
+        let mut word = || -> String {
+            let mut w: String = (0..9).map(|_| char::from(b'a' + next(26) as u8)).collect();
+            w[..1].make_ascii_uppercase();
+            w
+        };
+        let clients: Vec<String> = (0..1500)
+            .map(|_| format!("{} {}", word(), word()))
+            .collect();
+        for mode in [Mode::Code, Mode::Balanced] {
+            let engine = Engine::new(Arc::new(Policy {
+                salt: "many-salt".into(),
+                mode,
+                detectors: true,
+                clients: clients.clone(),
+                ..Policy::default()
+            }))
+            .expect("a long client list compiles");
+            let named = [&clients[0], &clients[749], &clients[1499]];
+            let text = format!(
+                "met {} and {}\nthen {} again\n",
+                named[0],
+                named[1].to_uppercase(),
+                named[2]
+            );
+            let out = engine
+                .redact(
+                    &text,
+                    RedactOptions {
+                        preserve_line_count: true,
+                        prose: false,
+                        path: "notes.txt",
+                    },
+                )
+                .unwrap();
+            for name in named {
+                for part in name.split(' ') {
+                    assert!(!out.text.contains(part), "{mode:?}: {part} in {}", out.text);
+                }
+            }
+            assert_eq!(out.counts.0.get(&Category::CLIENT), Some(&3), "{mode:?}");
+        }
     }
 
     #[test]
@@ -1633,7 +1724,7 @@ mod tests {
             let hay: String = (0..12).map(|_| pieces[next(pieces.len())]).collect();
             let expected = alternation_matches(&values, &hay);
             assert_eq!(
-                ascii_value_matches(&values, &hay),
+                ascii_value_matches(&values, &hay, false),
                 Some(expected.clone()),
                 "{values:?} in {hay:?}"
             );
@@ -1682,7 +1773,7 @@ mod tests {
             let expected = alternation_matches(&values, &hay);
             assert!(expected.len() > 20, "the texts hold values");
             assert_eq!(
-                ascii_value_matches(&values, &hay),
+                ascii_value_matches(&values, &hay, false),
                 Some(expected),
                 "{} values",
                 values.len()

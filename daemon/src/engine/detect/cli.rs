@@ -244,7 +244,7 @@ mod tests {
     fn found(text: &str) -> Vec<String> {
         let mut words = util::KeywordBuilder::default();
         let ids = words.add(TRIGGER_WORDS);
-        let hits = words.build().scan(text);
+        let hits = words.build().expect("few words").scan(text);
         let mut out = Vec::new();
         scan(text, &hits, ids, &mut out);
         out.iter()

@@ -130,8 +130,9 @@ struct Keywords {
 
 impl Keywords {
     /// The families' words, plus `term_words` (lower-case ASCII) for the terms stages.
-    /// About a millisecond.
-    fn build(rules: &rulepack::RulePack, term_words: &[String]) -> Keywords {
+    /// About a millisecond. `None` when the automaton would be too large (see
+    /// [`util::KeywordBuilder::build`]).
+    fn build(rules: &rulepack::RulePack, term_words: &[String]) -> Option<Keywords> {
         let mut words = util::KeywordBuilder::default();
         let rule_words = words.add(rules.keywords());
         let stem_words = words.add(structural::Structural::words());
@@ -142,8 +143,8 @@ impl Keywords {
         let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
         let term_words = words.add_shared(term_words);
         let gate_words = words.add_presence(GATE_WORDS.iter());
-        Keywords {
-            automaton: words.build(),
+        Some(Keywords {
+            automaton: words.build()?,
             rule_words,
             stem_words,
             pii_words,
@@ -153,13 +154,13 @@ impl Keywords {
             secret_gate_words,
             term_words,
             gate_words,
-        }
+        })
     }
 }
 
 static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let rules = rulepack::RulePack::builtin();
-    let keywords = Arc::new(Keywords::build(&rules, &[]));
+    let keywords = Arc::new(Keywords::build(&rules, &[]).expect("the built-in words fit"));
     Arc::new(Compiled {
         rules,
         structural: structural::Structural::new(),
@@ -203,7 +204,8 @@ impl Detector {
 
     /// [`Detector::new`] whose keyword pass also locates the configured terms' first
     /// `words` (ASCII; others are ignored), reported by [`Detector::detect_and_see`] in
-    /// [`Seen::term_starts`].
+    /// [`Seen::term_starts`]. Words too many for the automaton (thousands of long,
+    /// unrelated ones) leave it as built in: the terms stages then search for themselves.
     pub fn locating_terms<'a>(words: impl IntoIterator<Item = &'a str>) -> Detector {
         let words: Vec<String> = words
             .into_iter()
@@ -211,8 +213,10 @@ impl Detector {
             .map(str::to_ascii_lowercase)
             .collect();
         let mut detector = Detector::new();
-        if !words.is_empty() {
-            detector.keywords = Arc::new(Keywords::build(&detector.compiled.rules, &words));
+        if !words.is_empty()
+            && let Some(keywords) = Keywords::build(&detector.compiled.rules, &words)
+        {
+            detector.keywords = Arc::new(keywords);
         }
         detector
     }
@@ -245,6 +249,7 @@ impl Detector {
                 .then(|| hits.starts_of_set(&k.secret_gate_words)),
             term_starts: (!stand_in && !k.term_words.is_empty())
                 .then(|| hits.starts_of_set(&k.term_words)),
+            fold_free: !stand_in,
         };
         let mut cands = self.candidates_with(text, ctx, 0, &hits);
         decode::rescan(self, text, ctx, &markers, &mut cands);

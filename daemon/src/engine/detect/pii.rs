@@ -1099,7 +1099,7 @@ mod tests {
         let mut words = util::KeywordBuilder::default();
         let ids = words.add(Pii::words());
         let marker_ids = words.add(util::marker::words());
-        let hits = words.build().scan(text);
+        let hits = words.build().expect("few words").scan(text);
         let markers = Markers::new(text, &hits, marker_ids);
         Pii::new().scan(text, FileKind::Code, &hits, ids, &markers, &mut out);
         super::super::resolve(text, out)
@@ -1317,7 +1317,7 @@ mod tests {
         let pii = Pii::new();
         let mut words = util::KeywordBuilder::default();
         let ids = words.add(Pii::words());
-        let scan = words.build();
+        let scan = words.build().expect("few words");
         // A notice is one piece per slot; a slot's last choices break the pattern.
         let slots: [&[&str]; 9] = [
             &["Copyright", "COPYRIGHT", "copyRight", "x copyright"],

@@ -720,7 +720,11 @@ impl RulePack {
         let anchor = rule.anchor(&self.keyword_list)?;
         let mut words = super::util::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
-        let starts = words.build().scan(text).starts_of_any(ids, &anchor.words);
+        let starts = words
+            .build()
+            .expect("few words")
+            .scan(text)
+            .starts_of_any(ids, &anchor.words);
         Self::both_searches(rule, text, Some((anchor, &starts)))
     }
 
@@ -909,7 +913,7 @@ impl RulePack {
     pub fn scan(&self, text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
         let mut words = super::util::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
-        let hits = words.build().scan(text);
+        let hits = words.build().expect("few words").scan(text);
         self.scan_selected(text, rel_path, &hits, ids, out);
     }
 

@@ -740,8 +740,9 @@ impl KeywordBuilder {
         }
     }
 
-    /// Builds the shared automaton.
-    pub fn build(self) -> KeywordScan {
+    /// Builds the shared automaton; `None` when its states do not fit 16-bit ids (tens
+    /// of thousands of word bytes: the built-in families take about 1,900 states).
+    pub fn build(self) -> Option<KeywordScan> {
         let words: Vec<Vec<u8>> = self
             .words
             .iter()
@@ -817,8 +818,7 @@ impl KeywordBuilder {
         order.extend((0..states).filter(|&s| !outputs[s].is_empty()));
         let mut new_id = vec![0u16; states];
         for (n, &old) in order.iter().enumerate() {
-            new_id[old] = u16::try_from((n * width) >> ROW_SHIFT)
-                .expect("the keyword automaton's states fit 16 bits");
+            new_id[old] = u16::try_from((n * width) >> ROW_SHIFT).ok()?;
         }
         let mut dense = vec![0u16; states * width];
         let mut out_ranges = Vec::new();
@@ -834,7 +834,7 @@ impl KeywordBuilder {
             }
         }
         dense.resize(dense.len().next_power_of_two(), 0);
-        KeywordScan {
+        Some(KeywordScan {
             classes,
             trans: dense,
             first_match: (first_match_index * width) >> ROW_SHIFT,
@@ -844,7 +844,7 @@ impl KeywordBuilder {
             lens: words.iter().map(|w| w.len() as u32).collect(),
             count: words.len(),
             located: self.located.unwrap_or(words.len() as u32),
-        }
+        })
     }
 }
 
@@ -1412,7 +1412,7 @@ mod tests {
     fn markers_match_case_sensitively() {
         let mut words = KeywordBuilder::default();
         let ids = words.add(marker::words());
-        let scan = words.build();
+        let scan = words.build().expect("few words");
         for (text, begin) in [
             ("-----BEGIN RSA", true),
             ("begin BeGiN", false),
@@ -1509,7 +1509,7 @@ mod tests {
         let mut words = KeywordBuilder::default();
         let a = words.add(fam_a);
         let b = words.add(fam_b);
-        let scan = words.build();
+        let scan = words.build().expect("few words");
         let own = |list: &[&str]| {
             aho_corasick::AhoCorasick::builder()
                 .ascii_case_insensitive(true)
@@ -1585,7 +1585,7 @@ mod tests {
         ];
         let mut builder = KeywordBuilder::default();
         builder.add(words);
-        let scan = builder.build();
+        let scan = builder.build().expect("few words");
         let ac = aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
             .build(words)
@@ -1632,7 +1632,7 @@ mod tests {
             .collect();
         let mut builder = KeywordBuilder::default();
         let families: Vec<WordIds> = lists.iter().map(|l| builder.add(l)).collect();
-        let scan = builder.build();
+        let scan = builder.build().expect("few words");
         let all: Vec<&String> = lists.iter().flatten().collect();
         let mut state = 7u64;
         for round in 0..300 {
