@@ -315,13 +315,15 @@ pub fn is_placeholder(value: &str) -> bool {
     {
         return true;
     }
-    // Templates anywhere in the value.
-    for t in ["${", "{{", "{%", "#{", "%(", "<%", "@{"] {
-        if v.contains(t) {
-            return true;
-        }
-    }
-    if has_brace_field(v) || has_printf_verb(v) {
+    // Templates anywhere in the value; each holds a `{` or a `%` (most values hold
+    // neither, and one search for both is cheaper than the others).
+    if memchr::memchr2(b'{', b'%', b).is_some()
+        && (["${", "{{", "{%", "#{", "%(", "<%", "@{"]
+            .iter()
+            .any(|t| v.contains(t))
+            || has_brace_field(v)
+            || has_printf_verb(v))
+    {
         return true;
     }
     // Whole-value wrappers.
@@ -334,7 +336,8 @@ pub fn is_placeholder(value: &str) -> bool {
         return true;
     }
     // Truncated examples (`sk-...`, `MIIE…`).
-    if v.contains("...") || v.contains('…') {
+    if memchr::memchr(b'.', b).is_some() && v.contains("...") || !v.is_ascii() && v.contains('…')
+    {
         return true;
     }
     // Anchors and fragment references (`#section`), not values.
@@ -1179,27 +1182,35 @@ impl KeywordHits {
         if self.present_words(ids).next().is_none() {
             return out; // none of the family's words occurs
         }
+        // The family's matches in order, others skipped; at one start, the word listed
+        // first wins (the matches are sorted by start, so one start's are adjacent).
         let mut resume = 0;
-        let mut i = 0;
-        while i < self.matches.len() {
-            let start = self.matches[i].0;
-            // Every match starting here: the family's word listed first wins.
-            let mut best: Option<(usize, usize)> = None; // (word index, end)
-            while i < self.matches.len() && self.matches[i].0 == start {
-                let (_, end, id) = self.matches[i];
-                if let Some(w) = ids.local(id)
-                    && best.is_none_or(|(bw, _)| w < bw)
-                {
-                    best = Some((w, end));
-                }
-                i += 1;
-            }
-            if let Some((w, end)) = best
-                && start >= resume
-            {
+        let mut pending: Option<(usize, usize, usize)> = None; // (start, end, word index)
+        let mut take = |(start, end, w): (usize, usize, usize)| {
+            if start >= resume {
                 out.push((start, end, w));
                 resume = end;
             }
+        };
+        for &(start, end, id) in &self.matches {
+            let Some(w) = ids.local(id) else {
+                continue;
+            };
+            match pending {
+                Some((s, _, bw)) if s == start => {
+                    if w < bw {
+                        pending = Some((start, end, w));
+                    }
+                }
+                _ => {
+                    if let Some(p) = pending.replace((start, end, w)) {
+                        take(p);
+                    }
+                }
+            }
+        }
+        if let Some(p) = pending {
+            take(p);
         }
         out
     }
@@ -1471,6 +1482,11 @@ mod tests {
             "your_api_key_here",
             "/run/secrets/db",
             "%s",
+            "pre{%tag%}post",
+            "key-#{name}-suffix",
+            "a@{b}c",
+            "sk-proj-...",
+            "MIIEv\u{2026}",
         ] {
             assert!(is_placeholder(v), "{v}");
         }
