@@ -938,8 +938,9 @@ struct FirstWords<'v> {
 }
 
 /// Up to this many keys are searched one by one rather than by one Teddy searcher, whose
-/// construction costs more than a few substring searches of a file.
-const FEW_KEYS: usize = 4;
+/// construction (about 30,000 instructions) costs more than several substring searches
+/// of a file. Counted on the engine bench in balanced mode, 10 did better than 4 or 20.
+const FEW_KEYS: usize = 10;
 
 /// The search for the keys of [`FirstWords`] in a lower-cased text.
 enum KeySearch {
