@@ -1218,6 +1218,27 @@ mod tests {
         v.iter().map(|s| (*s).to_owned()).collect()
     }
 
+    /// `text` redacted as the file `path` (not prose), line count kept.
+    fn redact_as(engine: &Engine, text: &str, path: &str) -> Redacted {
+        let opts = RedactOptions {
+            preserve_line_count: true,
+            prose: false,
+            path,
+        };
+        engine.redact(text, opts).unwrap()
+    }
+
+    /// An engine of `mode` with the detector layer on and nothing configured.
+    fn layer_engine(salt: &str, mode: Mode) -> Engine {
+        Engine::new(Arc::new(Policy {
+            salt: salt.into(),
+            mode,
+            detectors: true,
+            ..Policy::default()
+        }))
+        .unwrap()
+    }
+
     /// Fixture A of the reference spec plus the alias group of its section 17 golden,
     /// with the derived lists the reference's loader produces for a root named `kb`.
     fn fixture_a(mode: Mode) -> Engine {
@@ -1332,26 +1353,11 @@ mod tests {
     /// pass sees that character and the value search then reads the text as Python does.
     #[test]
     fn nominated_values_spelt_with_a_fold_character_are_redacted() {
-        let engine = Engine::new(Arc::new(Policy {
-            salt: "fold-salt".into(),
-            mode: Mode::Balanced,
-            detectors: true,
-            ..Policy::default()
-        }))
-        .unwrap();
+        let engine = layer_engine("fold-salt", Mode::Balanced);
         let value = "kq7Vx2LmP9rT4wZs";
         let kelvin = value.replacen('k', "\u{212A}", 1);
         let text = format!("db:\n  password: \"{value}\"\nnote: {kelvin} rotates weekly\n");
-        let out = engine
-            .redact(
-                &text,
-                RedactOptions {
-                    preserve_line_count: true,
-                    prose: false,
-                    path: "config/app.yaml",
-                },
-            )
-            .unwrap();
+        let out = redact_as(&engine, &text, "config/app.yaml");
         assert!(!out.text.contains(&value[1..]), "{}", out.text);
         assert!(out.text.contains("rotates weekly"), "{}", out.text);
     }
@@ -1386,16 +1392,7 @@ mod tests {
                 named[1].to_uppercase(),
                 named[2]
             );
-            let out = engine
-                .redact(
-                    &text,
-                    RedactOptions {
-                        preserve_line_count: true,
-                        prose: false,
-                        path: "notes.txt",
-                    },
-                )
-                .unwrap();
+            let out = redact_as(&engine, &text, "notes.txt");
             for name in named {
                 for part in name.split(' ') {
                     assert!(!out.text.contains(part), "{mode:?}: {part} in {}", out.text);
@@ -1407,13 +1404,7 @@ mod tests {
 
     #[test]
     fn code_mode_redacts_private_hosts_of_any_scheme_and_keeps_public_ones() {
-        let engine = Engine::new(Arc::new(Policy {
-            salt: "hosts-salt".into(),
-            mode: Mode::Code,
-            detectors: true,
-            ..Policy::default()
-        }))
-        .unwrap();
+        let engine = layer_engine("hosts-salt", Mode::Code);
         let opts = RedactOptions {
             preserve_line_count: true,
             prose: false,
@@ -1487,13 +1478,7 @@ mod tests {
     #[test]
     fn warm_up_sample_leaves_no_secret_readable() {
         for mode in [Mode::Strict, Mode::Balanced, Mode::Code] {
-            let engine = Engine::new(Arc::new(Policy {
-                salt: "warm".into(),
-                mode,
-                detectors: true,
-                ..Policy::default()
-            }))
-            .unwrap();
+            let engine = layer_engine("warm", mode);
             engine.warm_up();
             for path in ["warm-up.md", "warm-up.py", "warm-up.env", "warm-up.json"] {
                 let out = engine
