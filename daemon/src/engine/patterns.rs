@@ -147,8 +147,8 @@ pub struct Seen {
     /// [`Detector::locating_terms`]: super::detect::Detector::locating_terms
     pub term_starts: Option<Vec<usize>>,
     /// The text holds none of the characters IGNORECASE equates with ASCII letters
-    /// (`İ ı ſ K`), nor then does any rewrite of it (markers are none of them); `false`
-    /// when unknown.
+    /// (`İ ı ſ K`), nor then does any rewrite of it (rewrites add only markers and line
+    /// breaks); `false` when unknown.
     pub fold_free: bool,
 }
 

@@ -1362,9 +1362,9 @@ mod tests {
         assert!(out.text.contains("rotates weekly"), "{}", out.text);
     }
 
-    /// A client list of thousands of unrelated names is more than the keyword pass can
-    /// locate (its states have 16-bit ids): the engine still builds, and the terms
-    /// stages find every name by their own search.
+    /// A client list of 1,500 unrelated names is more than the keyword pass can locate
+    /// (its states have 16-bit ids): the engine still builds, and the terms stages find
+    /// every name by their own search.
     #[test]
     fn thousands_of_client_names_build_an_engine_that_redacts_them() {
         let mut next = crate::engine::testgen::picker(41);
