@@ -2,7 +2,7 @@
 
 use super::detect::{DetectContext, Detector, Finding};
 use super::folded::FoldedSet;
-use super::gate::LiteralGated;
+use super::gate::{LiteralGated, has_ascii_fold_stand_in};
 use super::markers::{Markers, line_breaks};
 use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
 use super::patterns::{
@@ -873,14 +873,15 @@ fn ascii_value_matches(
     hay: &str,
     fold_free: bool,
 ) -> Option<Vec<(usize, usize)>> {
-    if !fold_free && has_python_ci_extra(hay) {
+    if !fold_free && has_ascii_fold_stand_in(hay) {
         return None;
     }
     ascii_value_matches_with(values, hay, true)
 }
 
-/// [`ascii_value_matches`]; `vectorised: false` tries every place a value may start
-/// instead of searching for the places (tests compare the two).
+/// [`ascii_value_matches`] without the check for `İ ı ſ K` in `hay`; `vectorised:
+/// false` tries every place a value may start instead of searching for the places
+/// (tests compare the two).
 fn ascii_value_matches_with(
     values: &[String],
     hay: &str,
@@ -1085,12 +1086,6 @@ fn rest_of_value(hay: &str, mut at: usize, words: &[&str]) -> Option<usize> {
         at += word.len();
     }
     Some(at)
-}
-
-/// Whether `hay` holds one of the non-ASCII characters Python's IGNORECASE equates with
-/// ASCII letters (`İ ı ſ K`).
-fn has_python_ci_extra(hay: &str) -> bool {
-    super::text::has_any_char(hay, &['\u{130}', '\u{131}', '\u{17F}', '\u{212A}'])
 }
 
 /// `text` with each of `spans` (ascending, disjoint) replaced; `None` when there are none.

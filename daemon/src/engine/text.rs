@@ -167,7 +167,9 @@ pub fn truncate_redacted(text: &str, max_chars: usize) -> String {
 
 /// Whether `text` holds one of `chars`, which are non-ASCII and begin with at most three
 /// distinct UTF-8 lead bytes: one vectorised pass over those bytes (a `contains` per
-/// character reads the text once each).
+/// character reads the text once each). The engine reads these characters from the
+/// keyword pass or [`super::gate::has_ascii_fold_stand_in`]; tests read them here.
+#[cfg(test)]
 pub fn has_any_char(text: &str, chars: &[char]) -> bool {
     let mut leads: Vec<u8> = chars
         .iter()
