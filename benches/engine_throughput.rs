@@ -37,7 +37,7 @@
 //! the headline row then shows the setting measured); `REDCTX_BENCH_TRACE=1` prints each
 //! round's wall time to stderr (how much a shared machine moves them).
 //! `scripts/layer-cost-counted.sh` runs this bench under callgrind for the layer's cost
-//! in instructions, which do not move from run to run.
+//! in instructions and modelled cycles, which do not move from run to run.
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;

@@ -1,0 +1,98 @@
+//! The detector layer's own pass timed against the balanced baseline's, on one core.
+//!
+//! Run: `cargo run --release --example layer_alone -- DIR [ROUNDS]` (DIR: a tree of
+//! text files, such as the engine bench's generated corpus under
+//! `target/bench-corpus/`; ROUNDS: default 15).
+//!
+//! Each round runs [`Detector::detect_and_see`] over every text file, then the balanced
+//! engine with the layer off over every file, and prints both times and their ratio;
+//! the median ratio comes last. The two halves of a round run back to back, so a shared
+//! machine's slow spells move both alike. This is the figure
+//! `scripts/layer-cost-counted.sh`'s cycle model was checked against: what the layer
+//! costs on its own, before the pipeline saves any baseline work with it.
+
+use redctx_daemon::engine::detect::{DetectContext, Detector};
+use redctx_daemon::engine::{Engine, Mode, Policy, RedactOptions};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(root) = args.next() else {
+        eprintln!("usage: layer_alone DIR [ROUNDS]");
+        std::process::exit(2);
+    };
+    let rounds = match args.next().map(|r| r.parse::<usize>()) {
+        None => 15,
+        Some(Ok(r)) if r > 0 => r,
+        Some(_) => {
+            eprintln!("layer_alone: ROUNDS is a positive whole number");
+            std::process::exit(2);
+        }
+    };
+    let root = Path::new(&root);
+    let mut texts = Vec::new();
+    if let Err(e) = collect(root, root, &mut texts) {
+        eprintln!("layer_alone: cannot read {}: {e}", root.display());
+        std::process::exit(1);
+    }
+    texts.sort();
+    let bytes: usize = texts.iter().map(|(_, t)| t.len()).sum();
+    println!("{} text files, {:.2} MB", texts.len(), bytes as f64 / 1e6);
+
+    let detector = Detector::new();
+    let policy = Policy {
+        mode: Mode::Balanced,
+        detectors: false,
+        ..Policy::default()
+    };
+    let baseline = Engine::new(Arc::new(policy)).expect("default policy compiles");
+    let mut ratios = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for (rel, text) in &texts {
+            let ctx = DetectContext {
+                rel_path: rel,
+                prose: false,
+            };
+            std::hint::black_box(detector.detect_and_see(text, &ctx, true));
+        }
+        let layer = start.elapsed().as_secs_f64();
+        let start = Instant::now();
+        for (rel, text) in &texts {
+            let options = RedactOptions {
+                preserve_line_count: false,
+                prose: false,
+                path: rel,
+            };
+            std::hint::black_box(baseline.redact(text, options).expect("redact"));
+        }
+        let base = start.elapsed().as_secs_f64();
+        ratios.push(layer / base);
+        println!(
+            "layer {layer:.4} s  baseline {base:.4} s  ratio {:.3}",
+            layer / base
+        );
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!("median layer/baseline {:.3}", ratios[ratios.len() / 2]);
+}
+
+/// The UTF-8 files under `dir` as (path relative to `root`, text); symlinks are skipped.
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        // Not `Path::is_dir`: symlinks are not followed.
+        let (kind, path) = (entry.file_type()?, entry.path());
+        if kind.is_dir() {
+            collect(root, &path, out)?;
+        } else if !kind.is_file() {
+            continue;
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            out.push((rel.to_string_lossy().replace('\\', "/"), text));
+        }
+    }
+    Ok(())
+}
