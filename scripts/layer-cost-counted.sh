@@ -97,6 +97,11 @@ def round_of(first, second):
 
 mode, files = sys.argv[1], sys.argv[2:]
 off, on = round_of(*files[0:2]), round_of(*files[2:4])
+if off[0] <= 0 or on[0] <= 0:
+    sys.exit(
+        f"layer-cost-counted: nothing was collected in {mode} mode; is `Engine::redact` "
+        "inlined into the bench (LTO)? The counts need it as a function of its own."
+    )
 added = [100 * (n / f - 1) for f, n in zip(off, on)]
 print(
     f"{mode:<9} off {off[0] / 1e6:6.0f}M instr {off[1] / 1e6:6.0f}M cycles   "
