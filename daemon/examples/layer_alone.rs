@@ -11,6 +11,9 @@
 //! `scripts/layer-cost-counted.sh`'s cycle model was checked against: what the layer
 //! costs on its own, before the pipeline saves any baseline work with it.
 
+#[path = "common/text_files.rs"]
+mod text_files;
+
 use redctx_daemon::engine::detect::{DetectContext, Detector};
 use redctx_daemon::engine::{Engine, Mode, Policy, RedactOptions};
 use std::path::Path;
@@ -31,13 +34,13 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let root = Path::new(&root);
-    let mut texts = Vec::new();
-    if let Err(e) = collect(root, root, &mut texts) {
-        eprintln!("layer_alone: cannot read {}: {e}", root.display());
-        std::process::exit(1);
-    }
-    texts.sort();
+    let texts = match text_files::text_files(Path::new(&root)) {
+        Ok(texts) => texts,
+        Err(e) => {
+            eprintln!("layer_alone: cannot read {root}: {e}");
+            std::process::exit(1);
+        }
+    };
     let bytes: usize = texts.iter().map(|(_, t)| t.len()).sum();
     println!("{} text files, {:.2} MB", texts.len(), bytes as f64 / 1e6);
 
@@ -77,22 +80,4 @@ fn main() {
     }
     ratios.sort_by(f64::total_cmp);
     println!("median layer/baseline {:.3}", ratios[ratios.len() / 2]);
-}
-
-/// The UTF-8 files under `dir` as (path relative to `root`, text); symlinks are skipped.
-fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        // Not `Path::is_dir`: symlinks are not followed.
-        let (kind, path) = (entry.file_type()?, entry.path());
-        if kind.is_dir() {
-            collect(root, &path, out)?;
-        } else if !kind.is_file() {
-            continue;
-        } else if let Ok(text) = std::fs::read_to_string(&path) {
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            out.push((rel.to_string_lossy().replace('\\', "/"), text));
-        }
-    }
-    Ok(())
 }

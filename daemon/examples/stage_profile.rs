@@ -6,26 +6,14 @@
 //! Each stage searches the original texts (their word-class shadow for `\b` patterns),
 //! not the text earlier stages left, so figures are per stage, not a pipeline split.
 
+#[path = "common/text_files.rs"]
+mod text_files;
+
 use redctx_daemon::engine::names::{ACRONYM, ProperNames, TITLECASE};
 use redctx_daemon::engine::patterns::{EARLY_STAGES, ORG_SUFFIX, SPEAKER_LABEL};
 use redctx_daemon::engine::pyre::{FindCache, Finder, shadow};
 use std::path::Path;
 use std::time::Instant;
-
-fn collect(dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            collect(&entry.path(), out)?;
-        } else if kind.is_file()
-            && let Ok(text) = String::from_utf8(std::fs::read(entry.path())?)
-        {
-            out.push(text);
-        }
-    }
-    Ok(())
-}
 
 fn time<F: Finder + ?Sized>(name: &str, finder: &F, texts: &[String], shadows: &[String]) {
     let hays = if finder.uses_word_boundary() {
@@ -59,11 +47,13 @@ fn main() {
         eprintln!("usage: stage_profile DIR");
         std::process::exit(2);
     };
-    let mut texts = Vec::new();
-    if let Err(e) = collect(Path::new(&dir), &mut texts) {
-        eprintln!("stage_profile: cannot read the directory: {e}");
-        std::process::exit(1);
-    }
+    let texts: Vec<String> = match text_files::text_files(Path::new(&dir)) {
+        Ok(files) => files.into_iter().map(|(_, text)| text).collect(),
+        Err(e) => {
+            eprintln!("stage_profile: cannot read the directory: {e}");
+            std::process::exit(1);
+        }
+    };
     let total: usize = texts.iter().map(String::len).sum();
     println!("{} texts, {:.2} MB", texts.len(), total as f64 / 1e6);
     let started = Instant::now();
