@@ -703,7 +703,7 @@ impl Engine {
                 });
             }
         }
-        if nominate && let Some((values, categories)) = self.nominated(text, &findings) {
+        if nominate && let Some((values, categories)) = self.nominated(text, &findings, &w.text) {
             let mut redact = |m: &str| {
                 let key = placeholder::casefold(&collapse_space(m));
                 let category = categories.get(&key).copied();
@@ -745,17 +745,31 @@ impl Engine {
         format!("{}{placeholder}{}", &value[..start], &value[end..])
     }
 
-    /// Every value the detectors nominated, in the order spec 5.12 tries them (longest
-    /// first), with each value's category. Allow-listed and reserved values are left out.
+    /// Every value the detectors nominated that may still occur in `hay` (the text the
+    /// baseline left), in the order spec 5.12 tries them (longest first), with each
+    /// value's category. Allow-listed and reserved values are left out, and so are
+    /// addresses when `hay` holds no `@`: no case folding reaches `@`, and the baseline's
+    /// email stage has usually replaced every address the detectors found, so the
+    /// search for them would be most of this stage's work and find nothing.
     fn nominated(
         &self,
         text: &str,
         findings: &[Finding],
+        hay: &str,
     ) -> Option<(Vec<String>, foldhash::HashMap<String, Category>)> {
         let mut categories: foldhash::HashMap<String, Category> = Default::default();
         let mut values: Vec<String> = Vec::new();
+        let mut hay_has_at: Option<bool> = None;
+        let mut absent = |value: &str| {
+            value.contains('@')
+                && !*hay_has_at
+                    .get_or_insert_with(|| memchr::memchr(b'@', hay.as_bytes()).is_some())
+        };
         for f in findings {
             let value = collapse_space(&text[f.start..f.end]);
+            if absent(&value) {
+                continue;
+            }
             let key = placeholder::casefold(&value);
             if value.is_empty()
                 || self.allow_lookup.contains_folded(&key)
@@ -1355,6 +1369,32 @@ mod tests {
         let out = redact_as(&engine, &text, "config/app.yaml");
         assert!(!out.text.contains(&value[1..]), "{}", out.text);
         assert!(out.text.contains("rotates weekly"), "{}", out.text);
+    }
+
+    /// The reference's email pattern starts an address at a word boundary, so it leaves
+    /// one written straight after Chinese text (`邮箱ops@…`, no space) whole; the
+    /// detectors' address is then searched for in what the baseline left and found
+    /// there twice, though the baseline replaced the other address (the text still holds
+    /// an `@`, the mark the search is skipped without).
+    #[test]
+    fn nominated_addresses_are_redacted_where_the_baseline_missed_them() {
+        let text =
+            "邮箱ops@acme-freight.com 或 dana@acme-freight.com\n抄送:邮箱ops@acme-freight.com\n";
+        let engine = layer_engine("at-salt", Mode::Balanced);
+        let out = redact_as(&engine, text, "OWNERS");
+        assert!(!out.text.contains("ops@"), "{}", out.text);
+        assert!(!out.text.contains("dana@"), "{}", out.text);
+        assert_eq!(out.counts.0.get(&Category::EMAIL), Some(&3), "{}", out.text);
+        // The baseline alone leaves the first address: the layer's search removed it.
+        let baseline = Engine::new(Arc::new(Policy {
+            salt: "at-salt".into(),
+            mode: Mode::Balanced,
+            detectors: false,
+            ..Policy::default()
+        }))
+        .unwrap();
+        let alone = redact_as(&baseline, text, "OWNERS").text;
+        assert_eq!(alone.matches("ops@acme-freight.com").count(), 2, "{alone}");
     }
 
     /// A client list of 1,500 unrelated names is more than the keyword pass can locate
