@@ -453,19 +453,24 @@ impl Pii {
         }
     }
 
-    /// What group 1 of `name_email` captures in `text`, searched only on the lines that
-    /// hold a `<` and after it an `@`: no character of the pattern is a line break, so
-    /// every match lies on one such line (a search of the whole text paid for the
-    /// Unicode name classes on every byte).
+    /// What group 1 of `name_email` captures in `text`, searched only on the lines where
+    /// an `@` follows a `<` and one or more of the pattern's address characters: neither
+    /// those characters nor any other of the pattern is a line break or an `@`, so every
+    /// match lies on such a line. A search of the whole text paid for the Unicode name
+    /// classes on every byte; one of every line with a `<` before an `@` still paid for
+    /// them on source lines whose generics or arrows precede an address in a comment.
     fn names_before_emails(&self, text: &str) -> Vec<(usize, usize)> {
+        let b = text.as_bytes();
+        let address_byte =
+            |c: &&u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
         let mut lines = Vec::new();
-        for at in memchr::memchr_iter(b'@', text.as_bytes()) {
+        for at in memchr::memchr_iter(b'@', b) {
             if lines.last().is_some_and(|&(_, end)| at < end) {
                 continue;
             }
-            let (start, end) = line_around(text, at);
-            if memchr::memchr(b'<', &text.as_bytes()[start..at]).is_some() {
-                lines.push((start, end));
+            let local = b[..at].iter().rev().take_while(address_byte).count();
+            if local > 0 && at > local && b[at - local - 1] == b'<' {
+                lines.push(line_around(text, at));
             }
         }
         captures_on_lines(&self.name_email, text, &lines)
@@ -1400,6 +1405,10 @@ mod tests {
             "a",
             "<jd@x.org>",
             "Ann Lee <al@b.co>",
+            "List<T> ",
+            "a.b_c+d%e-f",
+            "Jo Park <j.p_1+x%y-z@b.co>",
+            "@Override ",
         ];
         let mut matched = 0;
         for text in crate::engine::testgen::texts(&pieces, 4000, 12, 9) {
