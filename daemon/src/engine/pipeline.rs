@@ -1374,8 +1374,8 @@ mod tests {
     /// The reference's email pattern starts an address at a word boundary, so it leaves
     /// one written straight after Chinese text (`邮箱ops@…`, no space) whole; the
     /// detectors' address is then searched for in what the baseline left and found
-    /// there twice, though the baseline replaced the other address (the text still holds
-    /// an `@`, the mark the search is skipped without).
+    /// there twice, though the baseline replaced the other address. (Addresses are
+    /// skipped only in a text left without any `@`; this one keeps two.)
     #[test]
     fn nominated_addresses_are_redacted_where_the_baseline_missed_them() {
         let text =

@@ -457,8 +457,9 @@ impl Pii {
     /// an `@` follows a `<` and one or more of the pattern's address characters: neither
     /// those characters nor any other of the pattern is a line break or an `@`, so every
     /// match lies on such a line. A search of the whole text paid for the Unicode name
-    /// classes on every byte; one of every line with a `<` before an `@` still paid for
-    /// them on source lines whose generics or arrows precede an address in a comment.
+    /// classes on every byte; searching every line with a `<` somewhere before an `@`
+    /// still paid for them on source lines where generics or arrows precede an address
+    /// in a comment.
     fn names_before_emails(&self, text: &str) -> Vec<(usize, usize)> {
         let b = text.as_bytes();
         let address_byte =
