@@ -759,15 +759,11 @@ impl Engine {
     ) -> Option<(Vec<String>, foldhash::HashMap<String, Category>)> {
         let mut categories: foldhash::HashMap<String, Category> = Default::default();
         let mut values: Vec<String> = Vec::new();
-        let mut hay_has_at: Option<bool> = None;
-        let mut absent = |value: &str| {
-            value.contains('@')
-                && !*hay_has_at
-                    .get_or_insert_with(|| memchr::memchr(b'@', hay.as_bytes()).is_some())
-        };
+        let hay_has_at =
+            std::cell::LazyCell::new(|| memchr::memchr(b'@', hay.as_bytes()).is_some());
         for f in findings {
             let value = collapse_space(&text[f.start..f.end]);
-            if absent(&value) {
+            if value.contains('@') && !*hay_has_at {
                 continue;
             }
             let key = placeholder::casefold(&value);
@@ -1239,10 +1235,15 @@ mod tests {
 
     /// An engine of `mode` with the detector layer on and nothing configured.
     fn layer_engine(salt: &str, mode: Mode) -> Engine {
+        plain_engine(salt, mode, true)
+    }
+
+    /// An engine of `mode` with nothing configured, the detector layer on or off.
+    fn plain_engine(salt: &str, mode: Mode, detectors: bool) -> Engine {
         Engine::new(Arc::new(Policy {
             salt: salt.into(),
             mode,
-            detectors: true,
+            detectors,
             ..Policy::default()
         }))
         .unwrap()
@@ -1386,13 +1387,7 @@ mod tests {
         assert!(!out.text.contains("dana@"), "{}", out.text);
         assert_eq!(out.counts.0.get(&Category::EMAIL), Some(&3), "{}", out.text);
         // The baseline alone leaves the first address: the layer's search removed it.
-        let baseline = Engine::new(Arc::new(Policy {
-            salt: "at-salt".into(),
-            mode: Mode::Balanced,
-            detectors: false,
-            ..Policy::default()
-        }))
-        .unwrap();
+        let baseline = plain_engine("at-salt", Mode::Balanced, false);
         let alone = redact_as(&baseline, text, "OWNERS").text;
         assert_eq!(alone.matches("ops@acme-freight.com").count(), 2, "{alone}");
     }
