@@ -9,6 +9,8 @@
 //! with the first differing line of each side and the receipt counts that differ.
 //!
 //! Knobs (environment):
+//! - `REDCTX_DIFF_TREE=<dir>`: also compare on that tree, as it is, with an empty config
+//!   (real text: a checkout, a documents folder); skipped when unset;
 //! - `REDCTX_DIFF_FILTER=<substring>`: only files/paths containing it;
 //! - `REDCTX_DIFF_CORPUS_FILES=<n>`: size of the generated corpus (default 300);
 //! - `REDCTX_DIFF_MODES=strict,balanced`, `REDCTX_DIFF_PROFILES=default,extended`;
@@ -63,6 +65,18 @@ fn engine_matches_reference_on_token_soup() {
 fn engine_matches_reference_on_generated_monorepo() {
     let files = env_usize("REDCTX_DIFF_CORPUS_FILES", 300);
     differential("generated", |dir| corpus::generated(dir, files, 1));
+}
+
+/// A tree named in `REDCTX_DIFF_TREE`, when set (see the module doc).
+#[test]
+fn engine_matches_reference_on_a_tree_named_in_the_environment() {
+    let Some(tree) = std::env::var_os("REDCTX_DIFF_TREE") else {
+        println!("SKIPPED engine differential [tree]: REDCTX_DIFF_TREE is not set");
+        return;
+    };
+    differential("tree", |dir| {
+        corpus::existing_tree(dir, std::path::Path::new(&tree)).map_err(|e| e.to_string())
+    });
 }
 
 fn env_usize(name: &str, default: usize) -> usize {

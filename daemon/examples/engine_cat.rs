@@ -1,6 +1,7 @@
 //! Dev tool: redact one file with the engine alone (no daemon, no cache) and print it as
 //! `redctx cat` would. Used to score the detector layer with `shared/eval`.
-//! Usage: engine_cat --root DIR [--mode code|balanced|strict] PATH
+//! Usage: engine_cat --root DIR [--mode code|balanced|strict] [--config FILE] PATH
+//! (`--config` names a config file outside the root, e.g. one with `detectors = false`).
 //! A PATH that is a directory prints every file under it, in path order (for comparing
 //! the whole output of two builds). Files that fail the daemon's text sniff are skipped.
 use redctx_daemon::engine::config::EnvOverrides;
@@ -13,15 +14,21 @@ use std::sync::Arc;
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut root, mut mode, mut path) = (PathBuf::from("."), Mode::Code, String::new());
+    let mut config: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--root" => root = PathBuf::from(args.next().expect("--root DIR")),
             "--mode" => mode = Mode::parse(&args.next().expect("--mode M")).expect("mode"),
+            "--config" => config = Some(PathBuf::from(args.next().expect("--config FILE"))),
             _ => path = a,
         }
     }
-    let (policy, _) = match load_policy(&root, None, Some(mode), &EnvOverrides::from_process_env())
-    {
+    let (policy, _) = match load_policy(
+        &root,
+        config.as_deref(),
+        Some(mode),
+        &EnvOverrides::from_process_env(),
+    ) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("{e}");

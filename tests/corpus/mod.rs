@@ -281,6 +281,14 @@ pub fn tricky_empty(parent: &Path) -> io::Result<Corpus> {
     finish("tricky-empty", root, Some(config), "diff-salt")
 }
 
+/// An existing tree served as it is (nothing copied) with an empty config, salt
+/// `diff-salt`: real text finds what generated corpora miss.
+pub fn existing_tree(parent: &Path, root: &Path) -> io::Result<Corpus> {
+    let config = parent.join("empty.toml");
+    fs::write(&config, "[redaction]\n")?;
+    finish("tree", root.to_path_buf(), Some(config), "diff-salt")
+}
+
 /// One 5 MB single-line file (`one-line-5mb.txt`) with the Fixture A config: root
 /// `<parent>/big`, salt `spec-salt`. Kept apart because the reference needs several
 /// seconds per pass over it.

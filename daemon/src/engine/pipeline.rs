@@ -201,6 +201,8 @@ struct Working {
     ascii_lower: Option<Option<String>>,
     /// Where the literal-gated stages' literals start, from the detector layer's scan.
     starts: LiteralStarts,
+    /// The text was ASCII when the pipeline began (its shadow then stays ASCII).
+    ascii_source: bool,
 }
 
 /// Which of the [`LiteralStarts`] lists a stage takes its candidates from.
@@ -252,16 +254,17 @@ enum Shadow {
 
 impl Working {
     fn new(text: String) -> Working {
-        let shadow = if text.is_ascii() {
-            Shadow::Ascii
-        } else {
-            Shadow::Unknown
-        };
+        let ascii_source = text.is_ascii();
         Working {
             text,
-            shadow,
+            shadow: if ascii_source {
+                Shadow::Ascii
+            } else {
+                Shadow::Unknown
+            },
             ascii_lower: None,
             starts: LiteralStarts::default(),
+            ascii_source,
         }
     }
 
@@ -320,6 +323,11 @@ impl Working {
             literal_starts: literals.and_then(|which| starts.list(which).take()),
             ..FindCache::default()
         };
+        if self.ascii_source && finder.uses_word_boundary() {
+            // The shadow of an ASCII text stays ASCII through every rewrite (markers
+            // become `\x07` bytes): the windowed search has no non-ASCII to look for.
+            cache.non_ascii = Some((0, usize::MAX));
+        }
         let hay = if finder.uses_word_boundary() {
             self.known_shadow().expect("boundary hay made known")
         } else {

@@ -89,6 +89,10 @@ pub struct PyPattern {
     after: Option<fn(&str) -> bool>,
     /// The pattern uses `\b`, whose notion of a word character differs from Python's.
     word_boundary: bool,
+    /// For a `\b` pattern, the bytes no match holds (tail included), `None` when there
+    /// are none: see [`PyPattern::find_windowed`]. (Other patterns never make the lazy
+    /// DFA give up.)
+    barriers: Option<Box<[bool; 256]>>,
 }
 
 impl PyPattern {
@@ -102,6 +106,7 @@ impl PyPattern {
             one_char_tail: false,
             after: None,
             word_boundary: source.contains(r"\b"),
+            barriers: barrier_bytes(source).filter(|_| source.contains(r"\b")),
         }
     }
 
@@ -116,6 +121,7 @@ impl PyPattern {
             one_char_tail: false,
             after: None,
             word_boundary: source.contains(r"\b"),
+            barriers: barrier_bytes(source).filter(|_| source.contains(r"\b")),
         }
     }
 
@@ -173,12 +179,26 @@ impl PyPattern {
 
     /// The next match at or after byte `start`, as Python would find it.
     pub fn find_at(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
+        self.find_with(hay, start, None)
+    }
+
+    /// [`PyPattern::find_at`]; with `cache`, searched in windows around non-ASCII
+    /// characters ([`PyPattern::find_windowed`]).
+    fn find_with(
+        &self,
+        hay: &str,
+        start: usize,
+        mut cache: Option<&mut FindCache>,
+    ) -> Option<(usize, usize)> {
         let mut at = start;
         loop {
             if at > hay.len() {
                 return None;
             }
-            let (s, e) = self.raw_match(hay, at, false)?;
+            let (s, e) = match (&self.barriers, cache.as_deref_mut()) {
+                (Some(barriers), Some(cache)) => self.find_windowed(hay, at, barriers, cache)?,
+                _ => self.raw_match(hay, at, false)?,
+            };
             if self.accepts(hay, (s, e)) {
                 return Some((s, e));
             }
@@ -191,6 +211,55 @@ impl PyPattern {
                 }
                 at += hay[at..].chars().next().map_or(1, char::len_utf8);
             }
+        }
+    }
+
+    /// [`PyPattern::raw_match`] (unanchored) searched in windows. The lazy DFA gives up
+    /// on a `\b` pattern at the first non-ASCII byte it reads, and the search then
+    /// starts over in the NFA engines, which for a long text with one accented name in
+    /// it ran a hundred times slower over everything up to the next match. So the
+    /// search first covers the text up to the last barrier byte (one no match holds)
+    /// before the next non-ASCII byte, and then only up to the first barrier at or
+    /// after it, in haystacks cut there.
+    ///
+    /// Exactness: a match holds no barrier, so one that starts before a cut ends before
+    /// the barrier just ahead of the cut; every look-around it makes is at a position it
+    /// reaches, so it sees the same bytes in the cut haystack as in the whole. Matches
+    /// that start after a cut are found in the next window, each window being searched
+    /// only when none before it holds a match (leftmost first).
+    fn find_windowed(
+        &self,
+        hay: &str,
+        mut at: usize,
+        barriers: &[bool; 256],
+        cache: &mut FindCache,
+    ) -> Option<(usize, usize)> {
+        let b = hay.as_bytes();
+        loop {
+            let q = cache.next_non_ascii(b, at);
+            if q == b.len() {
+                return self.raw_match(hay, at, false);
+            }
+            // Up to and with the last barrier before the non-ASCII byte, if any.
+            if let Some(i) = b[at..q].iter().rposition(|&c| barriers[usize::from(c)]) {
+                let cut = at + i + 1;
+                if let Some(found) = self.raw_match(&hay[..cut], at, false) {
+                    return Some(found);
+                }
+                at = cut;
+            }
+            // From there through the first barrier at or after it (a whole character).
+            let Some(i) = b[q..].iter().position(|&c| barriers[usize::from(c)]) else {
+                return self.raw_match(hay, at, false);
+            };
+            // A barrier may be a continuation byte: cut after its whole character.
+            let cut = (q + i + 1..=b.len())
+                .find(|&j| hay.is_char_boundary(j))
+                .unwrap_or(b.len());
+            if let Some(found) = self.raw_match(&hay[..cut], at, false) {
+                return Some(found);
+            }
+            at = cut;
         }
     }
 
@@ -253,6 +322,47 @@ fn python_case_insensitive(source: &str) -> String {
         }
     }
     rewrite(&hir).to_string()
+}
+
+/// The bytes no match of `source` can hold (look-around aside: it reads, it does not
+/// hold), or `None` when every byte may occur. A character class holding a non-ASCII
+/// character makes every byte of 0x80 and above possible.
+fn barrier_bytes(source: &str) -> Option<Box<[bool; 256]>> {
+    use regex_syntax::hir::{Class, Hir, HirKind};
+    fn possible(hir: &Hir, bytes: &mut [bool; 256]) {
+        let mut ascii_range = |lo: u32, hi: u32| {
+            for c in lo..=hi.min(0x7f) {
+                bytes[c as usize] = true;
+            }
+            if hi > 0x7f {
+                bytes[0x80..].fill(true);
+            }
+        };
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => {}
+            HirKind::Literal(lit) => lit.0.iter().for_each(|&c| bytes[usize::from(c)] = true),
+            HirKind::Class(Class::Unicode(cls)) => cls
+                .ranges()
+                .iter()
+                .for_each(|r| ascii_range(u32::from(r.start()), u32::from(r.end()))),
+            HirKind::Class(Class::Bytes(cls)) => cls
+                .ranges()
+                .iter()
+                .for_each(|r| bytes[usize::from(r.start())..=usize::from(r.end())].fill(true)),
+            HirKind::Repetition(rep) => possible(&rep.sub, bytes),
+            HirKind::Capture(cap) => possible(&cap.sub, bytes),
+            HirKind::Concat(subs) | HirKind::Alternation(subs) => {
+                subs.iter().for_each(|h| possible(h, bytes))
+            }
+        }
+    }
+    let hir = regex_syntax::Parser::new()
+        .parse(&python_case_insensitive(source))
+        .ok()?;
+    let mut bytes = [false; 256];
+    possible(&hir, &mut bytes);
+    let barriers = bytes.map(|b| !b);
+    barriers.iter().any(|&b| b).then(|| Box::new(barriers))
 }
 
 /// Compiles with the settings `regex::RegexBuilder` would use, on the meta regex
@@ -327,6 +437,29 @@ pub struct FindCache {
     ///
     /// [`LiteralGated`]: super::gate::LiteralGated
     pub literal_starts: Option<Vec<usize>>,
+    /// `(from, q)`: the haystack's first non-ASCII byte at or after `from` is at `q`
+    /// (its length or more when there is none), so it is for every position up to `q`
+    /// too.
+    pub non_ascii: Option<(usize, usize)>,
+}
+
+impl FindCache {
+    /// The offset of the first non-ASCII byte of `b` at or after `at` (`b.len()` when
+    /// none), remembered so that successive searches do not read the same ASCII again.
+    fn next_non_ascii(&mut self, b: &[u8], at: usize) -> usize {
+        if let Some((from, q)) = self.non_ascii
+            && from <= at
+            && at <= q
+        {
+            return q.min(b.len());
+        }
+        let q = b[at.min(b.len())..]
+            .iter()
+            .position(|&c| !c.is_ascii())
+            .map_or(b.len(), |i| at + i);
+        self.non_ascii = Some((at, q));
+        q
+    }
 }
 
 /// A finder that can also say what it matches starting exactly at a position.
@@ -371,6 +504,15 @@ pub trait Finder {
 impl Finder for PyPattern {
     fn find_from(&self, hay: &str, start: usize) -> Option<(usize, usize)> {
         self.find_at(hay, start)
+    }
+
+    fn find_from_cached(
+        &self,
+        hay: &str,
+        start: usize,
+        cache: &mut FindCache,
+    ) -> Option<(usize, usize)> {
+        self.find_with(hay, start, Some(cache))
     }
 
     fn uses_word_boundary(&self) -> bool {
@@ -617,5 +759,83 @@ pub fn substitute_into<F: Finder + ?Sized>(
                 None => break,
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testgen::texts;
+
+    /// Every successive match, as a substitution asks for them, with or without the
+    /// search cache (and so with or without the windows).
+    fn matches(p: &PyPattern, hay: &str, cached: bool) -> Vec<(usize, usize)> {
+        let mut cache = FindCache::default();
+        let (mut out, mut at) = (Vec::new(), 0);
+        while let Some((s, e)) = if cached {
+            p.find_from_cached(hay, at, &mut cache)
+        } else {
+            p.find_from(hay, at)
+        } {
+            out.push((s, e));
+            at = if e > s {
+                e
+            } else {
+                e + hay[e..].chars().next().map_or(1, char::len_utf8)
+            };
+            if at > hay.len() {
+                break;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn windowed_search_finds_what_the_whole_search_finds() {
+        let patterns = [
+            // `é` (every non-ASCII byte) is a barrier, and so are space and `-`; a
+            // window cut after `.` must not let `\b` see the end of the text there.
+            PyPattern::new(r"\bfoo\.\b|\bfoo", Guard::None),
+            PyPattern::new(
+                &format!(r"\b(?:[A-Z][a-z]+{PY_SPACE}+){{0,2}}[A-Z][a-z]+{PY_SPACE}+(?:Inc|LLC)\b"),
+                Guard::None,
+            ),
+            PyPattern::new(
+                r"(?i)\b[A-Z0-9._%+-]+@[A-Z0-9.-]+\.[A-Z]{2,}\b",
+                Guard::None,
+            ),
+            // A non-ASCII literal: only its own bytes are possible, so a barrier can be
+            // a continuation byte (`è` shares its first byte with `é`).
+            PyPattern::new(r"\bcaf[eé]\b", Guard::NotWord),
+            // A consumed one-character tail; only `x` is a barrier.
+            PyPattern::with_one_char_tail(r"(\b[a-w]{2,}\d)(?:[^x]|\z)", Guard::None),
+        ];
+        assert!(patterns.iter().all(|p| p.barriers.is_some()));
+        let pieces = [
+            "foo", ".", "é", "è", "café", "Acme", " ", "\n", "Inc", "LLC", "Ltd", "ß", "名",
+            "a@b.io", "x@", "-", "ab1", "x", "Jörg", ",", "\u{2003}", "\u{E000}",
+        ];
+        let mut found = 0;
+        for text in texts(&pieces, 3000, 14, 29) {
+            let hay = shadow(&text);
+            for p in &patterns {
+                let want = matches(p, &hay, false);
+                assert_eq!(matches(p, &hay, true), want, "{hay:?} with {:?}", p.re);
+                found += want.len();
+            }
+        }
+        assert!(found > 1000, "the texts hold matches: {found}");
+    }
+
+    #[test]
+    fn barriers_are_the_bytes_no_match_holds() {
+        let b = barrier_bytes(r"\b[a-c]+\.").expect("barriers");
+        assert!(!b[usize::from(b'a')] && !b[usize::from(b'c')] && !b[usize::from(b'.')]);
+        assert!(b[usize::from(b'd')] && b[usize::from(b' ')] && b[0xC3]);
+        // A class with a non-ASCII character: every byte from 0x80 on may occur.
+        let b = barrier_bytes(r"\b[a-cé]+").expect("barriers");
+        assert!((0x80..=0xFF).all(|c| !b[c]) && b[usize::from(b'd')]);
+        // Everything may occur: no barriers.
+        assert!(barrier_bytes(r"(?s).+").is_none());
     }
 }
