@@ -106,7 +106,7 @@ impl PyPattern {
             one_char_tail: false,
             after: None,
             word_boundary: source.contains(r"\b"),
-            barriers: barrier_bytes(source).filter(|_| source.contains(r"\b")),
+            barriers: window_barriers(source),
         }
     }
 
@@ -121,7 +121,7 @@ impl PyPattern {
             one_char_tail: false,
             after: None,
             word_boundary: source.contains(r"\b"),
-            barriers: barrier_bytes(source).filter(|_| source.contains(r"\b")),
+            barriers: window_barriers(source),
         }
     }
 
@@ -226,7 +226,9 @@ impl PyPattern {
     /// the barrier just ahead of the cut; every look-around it makes is at a position it
     /// reaches, so it sees the same bytes in the cut haystack as in the whole. Matches
     /// that start after a cut are found in the next window, each window being searched
-    /// only when none before it holds a match (leftmost first).
+    /// only when none before it holds a match (leftmost first). Cuts after barriers are
+    /// exact wherever they fall: where the non-ASCII bytes are only decides whether the
+    /// windows help (so a stale [`FindCache::non_ascii`] cannot change a match).
     fn find_windowed(
         &self,
         hay: &str,
@@ -322,6 +324,14 @@ fn python_case_insensitive(source: &str) -> String {
         }
     }
     rewrite(&hir).to_string()
+}
+
+/// [`PyPattern::barriers`]: only `\b` patterns make the lazy DFA give up.
+fn window_barriers(source: &str) -> Option<Box<[bool; 256]>> {
+    source
+        .contains(r"\b")
+        .then(|| barrier_bytes(source))
+        .flatten()
 }
 
 /// The bytes no match of `source` can hold (look-around aside: it reads, it does not
