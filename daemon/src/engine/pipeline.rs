@@ -877,24 +877,19 @@ fn nominated_pattern(values: &[String]) -> PyPattern {
     )
 }
 
-/// The matches of [`nominated_pattern`] found without compiling it, when every value is
-/// ASCII (the common case: tokens, passwords, addresses, `Name Surname`): a
-/// case-insensitive search ([`FirstWords`]) lists where each value's first word occurs, the
-/// remaining words are checked there (one or more Python `\s` between words), and at each
-/// start the first value in pattern order whose guards hold wins, as Python's alternation
-/// does. Compiling a regex per file cost more than the rest of balanced mode. `None` when
-/// a value has non-ASCII characters or whitespace other than single spaces, or `hay`
-/// holds one of the non-ASCII characters Python's IGNORECASE equates with ASCII letters
-/// (`İ ı ſ K`); `fold_free` says it holds none, known from the keyword pass.
 /// The matches of [`nominated_pattern`] over `values` in `hay`, left to right, or `None`
-/// when only that pattern can tell. The plain ASCII values are found by
-/// [`ascii_value_matches_with`]'s scan and the others (accented names, odd spacing) by the
-/// pattern made of them alone: one non-ASCII name used to send every value of the file
-/// to a regex compiled for it, a sixth of `balanced` mode's time on licence and
-/// copyright files. The two are merged as the alternation would take them: the
-/// leftmost start wins, and a match resumes the search at its end. At one start the
-/// alternation would pick by the values' order, which neither side knows of the other:
-/// that rare tie answers `None`.
+/// when only that pattern can tell: `hay` holds one of the non-ASCII characters Python's
+/// IGNORECASE equates with ASCII letters (`İ ı ſ K`; `fold_free` says it holds none,
+/// known from the keyword pass), or a tie (below). Compiling the pattern per file cost
+/// more than the rest of balanced mode, so the plain values (ASCII, single spaces: the
+/// common case, tokens, passwords, addresses, `Name Surname`) are found by
+/// [`ascii_value_matches_with`]'s scan, and the others (accented names, odd spacing) by
+/// a pattern made of them alone: one accented name used to send every value of the file
+/// to the whole pattern, a sixth of `balanced` mode's time on licence and copyright
+/// files. The two are merged as the alternation would take them: the leftmost start
+/// wins, and a match resumes the search at its end. At one start the alternation would
+/// pick by the values' order, which neither side knows of the other: that rare tie
+/// answers `None`.
 fn nominated_matches(values: &[String], hay: &str, fold_free: bool) -> Option<Vec<(usize, usize)>> {
     if !fold_free && has_ascii_fold_stand_in(hay) {
         return None;
@@ -950,9 +945,13 @@ fn is_plain_value(v: &str) -> bool {
         && !v.ends_with(' ')
 }
 
-/// [`ascii_value_matches`] without the check for `İ ı ſ K` in `hay`; `vectorised:
-/// false` tries every place a value may start instead of searching for the places
-/// (tests compare the two).
+/// The matches of [`nominated_pattern`] when every value is plain ([`is_plain_value`]),
+/// found without compiling it; `hay` must hold none of `İ ı ſ K`. A case-insensitive
+/// search ([`FirstWords`]) lists where each value's first word occurs, the remaining
+/// words are checked there (one or more Python `\s` between words), and at each start
+/// the first value in pattern order whose guards hold wins, as Python's alternation
+/// does. `vectorised: false` tries every place a value may start instead of searching
+/// for the places (tests compare the two).
 fn ascii_value_matches_with(
     values: &[String],
     hay: &str,
