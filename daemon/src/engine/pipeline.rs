@@ -1692,6 +1692,25 @@ mod tests {
     }
 
     /// Every match of the spec's alternation of `values` in `hay`, left to right.
+    /// One to `most_values` values drawn from `words`, in pattern order, and a text of
+    /// `text_pieces` pieces: a case for the value-search tests.
+    fn value_case(
+        next: &mut impl FnMut(usize) -> usize,
+        words: &[&str],
+        pieces: &[&str],
+        most_values: usize,
+        text_pieces: usize,
+    ) -> (Vec<String>, String) {
+        let mut values: Vec<String> = (0..1 + next(most_values))
+            .map(|_| words[next(words.len())].to_owned())
+            .collect();
+        order_values(&mut values);
+        let hay = (0..text_pieces)
+            .map(|_| pieces[next(pieces.len())])
+            .collect();
+        (values, hay)
+    }
+
     fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
         let pattern = nominated_pattern(values);
         let mut found = Vec::new();
@@ -1795,11 +1814,7 @@ mod tests {
         ];
         let mut next = crate::engine::testgen::picker(5);
         for _ in 0..3000 {
-            let mut values: Vec<String> = (0..1 + next(4))
-                .map(|_| words[next(words.len())].to_owned())
-                .collect();
-            order_values(&mut values);
-            let hay: String = (0..12).map(|_| pieces[next(pieces.len())]).collect();
+            let (values, hay) = value_case(&mut next, &words, &pieces, 4, 12);
             let expected = alternation_matches(&values, &hay);
             assert_eq!(
                 nominated_matches(&values, &hay, false),
@@ -1840,11 +1855,7 @@ mod tests {
         let mut next = crate::engine::testgen::picker(17);
         let (mut merged, mut declined, mut found) = (0, 0, 0);
         for _ in 0..4000 {
-            let mut values: Vec<String> = (0..1 + next(5))
-                .map(|_| words[next(words.len())].to_owned())
-                .collect();
-            order_values(&mut values);
-            let hay: String = (0..14).map(|_| pieces[next(pieces.len())]).collect();
+            let (values, hay) = value_case(&mut next, &words, &pieces, 5, 14);
             let expected = alternation_matches(&values, &hay);
             match nominated_matches(&values, &hay, false) {
                 Some(got) => {
