@@ -894,11 +894,11 @@ fn nominated_matches(values: &[String], hay: &str, fold_free: bool) -> Option<Ve
     if !fold_free && has_ascii_fold_stand_in(hay) {
         return None;
     }
-    let (plain, other): (Vec<String>, Vec<String>) =
-        values.iter().cloned().partition(|v| is_plain_value(v));
-    if other.is_empty() {
+    if values.iter().all(|v| is_plain_value(v)) {
         return ascii_value_matches_with(values, hay, true);
     }
+    let (plain, other): (Vec<String>, Vec<String>) =
+        values.iter().cloned().partition(|v| is_plain_value(v));
     let candidates = if plain.is_empty() {
         Vec::new()
     } else {
@@ -919,13 +919,8 @@ fn nominated_matches(values: &[String], hay: &str, fold_free: bool) -> Option<Ve
         let taken = match (ascii, other_match) {
             (None, None) => return Some(spans),
             (Some(a), Some(o)) if a.0 == o.0 => return None,
-            (Some(a), Some(o)) => {
-                if a.0 < o.0 {
-                    a
-                } else {
-                    o
-                }
-            }
+            // Starts differ here: the leftmost.
+            (Some(a), Some(o)) => a.min(o),
             (Some(a), None) => a,
             (None, Some(o)) => o,
         };
@@ -1691,7 +1686,6 @@ mod tests {
         values.dedup_by(|a, b| placeholder::casefold(a) == placeholder::casefold(b));
     }
 
-    /// Every match of the spec's alternation of `values` in `hay`, left to right.
     /// One to `most_values` values drawn from `words`, in pattern order, and a text of
     /// `text_pieces` pieces: a case for the value-search tests.
     fn value_case(
@@ -1711,6 +1705,7 @@ mod tests {
         (values, hay)
     }
 
+    /// Every match of the spec's alternation of `values` in `hay`, left to right.
     fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
         let pattern = nominated_pattern(values);
         let mut found = Vec::new();
