@@ -226,7 +226,9 @@ fn scan_with(
 /// run of name characters after a delimiter (or the start of the text), so the match
 /// starts at the nearest delimiter before a word. Walking back from each word over
 /// ASCII name bytes, every non-ASCII character passed (a Unicode space or letter) is a
-/// possible start too; any other ASCII byte rules the word out. Sorted, deduplicated.
+/// possible start too; any other ASCII byte rules the word out. A word whose name run
+/// ends at an ASCII byte other than `=` is ruled out too (see [`name_may_meet_equals`]).
+/// Sorted, deduplicated.
 fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
     let b = text.as_bytes();
     let words = hits.starts_of_words(ids, TRIGGER_WORDS, COOKIE_WORDS);
@@ -235,6 +237,9 @@ fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
     // same name run, already walked), so every byte is walked over once.
     let mut walked = 0;
     for hit in words {
+        if !name_may_meet_equals(b, hit) {
+            continue;
+        }
         let mut i = hit;
         loop {
             if i == walked && i > 0 {
@@ -261,6 +266,18 @@ fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
     starts.sort_unstable();
     starts.dedup();
     starts
+}
+
+/// Whether the cookie name through the word at `hit` may be followed by `=`: the name
+/// is a run of name characters, so the first byte after it must be the `=`. Walks
+/// forward over ASCII name bytes; a non-ASCII character may be a word character of the
+/// name (`\w` is Unicode), so it leaves the question open. Most trigger words in code
+/// (`session = …`, `token)`) fail here, before any search.
+fn name_may_meet_equals(b: &[u8], hit: usize) -> bool {
+    b[hit..]
+        .iter()
+        .find(|&&c| !(c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')))
+        .is_some_and(|&c| c == b'=' || c >= 0x80)
 }
 
 fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {

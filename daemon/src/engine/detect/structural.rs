@@ -795,8 +795,9 @@ fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
 
 fn starts_with_setter(name: &str) -> bool {
     let last = name.rsplit('.').next().unwrap_or(name);
-    let words = split_words(last);
-    words.len() >= 2 && matches!(words[0].as_str(), "set" | "with" | "use")
+    with_words(last, |words| {
+        words.len() >= 2 && matches!(words[0], "set" | "with" | "use")
+    })
 }
 
 /// Splits a key into lower-case words at `_ - . $ @ :` and case/digit changes.
@@ -1386,11 +1387,15 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
     (end > pos).then_some((pos, end, false))
 }
 
-fn normalized(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
+/// Whether `a` and `b` hold the same letters and digits in the same order, up to case
+/// (`db_password` and `DB-PASSWORD`).
+fn same_normalized(a: &str, b: &str) -> bool {
+    fn normalized(s: &str) -> impl Iterator<Item = char> + '_ {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+    }
+    normalized(a).eq(normalized(b))
 }
 
 /// Decides whether a value read after a sensitive key is a literal worth redacting.
@@ -1403,7 +1408,6 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     if util::is_placeholder(v) || looks_like_path(v) || is_dotted_name(v) || is_constant_name(v) {
         return false;
     }
-    let lower = v.to_ascii_lowercase();
     if is_stand_in(v, class.password) {
         return false;
     }
@@ -1417,10 +1421,18 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     if !v.bytes().any(|b| b.is_ascii_alphanumeric()) && !quoted {
         return false; // prose in another script ("留空即可"), punctuation
     }
-    if v.len() >= 4 && "abcdefghijklmnopqrstuvwxyz".starts_with(&lower) {
+    let alphabet = b"abcdefghijklmnopqrstuvwxyz";
+    if v.len() >= 4
+        && alphabet
+            .get(..v.len())
+            .is_some_and(|run| run.eq_ignore_ascii_case(v.as_bytes()))
+    {
         return false; // alphabet run
     }
-    if (lower.starts_with("http://") || lower.starts_with("https://")) && !v.contains('@') {
+    if (util::starts_with_ignore_ascii_case(v, "http://")
+        || util::starts_with_ignore_ascii_case(v, "https://"))
+        && !v.contains('@')
+    {
         return false;
     }
     if v.contains(char::is_whitespace) && !v.starts_with('{') && !v.starts_with('[') {
@@ -1434,7 +1446,7 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
         }
         match kind {
             FileKind::Code => {
-                if normalized(v) == normalized(key) {
+                if same_normalized(v, key) {
                     return false;
                 }
                 let identifier = v.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
@@ -1453,19 +1465,26 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
                 }
             }
             FileKind::Prose => {
-                if util::PROSE_FILLER.contains(&lower.as_str()) {
+                if util::is_one_of_ignore_ascii_case(util::PROSE_FILLER, v) {
                     return false;
                 }
             }
             FileKind::Config => {}
         }
-    } else if normalized(v) == normalized(key) && split_words(key).len() > 1 {
+    } else if same_normalized(v, key) && with_words(key, |words| words.len() > 1) {
         return false;
     }
     if !class.password
-        && matches!(
-            lower.as_str(),
-            "secret" | "token" | "apikey" | "api_key" | "credentials" | "auth"
+        && util::is_one_of_ignore_ascii_case(
+            &[
+                "secret",
+                "token",
+                "apikey",
+                "api_key",
+                "credentials",
+                "auth",
+            ],
+            v,
         )
     {
         return false;
@@ -1487,18 +1506,19 @@ fn is_stand_in(v: &str, password: bool) -> bool {
     if v.bytes().filter(u8::is_ascii_digit).count() >= 4 {
         return false;
     }
-    let words = split_words(v);
-    if password {
-        return words.iter().any(|w| {
-            matches!(
-                w.as_str(),
-                "example" | "sample" | "dummy" | "placeholder" | "random" | "specific"
-            )
-        });
-    }
-    words.iter().enumerate().any(|(i, w)| {
-        STAND_IN_WORDS.contains(&w.as_str())
-            || (i == 0 && matches!(w.as_str(), "test" | "some" | "my" | "your" | "the" | "a"))
+    with_words(v, |words| {
+        if password {
+            return words.iter().any(|w| {
+                matches!(
+                    *w,
+                    "example" | "sample" | "dummy" | "placeholder" | "random" | "specific"
+                )
+            });
+        }
+        words.iter().enumerate().any(|(i, w)| {
+            STAND_IN_WORDS.contains(w)
+                || (i == 0 && matches!(*w, "test" | "some" | "my" | "your" | "the" | "a"))
+        })
     })
 }
 
@@ -1508,18 +1528,15 @@ fn looks_like_path(v: &str) -> bool {
     if v.starts_with("./") || v.starts_with("../") || v.starts_with("~/") {
         return true;
     }
-    let segs: Vec<&str> = v.trim_start_matches('/').split('/').collect();
-    segs.len() >= 3
+    let path = v.trim_start_matches('/');
+    let segs = || path.split('/');
+    let seg_count = memchr::memchr_iter(b'/', path.as_bytes()).count() + 1;
+    seg_count >= 3
         && !v.contains(['+', '='])
-        && segs
-            .iter()
+        && segs()
             .all(|s| !s.is_empty() && s.bytes().all(|b| !b.is_ascii_uppercase() || s.len() > 12))
-        && segs
-            .iter()
-            .any(|s| s.len() >= 3 && s.bytes().all(|b| b.is_ascii_lowercase()))
-        || (v.starts_with('/')
-            && segs.len() >= 2
-            && segs.iter().any(|s| s.contains('.') && s.len() > 3))
+        && segs().any(|s| s.len() >= 3 && s.bytes().all(|b| b.is_ascii_lowercase()))
+        || (v.starts_with('/') && seg_count >= 2 && segs().any(|s| s.contains('.') && s.len() > 3))
 }
 
 /// `session.redis.password`, `duo_api.secret_key`, `example.com`: a dotted name.
@@ -1537,15 +1554,14 @@ fn is_dotted_name(v: &str) -> bool {
 
 /// `LET_ME_IN`, `GCM_AZREPOS_SP_SECRET`: a constant's name standing in for a value.
 fn is_constant_name(v: &str) -> bool {
-    let parts: Vec<&str> = v.split('_').collect();
-    parts.len() >= 2
-        && parts.iter().all(|p| {
+    let parts = || v.split('_');
+    v.contains('_')
+        && parts().all(|p| {
             !p.is_empty()
                 && p.bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         })
-        && parts
-            .iter()
+        && parts()
             .filter(|p| p.bytes().all(|b| b.is_ascii_uppercase()))
             .count()
             >= 2

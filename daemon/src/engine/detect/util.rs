@@ -303,8 +303,7 @@ pub fn is_placeholder(value: &str) -> bool {
     if v.is_empty() {
         return true;
     }
-    let lower = v.to_ascii_lowercase();
-    if PLACEHOLDER_WORDS.contains(&lower.as_str()) {
+    if is_one_of_ignore_ascii_case(PLACEHOLDER_WORDS, v) {
         return true;
     }
     let b = v.as_bytes();
@@ -351,25 +350,36 @@ pub fn is_placeholder(value: &str) -> bool {
     if b.len() <= 5 && b.iter().all(u8::is_ascii_digit) {
         return true;
     }
-    if lower.starts_with("your_")
-        || lower.starts_with("your-")
-        || lower.starts_with("<your")
-        || lower.starts_with("my_secret_")
-    {
-        return true;
-    }
-    if lower.starts_with("/etc/")
-        || lower.starts_with("/run/secrets")
-        || lower.starts_with("/var/")
-        || lower.starts_with("/usr/")
-        || lower.starts_with("/tmp/")
-        || lower.starts_with("/home/")
-        || lower.starts_with("/opt/")
-        || lower.starts_with("file://")
-    {
-        return true;
-    }
-    false
+    [
+        "your_",
+        "your-",
+        "<your",
+        "my_secret_",
+        "/etc/",
+        "/run/secrets",
+        "/var/",
+        "/usr/",
+        "/tmp/",
+        "/home/",
+        "/opt/",
+        "file://",
+    ]
+    .iter()
+    .any(|prefix| starts_with_ignore_ascii_case(v, prefix))
+}
+
+/// Whether `s` starts with `prefix` (lower-case ASCII) up to ASCII case. Values are
+/// judged many times a file: no lower-cased copy.
+pub fn starts_with_ignore_ascii_case(s: &str, prefix: &str) -> bool {
+    debug_assert!(!prefix.bytes().any(|b| b.is_ascii_uppercase()));
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+/// Whether `v` is one of `list` (lower-case ASCII words) up to ASCII case.
+pub fn is_one_of_ignore_ascii_case(list: &[&str], v: &str) -> bool {
+    list.iter().any(|w| w.eq_ignore_ascii_case(v))
 }
 
 /// `{name}` / `{0}` / `{}` format fields (but not JSON like `{"a":1}` or `{\"a\"…`).
@@ -1410,6 +1420,19 @@ pub fn is_word_bounded(text: &str, start: usize, end: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lists values are compared with up to ASCII case hold lower-case entries: an
+    /// entry with a capital would never equal the lower-cased value the comparison
+    /// stands for.
+    #[test]
+    fn case_blind_word_lists_are_lower_case() {
+        for w in PLACEHOLDER_WORDS.iter().chain(PROSE_FILLER) {
+            assert_eq!(*w, w.to_ascii_lowercase());
+        }
+        assert!(is_one_of_ignore_ascii_case(PLACEHOLDER_WORDS, "CHANGEME"));
+        assert!(starts_with_ignore_ascii_case("File:///x", "file://"));
+        assert!(!starts_with_ignore_ascii_case("fil", "file://"));
+    }
 
     #[test]
     fn markers_are_listed_at_their_index() {
