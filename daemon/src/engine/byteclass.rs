@@ -99,6 +99,17 @@ impl ByteClass {
         self.table[b as usize]
     }
 
+    /// Whether `b` holds a run of at least `len` of the set's bytes, read a byte at a
+    /// time: for short pieces, where the 64-byte masks of [`class_runs`] cost more to set
+    /// up than the bytes do to read.
+    pub fn has_run_in(&self, b: &[u8], len: usize) -> bool {
+        let mut run = 0;
+        b.iter().any(|&c| {
+            run = if self.has(c) { run + 1 } else { 0 };
+            run >= len
+        })
+    }
+
     /// Whether every byte of the set is in `other`.
     pub fn is_subset(&self, other: &ByteClass) -> bool {
         self.table.iter().zip(&other.table).all(|(&a, &b)| !a || b)

@@ -3,9 +3,8 @@
 //! (not PII); a finding inside marks the whole encoded segment. Values under `data:` of
 //! a Kubernetes `kind: Secret` manifest are base64 by definition and are redacted as is.
 
-use super::util::{Markers, marker};
+use super::util::{LongRuns, Markers, marker};
 use super::{Candidate, DetectContext, Detector, prio};
-use crate::engine::byteclass::{ALNUM, ByteClass, class_runs};
 use crate::engine::placeholder::Category;
 use regex::Regex;
 use std::sync::LazyLock;
@@ -32,9 +31,10 @@ pub fn rescan(
     text: &str,
     ctx: &DetectContext,
     markers: &Markers,
+    runs: &LongRuns,
     cands: &mut Vec<Candidate>,
 ) {
-    rescan_at(det, text, ctx, cands, 0);
+    rescan_at(det, text, ctx, runs, cands, 0);
     if markers.has(&marker::KIND_SECRET) || markers.has(&marker::KIND_SECRET_QUOTED) {
         k8s_secret_data(text, cands);
     }
@@ -45,6 +45,7 @@ fn rescan_at(
     det: &Detector,
     text: &str,
     ctx: &DetectContext,
+    runs: &LongRuns,
     cands: &mut Vec<Candidate>,
     depth: u8,
 ) {
@@ -52,7 +53,7 @@ fn rescan_at(
         return;
     }
     let mut segments: Vec<(usize, usize, Vec<u8>, &'static str)> = Vec::new();
-    let runs = b64_runs(text);
+    let runs = b64_runs(runs);
     for &(start, end) in &runs {
         let s = &text[start..end];
         // Identifiers and paths are long runs of letters too; demand base64 texture: a
@@ -89,8 +90,9 @@ fn rescan_at(
         if decoded.len() < 8 || !mostly_printable(&decoded) {
             continue;
         }
-        let mut inner = det.candidates(&decoded, ctx, depth + 1);
-        rescan_at(det, &decoded, ctx, &mut inner, depth + 1);
+        let decoded_runs = LongRuns::new(&decoded);
+        let mut inner = det.candidates(&decoded, ctx, depth + 1, &decoded_runs);
+        rescan_at(det, &decoded, ctx, &decoded_runs, &mut inner, depth + 1);
         if inner.iter().any(|c| c.category == Category::SECRET) {
             cands.push(Candidate {
                 start,
@@ -112,17 +114,16 @@ fn percent_escapes(text: &str) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// Bytes of base64 runs (standard and URL-safe alphabets).
-const B64_BYTES: ByteClass = ByteClass::concat(ALNUM, b"+/_-", false);
-
-/// The matches of [`B64`] in `text`, without the regex: every maximal run of at least
-/// [`MIN_B64`] base64 bytes, with up to two `=` after it, found 32 bytes at a time
-/// ([`class_runs`]).
-fn b64_runs(text: &str) -> Vec<(usize, usize)> {
-    let b = text.as_bytes();
+/// The matches of [`B64`] in the text of `runs`, without the regex: every maximal run of
+/// at least [`MIN_B64`] base64 bytes (the text's [`LongRuns`]), with up to two `=`
+/// after it.
+fn b64_runs(runs: &LongRuns) -> Vec<(usize, usize)> {
+    const { assert!(MIN_B64 == super::util::LONG_RUN) };
+    let b = runs.bytes();
     // `=` is outside the run class, so padding never starts the next run.
-    class_runs(b, 0, MIN_B64, &B64_BYTES)
-        .map(|(start, end)| {
+    runs.base64()
+        .iter()
+        .map(|&(start, end)| {
             let pad = b[end..].iter().take(2).take_while(|&&c| c == b'=').count();
             (start, end + pad)
         })
@@ -369,7 +370,7 @@ mod tests {
             }
             let want: Vec<(usize, usize)> =
                 B64.find_iter(&text).map(|m| (m.start(), m.end())).collect();
-            assert_eq!(b64_runs(&text), want, "{text:?}");
+            assert_eq!(b64_runs(&LongRuns::new(&text)), want, "{text:?}");
         }
     }
 

@@ -251,16 +251,24 @@ impl Detector {
                 .then(|| hits.starts_of_set(&k.term_words)),
             fold_free: !stand_in,
         };
-        let mut cands = self.candidates_with(text, ctx, 0, &hits);
-        decode::rescan(self, text, ctx, &markers, &mut cands);
+        let runs = util::LongRuns::new(text);
+        let mut cands = self.candidates_with(text, ctx, 0, &hits, &runs);
+        decode::rescan(self, text, ctx, &markers, &runs, &mut cands);
         (resolve(text, cands), seen)
     }
 
     /// Raw candidates of every family except decoding. `depth` > 0 when scanning decoded
     /// text (families that only make sense on original text are skipped then).
-    pub(crate) fn candidates(&self, text: &str, ctx: &DetectContext, depth: u8) -> Vec<Candidate> {
+    /// `runs`: the long runs of `text`, which the decoder's rescan of it reads too.
+    pub(crate) fn candidates(
+        &self,
+        text: &str,
+        ctx: &DetectContext,
+        depth: u8,
+        runs: &util::LongRuns,
+    ) -> Vec<Candidate> {
         let hits = self.keywords.automaton.scan(text);
-        self.candidates_with(text, ctx, depth, &hits)
+        self.candidates_with(text, ctx, depth, &hits, runs)
     }
 
     /// [`Detector::candidates`] with the text's keyword scan done.
@@ -271,6 +279,7 @@ impl Detector {
         ctx: &DetectContext,
         depth: u8,
         hits: &util::KeywordHits,
+        runs: &util::LongRuns,
     ) -> Vec<Candidate> {
         let (c, k) = (&*self.compiled, &*self.keywords);
         let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
@@ -278,7 +287,7 @@ impl Detector {
         let markers = util::Markers::new(text, hits, k.marker_words);
         keys::scan(text, &markers, &mut out);
         c.rules
-            .scan_selected(text, ctx.rel_path, hits, k.rule_words, &mut out);
+            .scan_selected(text, ctx.rel_path, hits, k.rule_words, runs, &mut out);
         let quoting = util::Quoting::of(ctx.rel_path);
         c.structural
             .scan(text, kind, quoting, hits, k.stem_words, &markers, &mut out);

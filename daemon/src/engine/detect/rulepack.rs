@@ -15,7 +15,7 @@
 //! whose every match holds a long run of one byte class skips a text without such a run
 //! (rules that need the same class share one reading of the text).
 
-use super::util::{KeywordHits, WordIds, shannon_entropy};
+use super::util::{BASE64_BYTES, KeywordHits, LONG_RUN, LongRuns, WordIds, shannon_entropy};
 use super::{Candidate, prio};
 use crate::engine::byteclass::{ByteClass, class_runs};
 use crate::engine::placeholder::Category;
@@ -202,7 +202,7 @@ struct Rule {
     anchor: OnceLock<Option<Anchor>>,
     /// A run of one byte class that every match holds, when a long one exists (see
     /// [`required_run`]): a text without one is not searched. Built with `regex`.
-    /// (length, class, whether the class lies inside [`ALNUM_BYTES`]).
+    /// (length, class, whether the class lies inside [`BASE64_BYTES`]).
     run_gate: OnceLock<Option<(usize, ByteClass, bool)>>,
     secret_group: usize,
     entropy: Option<f64>,
@@ -428,39 +428,49 @@ fn anchor_words(pat: &str, keywords: &[(usize, &str)]) -> Option<Vec<usize>> {
 /// Shortest run worth a gate: shorter runs of a rule's class are common in any text.
 const MIN_GATE_RUN: usize = 16;
 
-/// ASCII letters and digits: the classes of most run gates lie inside it.
-const ALNUM_BYTES: ByteClass = ByteClass::new(crate::engine::byteclass::ALNUM, false);
-
 /// The runs of each byte class asked about in one text, read as far as the questions
 /// needed. Rules share a handful of classes (`[a-zA-Z0-9]`, hex digits, base64), and
 /// finding a class's runs is a pass over the text: at most one pass per class instead
 /// of one per rule, still stopping at the first run long enough. A class inside
-/// `[a-zA-Z0-9]` (the NKEY, Twilio and JWT rules' classes, asked about in nearly every
-/// text) is read only inside the text's long letter-and-digit runs, found in one pass
-/// for all of them: each of its runs of [`MIN_GATE_RUN`] bytes or more lies in one,
-/// bounded by the same bytes outside the class.
-#[derive(Default)]
+/// [`BASE64_BYTES`] asked for a run of [`LONG_RUN`] bytes or more (the Twilio SID and
+/// NKEY rules, which have no keywords and are asked about in every text) is read only
+/// inside the text's [`LongRuns`], which the decoder finds anyway: each such run lies
+/// in one.
 struct LongestRuns<'r> {
+    text: &'r LongRuns<'r>,
     /// (class, its longest run read so far, where reading stopped).
     known: Vec<(&'r ByteClass, usize, usize)>,
-    /// The maximal runs of [`ALNUM_BYTES`] of [`MIN_GATE_RUN`] bytes or more, once read.
-    alnum: Option<Vec<(usize, usize)>>,
+    /// (class, length, whether the long runs hold a run of it that long).
+    inside_long: Vec<(&'r ByteClass, usize, bool)>,
 }
 
 impl<'r> LongestRuns<'r> {
-    /// Whether `bytes` holds a run of at least `len` bytes of `class` (`len` at least
-    /// [`MIN_GATE_RUN`]; `in_alnum`: the class lies inside [`ALNUM_BYTES`]).
-    fn has_run(&mut self, bytes: &[u8], class: &'r ByteClass, in_alnum: bool, len: usize) -> bool {
-        debug_assert!(len >= MIN_GATE_RUN);
-        if in_alnum {
-            let runs = self
-                .alnum
-                .get_or_insert_with(|| class_runs(bytes, 0, MIN_GATE_RUN, &ALNUM_BYTES).collect());
-            let whole = *class == ALNUM_BYTES;
-            return runs.iter().any(|&(s, e)| {
-                e - s >= len && (whole || class_runs(&bytes[s..e], 0, len, class).next().is_some())
-            });
+    /// Nothing read yet of the text of `text`.
+    fn new(text: &'r LongRuns<'r>) -> LongestRuns<'r> {
+        LongestRuns {
+            text,
+            known: Vec::new(),
+            inside_long: Vec::new(),
         }
+    }
+
+    /// Whether the text holds a run of at least `len` bytes of `class` (`len` at least
+    /// [`MIN_GATE_RUN`]; `in_long`: the class lies inside [`BASE64_BYTES`]).
+    fn has_run(&mut self, class: &'r ByteClass, in_long: bool, len: usize) -> bool {
+        debug_assert!(len >= MIN_GATE_RUN);
+        if in_long && len >= LONG_RUN {
+            if let Some(&(.., found)) = self
+                .inside_long
+                .iter()
+                .find(|(c, l, _)| *c == class && *l == len)
+            {
+                return found;
+            }
+            let found = self.text.has_run(class, len);
+            self.inside_long.push((class, len, found));
+            return found;
+        }
+        let bytes = self.text.bytes();
         let i = match self.known.iter().position(|(c, ..)| *c == class) {
             Some(i) => i,
             None => {
@@ -556,17 +566,17 @@ impl Rule {
             .as_ref()
     }
 
-    /// Whether `bytes` may hold a match: false only when the pattern needs a long run of
-    /// one byte class and `bytes` has none (`runs` answers for the text's classes).
-    fn may_match<'r>(&'r self, bytes: &[u8], runs: &mut LongestRuns<'r>) -> bool {
+    /// Whether the text of `runs` may hold a match: false only when the pattern needs a
+    /// long run of one byte class and the text has none.
+    fn may_match<'r>(&'r self, runs: &mut LongestRuns<'r>) -> bool {
         let gate = self.run_gate.get_or_init(|| {
             let hir = parse_hir(&self.source)?;
             let (len, class) = required_run(&hir).filter(|(len, _)| *len >= MIN_GATE_RUN)?;
-            let in_alnum = class.is_subset(&ALNUM_BYTES);
-            Some((len, class, in_alnum))
+            let in_long = class.is_subset(&BASE64_BYTES);
+            Some((len, class, in_long))
         });
         gate.as_ref()
-            .is_none_or(|(len, class, in_alnum)| runs.has_run(bytes, class, *in_alnum, *len))
+            .is_none_or(|(len, class, in_long)| runs.has_run(class, *in_long, *len))
     }
 
     /// The searched pattern's anchor, given the pack's keyword list.
@@ -617,7 +627,7 @@ impl Rule {
         let Some(regex) = self.compiled() else {
             return;
         };
-        if starts.is_none() && !self.may_match(bytes, runs) {
+        if starts.is_none() && !self.may_match(runs) {
             return;
         }
         let (search, reach) = match self.unprefixed() {
@@ -685,7 +695,8 @@ impl RulePack {
             .map(spans)
             .collect();
         let mut got: Spans = Vec::new();
-        let mut runs = LongestRuns::default();
+        let long_runs = LongRuns::new(text);
+        let mut runs = LongestRuns::new(&long_runs);
         rule.for_each_match(text.as_bytes(), starts, &mut runs, |caps| {
             got.push(spans(caps))
         });
@@ -706,7 +717,8 @@ impl RulePack {
     #[cfg(test)]
     pub(super) fn run_gate(&self, id: &str, text: &str) -> Option<(bool, bool)> {
         let rule = self.rule(id)?;
-        let passes = rule.may_match(text.as_bytes(), &mut LongestRuns::default());
+        let long_runs = LongRuns::new(text);
+        let passes = rule.may_match(&mut LongestRuns::new(&long_runs));
         rule.run_gate.get()?.as_ref()?;
         Some((passes, rule.compiled()?.is_match(text.as_bytes())))
     }
@@ -914,7 +926,7 @@ impl RulePack {
         let mut words = super::util::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
         let hits = words.build().expect("few words").scan(text);
-        self.scan_selected(text, rel_path, &hits, ids, out);
+        self.scan_selected(text, rel_path, &hits, ids, &LongRuns::new(text), out);
     }
 
     /// Appends the pack's findings in `text` to `out`; `hits` holds the occurrences of
@@ -926,6 +938,7 @@ impl RulePack {
         rel_path: &str,
         hits: &KeywordHits,
         ids: WordIds,
+        long_runs: &LongRuns,
         out: &mut Vec<Candidate>,
     ) {
         if self.global_paths.is_match(rel_path.as_bytes()) {
@@ -940,7 +953,7 @@ impl RulePack {
         active.sort_unstable();
         active.dedup();
         let bytes = text.as_bytes();
-        let mut runs = LongestRuns::default();
+        let mut runs = LongestRuns::new(long_runs);
         for rule in active.into_iter().map(|i| &self.rules[i]) {
             if let Some(p) = &rule.path
                 && !p.is_match(rel_path.as_bytes())
@@ -1185,18 +1198,24 @@ stopwords = ["example"]
 
     /// Questions about runs, asked in any order and shared between rules, get the
     /// answers a fresh look at the text gives, whether a class is read in the whole text
-    /// or, inside `[a-zA-Z0-9]`, in the text's long letter-and-digit runs.
+    /// or, inside [`BASE64_BYTES`], in the text's long runs.
     #[test]
     fn shared_run_answers_equal_fresh_ones() {
+        use crate::engine::byteclass::ALNUM;
         let hex = ByteClass::new(b"0123456789abcdef", false);
         let base32 = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", false);
-        // Outside `[a-zA-Z0-9]` (`_`, `-`): always read in the whole text.
-        let word = ByteClass::concat(crate::engine::byteclass::ALNUM, b"_-", false);
+        let alnum = ByteClass::new(ALNUM, false);
+        let word = ByteClass::concat(ALNUM, b"_-", false);
+        // Outside base64 (`.`, a blank): always read in the whole text.
+        let dotted = ByteClass::concat(ALNUM, b".", false);
+        let spaced_hex = ByteClass::new(b"0123456789abcdef ", false);
         let classes = [
             (&hex, true),
-            (&ALNUM_BYTES, true),
-            (&word, false),
+            (&alnum, true),
+            (&word, true),
+            (&dotted, false),
             (&base32, true),
+            (&spaced_hex, false),
         ];
         let pieces = [
             "a".repeat(20),
@@ -1210,20 +1229,22 @@ stopwords = ["example"]
             " ".to_owned(),
             "é".to_owned(),
             "x.y".to_owned(),
+            "+/".to_owned(),
         ];
         let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
-        let questions = [30, 16, 50, 40, 41, 17, 24, 25, 64, 20, 56, 32];
+        let questions = [30, 16, 50, 40, 41, 17, 24, 25, 64, 20, 56, 32, 19, 21];
         for text in crate::engine::testgen::texts(&pieces, 150, 12, 29) {
             let fresh = |class: &ByteClass, len: usize| {
                 class_runs(text.as_bytes(), 0, len, class).next().is_some()
             };
+            let long_runs = LongRuns::new(&text);
             for rotation in 0..questions.len() {
-                let mut runs = LongestRuns::default();
-                for (k, &len) in questions.iter().cycle().skip(rotation).take(24).enumerate() {
-                    let (class, in_alnum) = classes[k % classes.len()];
-                    assert_eq!(class.is_subset(&ALNUM_BYTES), in_alnum);
+                let mut runs = LongestRuns::new(&long_runs);
+                for (k, &len) in questions.iter().cycle().skip(rotation).take(30).enumerate() {
+                    let (class, in_long) = classes[k % classes.len()];
+                    assert_eq!(class.is_subset(&BASE64_BYTES), in_long);
                     assert_eq!(
-                        runs.has_run(text.as_bytes(), class, in_alnum, len),
+                        runs.has_run(class, in_long, len),
                         fresh(class, len),
                         "len {len} in {text:?}"
                     );

@@ -1,7 +1,7 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
-use crate::engine::byteclass::{ByteClass, class_runs};
+use crate::engine::byteclass::{ALNUM, ByteClass, class_runs};
 use std::collections::HashMap;
 
 /// Literal strings whose presence in a text gates a family's pattern. They ride along
@@ -66,6 +66,53 @@ pub mod marker {
     /// The markers' texts, in index order.
     pub fn words() -> impl Iterator<Item = &'static str> {
         ALL.iter().map(|m| m.1)
+    }
+}
+
+/// ASCII letters, digits and `+ / _ -`: the bytes of base64 (both alphabets), which
+/// hold most long tokens a family looks for.
+pub const BASE64_BYTES: ByteClass = ByteClass::concat(ALNUM, b"+/_-", false);
+
+/// Shortest run [`LongRuns`] keeps: the decoder's shortest base64 word.
+pub const LONG_RUN: usize = 20;
+
+/// The maximal runs of [`BASE64_BYTES`] of at least [`LONG_RUN`] bytes in one text,
+/// found in one pass when a family first asks. The decoder reads its base64 and hex
+/// words in them, and the rule pack's run gates ask them whether a narrower class has a
+/// run that long: such a run lies inside one of them, so neither family needs a pass
+/// of its own over the text.
+pub struct LongRuns<'a> {
+    bytes: &'a [u8],
+    runs: std::cell::OnceCell<Vec<(usize, usize)>>,
+}
+
+impl<'a> LongRuns<'a> {
+    pub fn new(text: &'a str) -> LongRuns<'a> {
+        LongRuns {
+            bytes: text.as_bytes(),
+            runs: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The text's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The runs, in text order.
+    pub fn base64(&self) -> &[(usize, usize)] {
+        self.runs
+            .get_or_init(|| class_runs(self.bytes, 0, LONG_RUN, &BASE64_BYTES).collect())
+    }
+
+    /// Whether the text holds a run of at least `len` bytes of `class`, a subset of
+    /// [`BASE64_BYTES`] (`len` at least [`LONG_RUN`]): read inside the long runs that
+    /// are that long.
+    pub fn has_run(&self, class: &ByteClass, len: usize) -> bool {
+        debug_assert!(class.is_subset(&BASE64_BYTES) && len >= LONG_RUN);
+        self.base64()
+            .iter()
+            .any(|&(s, e)| e - s >= len && class.has_run_in(&self.bytes[s..e], len))
     }
 }
 
