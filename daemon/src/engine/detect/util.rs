@@ -3,6 +3,7 @@
 
 use crate::engine::byteclass::{ALNUM, ByteClass, class_runs};
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 /// Literal strings whose presence in a text gates a family's pattern. They ride along
 /// in the shared keyword scan, so a family asks [`Markers::has`] instead of reading the
@@ -241,14 +242,33 @@ const BACKTICK_STRING_EXTS: &[&str] = &[
     "php", "jl", "cr",
 ];
 
-/// The lower-case file name of a root-relative path.
-fn file_name(rel_path: &str) -> String {
-    rel_path
-        .rsplit('/')
-        .next()
-        .unwrap_or(rel_path)
-        .to_ascii_lowercase()
+/// Calls `f` with the lower-case file name of a root-relative path, and its extension
+/// (`""` when it has none). Asked once or twice per text: the name is lower-cased on
+/// the stack and the extension looked up in sets.
+fn with_file_name<R>(rel_path: &str, f: impl FnOnce(&str, Option<&str>) -> R) -> R {
+    let name = rel_path.rsplit_once('/').map_or(rel_path, |(_, name)| name);
+    let mut buf = [0u8; 128];
+    let owned;
+    let lower = match buf.get_mut(..name.len()) {
+        Some(head) => {
+            head.copy_from_slice(name.as_bytes());
+            head.make_ascii_lowercase();
+            std::str::from_utf8(head).expect("ASCII case changes keep UTF-8")
+        }
+        None => {
+            owned = name.to_ascii_lowercase();
+            &owned
+        }
+    };
+    f(lower, lower.rsplit_once('.').map(|(_, ext)| ext))
 }
+
+static CODE_EXT_SET: LazyLock<foldhash::HashSet<&'static str>> =
+    LazyLock::new(|| CODE_EXTS.iter().copied().collect());
+static PROSE_EXT_SET: LazyLock<foldhash::HashSet<&'static str>> =
+    LazyLock::new(|| PROSE_EXTS.iter().copied().collect());
+static BACKTICK_EXT_SET: LazyLock<foldhash::HashSet<&'static str>> =
+    LazyLock::new(|| BACKTICK_STRING_EXTS.iter().copied().collect());
 
 /// How a source file's language quotes strings, as far as telling whether a key sits
 /// inside one goes.
@@ -264,12 +284,13 @@ pub struct Quoting {
 impl Quoting {
     /// The quoting of the language the path's extension names.
     pub fn of(rel_path: &str) -> Quoting {
-        let name = file_name(rel_path);
-        let ext = name.rsplit_once('.').map_or("", |(_, ext)| ext);
-        Quoting {
-            backticks: BACKTICK_STRING_EXTS.contains(&ext),
-            lifetimes: ext == "rs",
-        }
+        with_file_name(rel_path, |_, ext| {
+            let ext = ext.unwrap_or("");
+            Quoting {
+                backticks: BACKTICK_EXT_SET.contains(ext),
+                lifetimes: ext == "rs",
+            }
+        })
     }
 }
 
@@ -279,21 +300,16 @@ impl FileKind {
         if prose {
             return FileKind::Prose;
         }
-        let name = file_name(rel_path);
-        if name.starts_with(".env") || name.contains(".env.") || name.ends_with(".env") {
-            return FileKind::Config;
-        }
-        let ext = match name.rsplit_once('.') {
-            Some((_, e)) => e,
-            None => return FileKind::Config,
-        };
-        if CODE_EXTS.contains(&ext) {
-            FileKind::Code
-        } else if PROSE_EXTS.contains(&ext) {
-            FileKind::Prose
-        } else {
-            FileKind::Config
-        }
+        with_file_name(rel_path, |name, ext| {
+            if name.starts_with(".env") || name.contains(".env.") || name.ends_with(".env") {
+                return FileKind::Config;
+            }
+            match ext {
+                Some(ext) if CODE_EXT_SET.contains(ext) => FileKind::Code,
+                Some(ext) if PROSE_EXT_SET.contains(ext) => FileKind::Prose,
+                _ => FileKind::Config,
+            }
+        })
     }
 }
 
@@ -1187,8 +1203,16 @@ impl KeywordHits {
     /// Start offsets of every occurrence of the family's `words` (entries of its `list`,
     /// registered as `ids`), ascending, without repeats.
     pub fn starts_of_words(&self, ids: WordIds, list: &[&str], words: &[&str]) -> Vec<usize> {
-        let indices: Vec<usize> = words.iter().map(|w| word_index(list, w)).collect();
-        self.starts_of_any(ids, &indices)
+        // Callers name a handful of words: their indices fit on the stack.
+        let mut indices = [0usize; 16];
+        if words.len() > indices.len() {
+            let indices: Vec<usize> = words.iter().map(|w| word_index(list, w)).collect();
+            return self.starts_of_any(ids, &indices);
+        }
+        for (i, w) in indices.iter_mut().zip(words) {
+            *i = word_index(list, w);
+        }
+        self.starts_of_any(ids, &indices[..words.len()])
     }
 
     /// Start offsets of every occurrence of the family's words `indices`, ascending,
@@ -1202,14 +1226,12 @@ impl KeywordHits {
             // One word: its matches, which never share a start.
             return self.starts_of(ids, first).collect();
         }
-        let mut wanted = vec![false; ids.len as usize];
-        for &i in indices {
-            wanted[i] = true;
-        }
-        // One pass over the matches, which are sorted: repeats are neighbours.
+        // One pass over the matches, which are sorted: repeats are neighbours. The
+        // indices are few: a look through them costs less than a table of the family.
         let mut starts: Vec<usize> = Vec::new();
         for &(start, _, id) in &self.matches {
-            if ids.local(id).is_some_and(|w| wanted[w]) && starts.last() != Some(&start) {
+            if ids.local(id).is_some_and(|w| indices.contains(&w)) && starts.last() != Some(&start)
+            {
                 starts.push(start);
             }
         }
