@@ -435,7 +435,7 @@ const MIN_GATE_RUN: usize = 16;
 /// [`BASE64_BYTES`] asked for a run of [`LONG_RUN`] bytes or more (the Twilio SID and
 /// NKEY rules, which have no keywords and are asked about in every text) is read only
 /// inside the text's [`LongRuns`], which the decoder finds anyway: each such run lies
-/// in one.
+/// in one (unless those runs are much of the text, which is then read whole).
 struct LongestRuns<'r> {
     text: &'r LongRuns<'r>,
     /// (class, its longest run read so far, where reading stopped).
@@ -466,9 +466,10 @@ impl<'r> LongestRuns<'r> {
             {
                 return found;
             }
-            let found = self.text.has_run(class, len);
-            self.inside_long.push((class, len, found));
-            return found;
+            if let Some(found) = self.text.has_run(class, len) {
+                self.inside_long.push((class, len, found));
+                return found;
+            }
         }
         let bytes = self.text.bytes();
         let i = match self.known.iter().position(|(c, ..)| *c == class) {
@@ -1230,14 +1231,21 @@ stopwords = ["example"]
             "é".to_owned(),
             "x.y".to_owned(),
             "+/".to_owned(),
+            // Prose, so that in some texts the long runs are a small part.
+            "to be or not to be, that is the question; ".repeat(4),
+            "x.y ".repeat(30),
         ];
         let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
         let questions = [30, 16, 50, 40, 41, 17, 24, 25, 64, 20, 56, 32, 19, 21];
-        for text in crate::engine::testgen::texts(&pieces, 150, 12, 29) {
+        // Texts read whole (long runs are over a quarter of them), and texts whose long
+        // runs alone are read.
+        let mut read_inside = [0, 0];
+        for text in crate::engine::testgen::texts(&pieces, 400, 12, 29) {
             let fresh = |class: &ByteClass, len: usize| {
                 class_runs(text.as_bytes(), 0, len, class).next().is_some()
             };
             let long_runs = LongRuns::new(&text);
+            read_inside[usize::from(long_runs.has_run(&hex, 20).is_some())] += 1;
             for rotation in 0..questions.len() {
                 let mut runs = LongestRuns::new(&long_runs);
                 for (k, &len) in questions.iter().cycle().skip(rotation).take(30).enumerate() {
@@ -1251,5 +1259,9 @@ stopwords = ["example"]
                 }
             }
         }
+        assert!(
+            read_inside.iter().all(|&n| n >= 100),
+            "both ways of reading were taken: {read_inside:?}"
+        );
     }
 }
