@@ -17,10 +17,8 @@
 # instruction a third of a cycle (about three retire per cycle on straight code), a
 # mispredicted branch 17, a first-level instruction or data miss 10, a miss of the
 # simulated 512 KiB second level 40. On the generated corpus, balanced, it gives the
-# layer +44% where the bench timed +41% and instructions say +26%; run on its
-# own (daemon/examples/layer_alone.rs), the layer is 47% of the baseline in this model,
-# 41-47% timed (medians of 15 alternating rounds, seven runs, two builds) and 40% in
-# instructions.
+# layer +41-43% (two builds) where the bench timed +33-39% (three runs of eleven
+# rounds) and instructions say +23%.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

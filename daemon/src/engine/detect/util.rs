@@ -250,9 +250,9 @@ const BACKTICK_STRING_EXTS: &[&str] = &[
     "php", "jl", "cr",
 ];
 
-/// Calls `f` with the lower-case file name of a root-relative path, and its extension
-/// (`""` when it has none). Asked once or twice per text: the name is lower-cased on
-/// the stack and the extension looked up in sets.
+/// Calls `f` with the lower-case file name of a root-relative path and its extension
+/// (`None` when it has none). Asked twice per text: the name is lower-cased on the
+/// stack, and the callers look the extension up in sets.
 fn with_file_name<R>(rel_path: &str, f: impl FnOnce(&str, Option<&str>) -> R) -> R {
     let name = rel_path.rsplit_once('/').map_or(rel_path, |(_, name)| name);
     let mut buf = [0u8; 128];
