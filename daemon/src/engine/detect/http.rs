@@ -202,9 +202,7 @@ fn scan_with(
             // A login call names less surely than a credential type that its second
             // argument is a password (`login("admin", "home")`): it must look like one.
             let at = caps.get_match().expect("a match").start();
-            let login = text.as_bytes()[at..]
-                .get(..5)
-                .is_some_and(|w| w.eq_ignore_ascii_case(b"login"));
+            let login = util::starts_with_ignore_ascii_case(&text[at..], "login");
             if accept_pair_password(value) && (!login || looks_like_password(value)) {
                 out.push(cand(p.start, p.end, detector));
             }
