@@ -34,8 +34,10 @@
 //! or the count grows past [`SWEEP_AFTER_ORPHANS`], runs a sweep in one write transaction
 //! of its own: it derives the live content keys from every root's file records and from
 //! the records queued but not committed, and removes every content chunk whose key is not
-//! among them. Nothing else writes meanwhile, and `kill -9` leaves the database before or
-//! after the sweep. A lookup that found content just before a sweep removed it notices
+//! among them. Content kept only because another policy serves the record's root (a
+//! policy change whose new pass ended before the old snapshot was dropped) is swept once
+//! that policy stops being served. Nothing else writes meanwhile, and `kill -9` leaves the
+//! database before or after the sweep. A lookup that found content just before a sweep removed it notices
 //! ([`Cache::swept_since`]) and stores the content again.
 
 pub mod record;
@@ -279,6 +281,9 @@ pub struct SweepReport {
     pub chunks: u64,
     /// Content records left.
     pub kept: u64,
+    /// Some content was kept only because a root is served under a policy other than the
+    /// one its records name: the sweep after that policy stops being served removes it.
+    pub kept_for_served: bool,
     pub elapsed: Duration,
 }
 
@@ -321,6 +326,9 @@ enum Op {
         force: bool,
         reply: Option<Sender<Option<SweepReport>>>,
     },
+    /// A root stopped being served under a policy: sweep if the last sweep kept content
+    /// for a served policy other than the records' own.
+    Unserved,
     Flush(Sender<()>),
     /// Commit what is queued, answer, and end the writer.
     Stop(Sender<()>),
@@ -805,13 +813,17 @@ impl Cache {
             .is_ok_and(|serving| serving.contains(&(*root, *fingerprint)))
     }
 
-    /// Undoes one [`Cache::serve_policy`] (the root's snapshot was dropped).
+    /// Undoes one [`Cache::serve_policy`] (the root's snapshot was dropped). Content the
+    /// last sweep kept only for a served policy is swept once what is queued now is
+    /// committed (a policy change's pass can end, and sweep, before the old snapshot
+    /// goes).
     pub fn unserve_policy(&self, root: &[u8; 32], fingerprint: &[u8; 32]) {
         if let Ok(mut serving) = self.sweep.serving.lock()
             && let Some(i) = serving.iter().position(|e| *e == (*root, *fingerprint))
         {
             serving.swap_remove(i);
         }
+        self.send(Op::Unserved);
     }
 
     /// Asks the writer to sweep unreferenced content once what is queued now is
@@ -898,6 +910,7 @@ fn writer_loop(
         orphans,
         files_at_last_sweep: 0,
         retry_at: 0,
+        kept_for_served: false,
     };
     loop {
         let Ok(first) = rx.recv() else { return };
@@ -924,6 +937,8 @@ fn writer_loop(
                         sweep = Some(sweep.unwrap_or(false) || force);
                         sweep_replies.extend(reply);
                     }
+                    Op::Unserved if sweeper.kept_for_served => sweep = Some(true),
+                    Op::Unserved => {}
                     op => batch.push(op),
                 }
             }
@@ -1007,6 +1022,9 @@ struct Sweeper {
     /// After a failed sweep, the orphan count an automatic one waits for before trying
     /// again (a failure would otherwise repeat its whole-table read after every batch).
     retry_at: u64,
+    /// The last sweep kept content for a served policy other than its records' own
+    /// ([`SweepReport::kept_for_served`]): a policy no longer served then owes a sweep.
+    kept_for_served: bool,
 }
 
 impl Sweeper {
@@ -1035,6 +1053,7 @@ impl Sweeper {
                 self.orphans = 0;
                 self.retry_at = 0;
                 self.files_at_last_sweep = report.files;
+                self.kept_for_served = report.kept_for_served;
                 stats.sweeps.fetch_add(1, Ordering::Relaxed);
                 stats
                     .swept_records
@@ -1092,6 +1111,8 @@ struct LiveSet<'a> {
     digests: HashSet<[u8; 32]>,
     /// (root key, fingerprint) of the roots served now.
     serving: &'a [([u8; 32], [u8; 32])],
+    /// Some keys were added for a served policy other than the record's own.
+    for_served: bool,
 }
 
 impl LiveSet<'_> {
@@ -1107,17 +1128,20 @@ impl LiveSet<'_> {
         ) else {
             return;
         };
+        let mut for_served = false;
         let serving = self
             .serving
             .iter()
             .filter(|(r, fp)| r.as_slice() == root && rec.stored_under != Some(*fp))
-            .map(|(_, fp)| fp);
+            .map(|(_, fp)| fp)
+            .inspect(|_| for_served = true);
         for fingerprint in rec.stored_under.iter().chain(serving) {
             for path_context in [true, false] {
                 let key = file_content_key(&info.hash, fingerprint, rel, path_context);
                 self.digests.insert(*blake3::hash(&key).as_bytes());
             }
         }
+        self.for_served |= for_served;
     }
 }
 
@@ -1138,6 +1162,7 @@ fn sweep_content(
     let mut live = LiveSet {
         digests: HashSet::new(),
         serving: &serving,
+        for_served: false,
     };
     let mut report = SweepReport::default();
     {
@@ -1183,6 +1208,7 @@ fn sweep_content(
         w.open_table(META)?.insert(META_ORPHANS, 0)?;
     }
     w.commit()?;
+    report.kept_for_served = live.for_served;
     report.elapsed = started.elapsed();
     Ok(Some(report))
 }
@@ -1258,7 +1284,7 @@ fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, redb::Error>
                         }
                     }
                 }
-                Op::Sweep { .. } | Op::Flush(_) | Op::Stop(_) => {}
+                Op::Sweep { .. } | Op::Unserved | Op::Flush(_) | Op::Stop(_) => {}
             }
         }
         // Content operations touch only their table, so they go in digest order (stable:
@@ -1326,6 +1352,7 @@ mod tests {
             orphans: due,
             files_at_last_sweep: 0,
             retry_at: 0,
+            kept_for_served: false,
         };
         assert!(sweeper.should_run(None, due));
         sweeper.failed(due);
@@ -1638,9 +1665,55 @@ mod tests {
         cache.serve_policy(&root, &served_fp);
         assert_eq!(cache.sweep().unwrap().records, 1, "only another root's");
         assert_eq!(cache.get_content(&key), Some(rec));
+        // Unserving sweeps what was kept for it.
         cache.unserve_policy(&root, &served_fp);
-        assert_eq!(cache.sweep().unwrap().records, 1);
+        cache.flush();
         assert_eq!(cache.content_records(), Some(0));
+        assert_eq!(cache.stats().swept_records.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn content_kept_for_a_replaced_policy_goes_when_that_policy_is_unserved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let cache = Cache::open(dir.path()).unwrap();
+        let new_fp = [6u8; 32];
+        cache.serve_policy(&root, &FP);
+        for (rel, b) in [("a.py", 1), ("b.py", 2)] {
+            cache.put(
+                &root,
+                rel,
+                text_file(b),
+                Some((key_of(rel, b), record("old\n".into()))),
+            );
+        }
+        cache.flush();
+        // A policy change: the new snapshot's pass rewrites every record and asks for its
+        // sweep before the old snapshot is dropped.
+        cache.serve_policy(&root, &new_fp);
+        for (rel, b) in [("a.py", 1), ("b.py", 2)] {
+            let key = file_content_key(&[b; 32], &new_fp, rel, true);
+            let rec = text_file(b).stored_under(new_fp);
+            cache.put(&root, rel, rec, Some((key, record("new\n".into()))));
+        }
+        cache.request_sweep();
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            cache.content_records(),
+            Some(4),
+            "the old policy is still served"
+        );
+        cache.unserve_policy(&root, &FP);
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 2);
+        assert_eq!(cache.content_records(), Some(2));
+        let new_key = file_content_key(&[1; 32], &new_fp, "a.py", true);
+        assert_eq!(cache.get_content(&new_key), Some(record("new\n".into())));
+        // Nothing was kept for another policy since: unserving costs no sweep.
+        cache.unserve_policy(&root, &new_fp);
+        cache.flush();
+        assert_eq!(cache.stats().sweeps.load(Ordering::Relaxed), 2);
     }
 
     #[test]
