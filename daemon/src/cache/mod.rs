@@ -37,8 +37,8 @@
 //! among them. Content kept only because another policy serves the record's root (a
 //! policy change whose new pass ended before the old snapshot was dropped) is swept once
 //! that policy stops being served. Nothing else writes meanwhile, and `kill -9` leaves the
-//! database before or after the sweep. A lookup that found content just before a sweep removed it notices
-//! ([`Cache::swept_since`]) and stores the content again.
+//! database before or after the sweep. A lookup that found content just before a sweep
+//! removed it notices ([`Cache::swept_since`]) and stores the content again.
 
 pub mod record;
 
