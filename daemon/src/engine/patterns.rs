@@ -21,6 +21,9 @@ pub struct Stage {
     /// in the text, it checks their starts instead of searching the text for them (see
     /// [`FindCache::literal_starts`]).
     pub starts_from_scan: bool,
+    /// A shape every match has that the detector layer's own passes look for: a text
+    /// they saw without it is not searched (see [`Shapes`]).
+    pub shape: Option<Shape>,
 }
 
 fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
@@ -30,6 +33,7 @@ fn single(name: &'static str, category: Category, p: PyPattern) -> Stage {
         finder: Box::new(p),
         needs: GateWords::NONE,
         starts_from_scan: false,
+        shape: None,
     }
 }
 
@@ -129,6 +133,59 @@ impl GateWords {
     }
 }
 
+/// A shape every match of a numeric baseline stage has, and which the detector layer's
+/// own passes over a text look for anyway (for its SSN, IPv4 and decoding detectors).
+///
+/// Exactness: each stage's match is made of digits (ASCII, or the non-ASCII characters
+/// `\d` reads as digits), ASCII hex letters, `-`, `.` and spaces, and holds its shape. A
+/// match in a text the pipeline rewrote holds no marker (private-use characters, none of
+/// them a digit) and no inserted line break, so it lies in one piece of the original
+/// text, and so does its shape: absent from the original text, absent from every later
+/// text of the call, and from their `\b` shadows (which keep digits and ASCII as they
+/// are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// A `-` with a digit-like byte (an ASCII digit, or any byte of a multi-byte
+    /// character) on each side: `\b\d{3}-\d{2}-\d{4}\b` holds one.
+    DashInDigits,
+    /// A `.` with a digit-like byte on each side and a second `.` after at most 13
+    /// digit-like bytes: the first dot of `(?:\d{1,3}\.){3}\d{1,3}` (three digits of
+    /// at most four bytes each).
+    DottedDigits,
+    /// 13 digits with only spaces and hyphens, any number, between them:
+    /// `(?:\d[ -]*?){13,19}`.
+    CardDigits,
+    /// Two digit-like bytes side by side in a run of [`PHONE_RUN`] bytes that holds
+    /// [`PHONE_DIGITS`] digit-like bytes: a phone number's groups and what lies between.
+    PhoneDigits,
+    /// 64 ASCII hex digits in a row (`[0-9a-f]{64,}`, case ignored).
+    LongHex,
+    /// 36 ASCII hex digits and dashes in a row: a UUID (its letters ASCII too: no
+    /// character case-folds into `a`-`f`).
+    UuidLength,
+}
+
+/// The [`Shape`]s a text may hold, as the detector layer's passes saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shapes(u8);
+
+impl Shapes {
+    /// Nothing is known: every shape may be there.
+    pub const UNKNOWN: Shapes = Shapes(u8::MAX);
+
+    /// These shapes, with `shape` known to be there or not.
+    pub fn knowing(self, shape: Shape, present: bool) -> Shapes {
+        let bit = 1 << shape as u8;
+        Shapes(if present { self.0 | bit } else { self.0 & !bit })
+    }
+
+    /// Whether a text with these shapes may hold a match of a stage whose every match
+    /// has `shape` (any text may, for a stage with none).
+    pub fn may_match(self, shape: Option<Shape>) -> bool {
+        shape.is_none_or(|shape| self.0 & 1 << shape as u8 != 0)
+    }
+}
+
 /// What the detector layer's keyword pass learnt of a text for the baseline stages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seen {
@@ -150,6 +207,8 @@ pub struct Seen {
     /// (`İ ı ſ K`), nor then does any rewrite of it (rewrites add only markers and line
     /// breaks); `false` when unknown.
     pub fold_free: bool,
+    /// The numeric stages' shapes the text may hold.
+    pub shapes: Shapes,
 }
 
 impl Seen {
@@ -159,6 +218,7 @@ impl Seen {
         secret_literal_starts: None,
         term_starts: None,
         fold_free: false,
+        shapes: Shapes::UNKNOWN,
     };
 }
 
@@ -185,6 +245,7 @@ fn gated(
         }),
         needs: GateWords::NONE,
         starts_from_scan: false,
+        shape: None,
     }
 }
 
@@ -253,6 +314,7 @@ fn secret_gated<P: MatchAt + Send + Sync + 'static>(
         finder: Box::new(LiteralGated::new(inner, literals.iter().copied())),
         needs,
         starts_from_scan: true,
+        shape: None,
     }
 }
 
@@ -325,6 +387,14 @@ fn card() -> PyPattern {
         Guard::NotDigit,
     )
 }
+
+/// The bytes a match of [`phone`] consists of: digits, `+ ( ) . -` and whitespace
+/// (`\s`, `\x1c`-`\x1f`), non-ASCII ones included.
+pub const PHONE_RUN: ByteClass =
+    ByteClass::new(b"0123456789+().- \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", true);
+
+/// The fewest digits in a match of [`phone`]: three groups of two.
+pub const PHONE_DIGITS: usize = 6;
 
 fn phone() -> PyPattern {
     PyPattern::with_one_char_tail(
@@ -438,6 +508,7 @@ fn salt_stage() -> Stage {
         )),
         needs: GateWords::of(SALT_NEEDS),
         starts_from_scan: false,
+        shape: None,
     }
 }
 
@@ -453,63 +524,82 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
             GateWords::NONE,
         ),
         // `[0-9a-f]{64,}`: ASCII hex only (no character case-folds into it).
-        gated(
-            "hex_secret",
-            Category::SECRET,
-            hex_secret(),
-            ByteClass::new(b"0123456789abcdefABCDEF", false),
-            ByteClass::new(b"0123456789abcdefABCDEF", false),
-            (64, 64),
-        ),
+        Stage {
+            shape: Some(Shape::LongHex),
+            ..gated(
+                "hex_secret",
+                Category::SECRET,
+                hex_secret(),
+                ByteClass::new(b"0123456789abcdefABCDEF", false),
+                ByteClass::new(b"0123456789abcdefABCDEF", false),
+                (64, 64),
+            )
+        },
         Stage {
             needs: GateWords::of(URL_NEEDS),
             ..single("url", Category::URL, url())
         },
         single("email", Category::EMAIL, email()),
-        single("uuid", Category::ID, uuid()),
+        Stage {
+            shape: Some(Shape::UuidLength),
+            ..single("uuid", Category::ID, uuid())
+        },
         // Four dotted groups of digits: 7+ bytes, 4+ digits; `\b` reads one character.
-        gated(
-            "ipv4",
-            Category::IP,
-            ipv4(),
-            ByteClass::new(b"0123456789.", true),
-            ANY_DIGIT,
-            (7, 4),
-        ),
+        Stage {
+            shape: Some(Shape::DottedDigits),
+            ..gated(
+                "ipv4",
+                Category::IP,
+                ipv4(),
+                ByteClass::new(b"0123456789.", true),
+                ANY_DIGIT,
+                (7, 4),
+            )
+        },
         // `ddd-dd-dddd`: 11 bytes, 9 digits.
-        gated(
-            "ssn",
-            Category::SSN,
-            ssn(),
-            ByteClass::new(b"0123456789-", true),
-            ANY_DIGIT,
-            (11, 9),
-        ),
+        Stage {
+            shape: Some(Shape::DashInDigits),
+            ..gated(
+                "ssn",
+                Category::SSN,
+                ssn(),
+                ByteClass::new(b"0123456789-", true),
+                ANY_DIGIT,
+                (11, 9),
+            )
+        },
         // 13 to 19 digits with spaces or hyphens between; the tail reads one character.
-        gated(
-            "card",
-            Category::CARD,
-            card(),
-            ByteClass::new(b"0123456789 -", true),
-            ANY_DIGIT,
-            (13, 13),
-        ),
+        Stage {
+            shape: Some(Shape::CardDigits),
+            ..gated(
+                "card",
+                Category::CARD,
+                card(),
+                ByteClass::new(b"0123456789 -", true),
+                ANY_DIGIT,
+                (13, 13),
+            )
+        },
         // At least three groups of two digits, with `+ ( ) . -` and whitespace between
         // (`\s` and `\x1c`-`\x1f`); the tail reads one character.
-        gated(
-            "phone",
-            Category::PHONE,
-            phone(),
-            ByteClass::new(b"0123456789+().- \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f", true),
-            ANY_DIGIT,
-            (6, 6),
-        ),
+        Stage {
+            shape: Some(Shape::PhoneDigits),
+            ..gated(
+                "phone",
+                Category::PHONE,
+                phone(),
+                PHONE_RUN,
+                ANY_DIGIT,
+                (PHONE_DIGITS, PHONE_DIGITS),
+            )
+        },
         Stage {
             name: "domain",
             category: Category::DOMAIN,
             finder: Box::new(DomainCandidates { inner: domain() }),
             needs: GateWords::NONE,
             starts_from_scan: false,
+            shape: None,
         },
         single("handle", Category::HANDLE, handle()),
     ]

@@ -646,12 +646,13 @@ impl Engine {
             text.to_owned()
         });
         w.starts = starts;
-        let (seen, fold_free) = (seen.words, seen.fold_free);
+        let (seen, fold_free, shapes) = (seen.words, seen.fold_free, seen.shapes);
         if seen.may_match(*PLACEHOLDER_GATE) {
             w.apply(placeholders, |m| call.protect(m));
         }
         let stages: &[Stage] = if precise { &CODE_STAGES } else { &EARLY_STAGES };
-        for stage in stages.iter().filter(|s| seen.may_match(s.needs)) {
+        let may_match = |s: &&Stage| seen.may_match(s.needs) && shapes.may_match(s.shape);
+        for stage in stages.iter().filter(may_match) {
             w.apply_stage(stage, |m| call.redact(stage.category, m));
         }
         if precise && let Some(hosts) = PRIVATE_HOSTS.knowing(seen) {
@@ -1796,6 +1797,99 @@ mod tests {
             moved > 200 && dropped > 200,
             "{moved} moved, {dropped} dropped"
         );
+    }
+
+    /// The numeric stages skip a text in which the detector layer's passes saw none of
+    /// their shapes, and the baseline rewrites every text as when each stage searches
+    /// it: also after earlier stages replaced matches with markers, with or without the
+    /// line breaks kept after them, and for digits of other scripts (`٣`, `１`, `𝟘`).
+    #[test]
+    fn numeric_stages_skipped_by_shape_equal_the_searching_stages() {
+        let pieces = [
+            "123",
+            "45",
+            "6789",
+            "-",
+            "--",
+            ".",
+            "1.2",
+            ".3.4",
+            " ",
+            "  ",
+            "\n",
+            "(",
+            ")",
+            "+1 ",
+            "555",
+            "0000",
+            "4111 1111",
+            "deadbeef",
+            "0123456789abcdef",
+            "cafe-f00d",
+            "-4a5b-",
+            "8c9d",
+            "x",
+            "Q",
+            "\u{663}",
+            "\u{FF11}",
+            "\u{1D7D8}",
+            "é",
+            "user@example.com",
+            "https://h.example/",
+            "token = ",
+            "\t",
+            "078-05-1120",
+            "10.0.0.1",
+            "4111 1111 1111 1111",
+            "(555) 010-0000",
+            "123e4567-e89b-12d3-a456-426614174000",
+            "123e4567-e89b",
+            "-12d3-a456-",
+            "1.\u{1D7D8}\u{1D7D8}\u{1D7D8}.2",
+            "\u{1D7D8}\u{1D7D8}\u{1D7D8}",
+            "\u{1D7D8}.\u{1D7D8}\u{1D7D8}\u{1D7D8}.\u{1D7D8}\u{1D7D8}\u{1D7D8}.\u{1D7D8}\u{1D7D8}\u{1D7D8}",
+            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ];
+        let detector = crate::engine::detect::Detector::new();
+        let ctx = DetectContext {
+            rel_path: "notes.txt",
+            prose: false,
+        };
+        let (placeholders, _) = &*PATH_TOKENS;
+        let mut skipped = std::collections::BTreeMap::<&str, usize>::new();
+        let mut found = std::collections::BTreeMap::<&str, usize>::new();
+        for marker in ["\u{E000}", "\u{E000}\n\n"] {
+            let marker = |_: &str| marker.to_owned();
+            for text in crate::engine::testgen::texts(&pieces, 1500, 14, 71) {
+                let (_, seen) = detector.detect_and_see(&text, &ctx, true);
+                let mut knowing = Working::new(text.clone());
+                let mut searching = Working::new(text.clone());
+                for w in [&mut knowing, &mut searching] {
+                    w.apply(placeholders, marker);
+                }
+                for stage in EARLY_STAGES.iter() {
+                    let before = searching.text.clone();
+                    searching.apply_stage(stage, marker);
+                    if searching.text != before {
+                        *found.entry(stage.name).or_default() += 1;
+                    }
+                    if seen.shapes.may_match(stage.shape) {
+                        knowing.apply_stage(stage, marker);
+                    } else {
+                        *skipped.entry(stage.name).or_default() += 1;
+                    }
+                    assert_eq!(knowing.text, searching.text, "{} in {text:?}", stage.name);
+                }
+            }
+        }
+        // Each gated stage is skipped often, and finds matches in other texts.
+        for name in ["hex_secret", "uuid", "ipv4", "ssn", "card", "phone"] {
+            let (s, f) = (skipped.get(name), found.get(name));
+            assert!(
+                s > Some(&200) && f > Some(&20),
+                "{name}: {s:?} skipped, {f:?} found"
+            );
+        }
     }
 
     #[test]

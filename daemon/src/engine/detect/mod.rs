@@ -28,7 +28,7 @@ mod structural;
 mod urls;
 mod util;
 
-use super::patterns::{GATE_WORDS, GateWords, SECRET_GATE_LITERALS, Seen};
+use super::patterns::{GATE_WORDS, GateWords, SECRET_GATE_LITERALS, Seen, Shape, Shapes};
 use super::placeholder::Category;
 use std::sync::{Arc, LazyLock};
 
@@ -233,6 +233,8 @@ impl Detector {
     /// the [`GATE_WORDS`] need not search a text that holds none, and the secret stages
     /// and terms stages need not search it again for their literals (listed when
     /// `literal_starts`: code mode rarely runs the secret stage and skips that list).
+    /// Likewise the numeric stages need not search a text in which the layer's own
+    /// separator and long-run passes saw none of their shapes.
     pub fn detect_and_see(
         &self,
         text: &str,
@@ -243,6 +245,9 @@ impl Detector {
         let hits = k.automaton.scan(text);
         let markers = util::Markers::new(text, &hits, k.marker_words);
         let stand_in = markers.has_ascii_fold_stand_in();
+        let runs = util::LongRuns::new(text);
+        let (mut cands, shapes) = self.candidates_with(text, ctx, 0, &hits, &runs);
+        decode::rescan(self, text, ctx, &markers, &runs, &mut cands);
         let seen = Seen {
             words: GateWords::scanned(stand_in, hits.present_words(k.gate_words)),
             secret_literal_starts: (literal_starts && !stand_in)
@@ -250,10 +255,12 @@ impl Detector {
             term_starts: (!stand_in && !k.term_words.is_empty())
                 .then(|| hits.starts_of_set(&k.term_words)),
             fold_free: !stand_in,
+            // The decoder listed the long runs of base64 bytes, which hold every run of
+            // hex digits and dashes as long.
+            shapes: shapes
+                .knowing(Shape::LongHex, runs.may_hold(64))
+                .knowing(Shape::UuidLength, runs.may_hold(36)),
         };
-        let runs = util::LongRuns::new(text);
-        let mut cands = self.candidates_with(text, ctx, 0, &hits, &runs);
-        decode::rescan(self, text, ctx, &markers, &runs, &mut cands);
         (resolve(text, cands), seen)
     }
 
@@ -268,10 +275,11 @@ impl Detector {
         runs: &util::LongRuns,
     ) -> Vec<Candidate> {
         let hits = self.keywords.automaton.scan(text);
-        self.candidates_with(text, ctx, depth, &hits, runs)
+        self.candidates_with(text, ctx, depth, &hits, runs).0
     }
 
-    /// [`Detector::candidates`] with the text's keyword scan done.
+    /// [`Detector::candidates`] with the text's keyword scan done, and the baseline's
+    /// numeric shapes the families' passes saw in the text.
     #[inline(never)] // one frame per family in profiles
     fn candidates_with(
         &self,
@@ -280,7 +288,7 @@ impl Detector {
         depth: u8,
         hits: &util::KeywordHits,
         runs: &util::LongRuns,
-    ) -> Vec<Candidate> {
+    ) -> (Vec<Candidate>, Shapes) {
         let (c, k) = (&*self.compiled, &*self.keywords);
         let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
         let mut out = Vec::new();
@@ -295,11 +303,13 @@ impl Detector {
         http::scan(text, hits, k.http_words, &markers, &mut out);
         cli::scan(text, hits, k.cli_words, &mut out);
         hashes::scan(text, &markers, &mut out);
-        if depth == 0 {
+        let shapes = if depth == 0 {
             c.pii
-                .scan(text, kind, hits, k.pii_words, &markers, &mut out);
-        }
-        out
+                .scan(text, kind, hits, k.pii_words, &markers, &mut out)
+        } else {
+            Shapes::UNKNOWN
+        };
+        (out, shapes)
     }
 }
 

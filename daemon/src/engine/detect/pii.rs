@@ -13,6 +13,7 @@
 use super::util::{self, FileKind, KeywordHits, Markers, WordIds, line_around, marker};
 use super::{Candidate, prio};
 use crate::engine::byteclass;
+use crate::engine::patterns::{PHONE_DIGITS, PHONE_RUN, Shape, Shapes};
 use crate::engine::placeholder::Category;
 use regex::Regex;
 use regex_automata::meta::Regex as MetaRegex;
@@ -371,13 +372,13 @@ impl Pii {
         }
     }
 
-    /// Appends PII candidates.
     /// The words whose occurrences [`Pii::scan`] needs from the shared keyword scan.
     pub fn words() -> &'static [&'static str] {
         WORDS
     }
 
     /// Appends PII candidates; `hits` holds the occurrences of [`Pii::words`] under `ids`.
+    /// Returns which of the baseline's numeric shapes its passes saw in the text.
     #[inline(never)] // one frame per family in profiles
     pub fn scan(
         &self,
@@ -387,18 +388,18 @@ impl Pii {
         ids: WordIds,
         markers: &Markers,
         out: &mut Vec<Candidate>,
-    ) {
+    ) -> Shapes {
         if util::has_byte(text, b'@') {
             self.emails(text, out);
             self.names_with_email(text, out);
         }
         self.names_structured(text, hits, ids, markers, out);
         self.phones(text, hits, ids, out);
-        let (card_shape, iban_shape) = util::card_and_iban_gates(text);
-        if card_shape {
+        let gates = util::card_and_iban_gates(text);
+        if gates.card {
             self.cards(text, out);
         }
-        if iban_shape {
+        if gates.iban {
             self.ibans(text, out);
         }
         let anchors = SeparatorAnchors::of(text);
@@ -412,6 +413,14 @@ impl Pii {
         if !anchors.ipv6.is_empty() {
             self.ipv6s(text, &anchors.ipv6, out);
         }
+        // An SSN anchor is a dash between digit-like bytes, an IPv4 one such a dot
+        // with the second dot close behind: the baseline's SSN and IPv4 shapes. The
+        // card gates read ASCII digits only; `\d` reads others too.
+        Shapes::UNKNOWN
+            .knowing(Shape::DashInDigits, !anchors.ssn.is_empty())
+            .knowing(Shape::DottedDigits, !anchors.ipv4.is_empty())
+            .knowing(Shape::CardDigits, gates.loose_card || !text.is_ascii())
+            .knowing(Shape::PhoneDigits, anchors.phone_run)
     }
 
     fn emails(&self, text: &str, out: &mut Vec<Candidate>) {
@@ -815,6 +824,10 @@ struct SeparatorAnchors {
     /// admits (not an ASCII word character, `:`, `.` or `-`; any byte of a multi-byte
     /// character may be one). Paths like `std::io` and `key:value` stop there.
     ipv6: Vec<usize>,
+    /// Two digit-like bytes side by side in a run of [`PHONE_RUN`] bytes that holds
+    /// [`PHONE_DIGITS`] digit-like bytes (the baseline's phone shape, for the pipeline:
+    /// the layer's own phones need context).
+    phone_run: bool,
 }
 
 impl SeparatorAnchors {
@@ -831,6 +844,8 @@ impl SeparatorAnchors {
         };
         // A separator at the text's start has no left neighbour to test.
         let mut digit_before_block = 1;
+        // Pairs of digits before this lie in runs read already.
+        let mut phone_read_to = 0;
         byteclass::for_each_separator_block(b, |start, m| {
             let after = start + 64;
             let digit_left = m.digit_like << 1 | digit_before_block;
@@ -846,9 +861,39 @@ impl SeparatorAnchors {
             push_bits(&mut out.ipv6, start, m.colon & hex_right, |i| {
                 ipv6_head_fits(b, i)
             });
+            if !out.phone_run {
+                let mut pairs = m.digit_like
+                    & (m.digit_like >> 1 | right_of_last(m.digit_like, after, util::digit_like));
+                while pairs != 0 && !out.phone_run {
+                    let i = start + pairs.trailing_zeros() as usize;
+                    pairs &= pairs - 1;
+                    if i >= phone_read_to {
+                        (out.phone_run, phone_read_to) = phone_run_at(b, i);
+                    }
+                }
+            }
         });
         out
     }
+}
+
+/// Whether the run of [`PHONE_RUN`] bytes around `b[i]` holds [`PHONE_DIGITS`]
+/// digit-like bytes, and where it ends.
+#[inline(never)] // rare (a pair of digits); keeps the block loop's closure inlined
+fn phone_run_at(b: &[u8], i: usize) -> (bool, usize) {
+    let start = b[..i]
+        .iter()
+        .rposition(|&c| !PHONE_RUN.has(c))
+        .map_or(0, |p| p + 1);
+    let end = b[i..]
+        .iter()
+        .position(|&c| !PHONE_RUN.has(c))
+        .map_or(b.len(), |p| i + p);
+    let digits = b[start..end]
+        .iter()
+        .filter(|&&c| util::digit_like(c))
+        .count();
+    (digits >= PHONE_DIGITS, end)
 }
 
 /// Appends `start + i` for each bit `i` of `bits` that `keep` accepts.
@@ -1183,6 +1228,10 @@ mod tests {
             ipv6: between(b':', |_| true, hex_or_colon)
                 .filter(|&i| ipv6_head_fits(b, i))
                 .collect(),
+            phone_run: b.split(|&c| !PHONE_RUN.has(c)).any(|run| {
+                run.windows(2).any(|w| digit(w[0]) && digit(w[1]))
+                    && run.iter().filter(|&&c| digit(c)).count() >= PHONE_DIGITS
+            }),
         }
     }
 
@@ -1213,9 +1262,12 @@ mod tests {
             "abcd:",
             "abcde:",
             "0.",
+            "(",
+            "+",
         ];
         let mut state = 7u64;
         let mut found = [0usize; 3];
+        let mut phone_runs = [0usize; 2];
         for _ in 0..2000 {
             let mut text = String::new();
             state = state
@@ -1233,8 +1285,13 @@ mod tests {
             for (n, list) in found.iter_mut().zip([&got.ssn, &got.ipv4, &got.ipv6]) {
                 *n += list.len();
             }
+            phone_runs[usize::from(got.phone_run)] += 1;
         }
         assert!(found.iter().all(|&n| n > 100), "{found:?}");
+        assert!(
+            phone_runs.iter().all(|&n| n > 100),
+            "{phone_runs:?} without, with a phone run"
+        );
     }
 
     /// The IP and SSN patterns searched near their anchors find what a search of the

@@ -106,6 +106,16 @@ impl<'a> LongRuns<'a> {
             .get_or_init(|| class_runs(self.bytes, 0, LONG_RUN, &BASE64_BYTES).collect())
     }
 
+    /// Whether the text may hold a run of `len` or more [`BASE64_BYTES`] (`len` at least
+    /// [`LONG_RUN`]): `true` unless the runs were listed (a family asked for them) and
+    /// none is that long. Does not list them itself.
+    pub fn may_hold(&self, len: usize) -> bool {
+        debug_assert!(len >= LONG_RUN);
+        self.runs
+            .get()
+            .is_none_or(|runs| runs.iter().any(|&(s, e)| e - s >= len))
+    }
+
     /// Whether the text holds a run of at least `len` bytes of `class`, a subset of
     /// [`BASE64_BYTES`] (`len` at least [`LONG_RUN`]), read a byte at a time inside the
     /// long runs that are that long. `None` when those hold more than a quarter of the
@@ -1314,53 +1324,72 @@ pub fn line_around(text: &str, at: usize) -> (usize, usize) {
     (line_start(text, at), end)
 }
 
+/// What [`card_and_iban_gates`] found in a text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CardAndIbanGates {
+    /// 13 ASCII digits in a row, a single space or hyphen allowed between two digits
+    /// (the shape of a card number).
+    pub card: bool,
+    /// 13 ASCII digits with only spaces and hyphens, any number of them, between: the
+    /// shape of the baseline's card pattern (`(?:\d[ -]*?){13,19}`) in ASCII.
+    pub loose_card: bool,
+    /// A run of at least 12 capitals, digits and spaces (country, check digits and two
+    /// groups of four, spaces allowed between groups) with two capitals and two digits
+    /// at its start or after a space, 12 bytes or more before its end.
+    pub iban: bool,
+}
+
 /// Cheap gates before the card and IBAN regexes, answered by one pass over the runs of
-/// ASCII capitals, digits, spaces and hyphens (both shapes lie in such a run):
-/// `(card, iban)`.
-/// - `card`: 13 ASCII digits in a row, a single space or hyphen allowed between two
-///   digits (the shape of a card number).
-/// - `iban`: a run of at least 12 capitals, digits and spaces (country, check digits and
-///   two groups of four, spaces allowed between groups) with two capitals and two
-///   digits at its start or after a space, 12 bytes or more before its end.
-pub fn card_and_iban_gates(text: &str) -> (bool, bool) {
+/// ASCII capitals, digits, spaces and hyphens (every shape lies in such a run).
+pub fn card_and_iban_gates(text: &str) -> CardAndIbanGates {
     /// ASCII capitals, digits and the separators of both shapes.
     const CLASS: ByteClass = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 -", false);
     let b = text.as_bytes();
-    let (mut card, mut iban) = (false, false);
+    let mut found = CardAndIbanGates::default();
     for (s, e) in class_runs(b, 0, IBAN_MIN, &CLASS) {
-        card = card || has_card_chain(&b[s..e]);
-        iban = iban || has_iban_head(b, s, e);
-        if card && iban {
+        if !found.card {
+            let (card, loose) = card_chains(&b[s..e]);
+            found.card = card;
+            found.loose_card |= loose;
+        }
+        found.iban = found.iban || has_iban_head(b, s, e);
+        if found.card && found.iban {
             break;
         }
     }
-    (card, iban)
+    found
 }
 
 /// Fewest bytes of an IBAN's start: country, check digits, two groups of four.
 const IBAN_MIN: usize = 12;
 
 /// Whether `run` holds 13 ASCII digits in a row with at most one space or hyphen between
-/// two of them (a capital ends the row).
-fn has_card_chain(run: &[u8]) -> bool {
+/// two of them, and whether it holds 13 with any spaces and hyphens between them (a
+/// capital ends either row). The first implies the second.
+fn card_chains(run: &[u8]) -> (bool, bool) {
     const DIGITS: usize = 13;
-    let mut count = 0;
+    let (mut tight, mut loose, mut loose_found) = (0, 0, false);
     let mut after_digit = false;
     for &c in run {
         if c.is_ascii_digit() {
-            count += 1;
-            if count >= DIGITS {
-                return true;
+            tight += 1;
+            loose += 1;
+            if tight >= DIGITS {
+                return (true, true);
             }
+            loose_found |= loose >= DIGITS;
             after_digit = true;
-        } else if after_digit && matches!(c, b' ' | b'-') {
+        } else if matches!(c, b' ' | b'-') {
+            if !after_digit {
+                tight = 0;
+            }
             after_digit = false;
         } else {
-            count = 0;
+            (tight, loose) = (0, 0);
             after_digit = false;
         }
     }
-    false
+    (false, loose_found)
 }
 
 /// Whether `b[s..e]` holds an IBAN's head: in a stretch without hyphens of at least
@@ -1843,9 +1872,10 @@ mod tests {
     #[test]
     fn card_and_iban_gates_pass_every_match() {
         let card = regex::Regex::new(r"\d(?:[ \-]?\d){12,18}").unwrap();
+        let loose_card = regex::Regex::new(r"[0-9](?:[ \-]*[0-9]){12}").unwrap();
         let iban = regex::Regex::new(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}").unwrap();
         let iban_head = regex::Regex::new(r"(?:^|[^A-Z0-9])[A-Z]{2}[0-9]{2}").unwrap();
-        let (mut ibans, mut heads_refused) = (0, 0);
+        let (mut ibans, mut heads_refused, mut loose_cards) = (0, 0, 0);
         let pieces = [
             "4",
             "12",
@@ -1880,30 +1910,34 @@ mod tests {
             }
             // The regexes read Unicode digits too; the gates, like the loops before them,
             // only ASCII ones.
+            let gates = card_and_iban_gates(&text);
             if card.is_match(&text) && text.is_ascii() {
-                assert!(card_and_iban_gates(&text).0, "{text:?}");
+                assert!(gates.card, "{text:?}");
             }
-            assert_eq!(
-                card_and_iban_gates(&text).0,
-                digit_run_loop(&text, 13),
-                "{text:?}"
-            );
+            assert_eq!(gates.card, digit_run_loop(&text, 13), "{text:?}");
+            // The baseline's card shape: every match in an ASCII text passes, and the
+            // gate passes nothing else.
+            let baseline_card = loose_card.is_match(&text);
+            if text.is_ascii() {
+                assert_eq!(gates.loose_card, baseline_card, "{text:?}");
+                loose_cards += usize::from(baseline_card && !gates.card);
+            }
             if iban.is_match(&text) && text.is_ascii() {
-                assert!(card_and_iban_gates(&text).1, "{text:?}");
+                assert!(gates.iban, "{text:?}");
                 ibans += 1;
             }
             // The gate never passes without an IBAN's head and length.
-            assert_eq!(
-                card_and_iban_gates(&text).1,
-                iban_start_own_pass(&text),
-                "{text:?}"
-            );
-            if card_and_iban_gates(&text).1 {
+            assert_eq!(gates.iban, iban_start_own_pass(&text), "{text:?}");
+            if gates.iban {
                 assert!(iban_head.is_match(&text), "{text:?}");
             } else if iban_head.is_match(&text) {
                 heads_refused += 1;
             }
         }
         assert!(ibans > 50 && heads_refused > 50, "{ibans} {heads_refused}");
+        assert!(
+            loose_cards > 30,
+            "{loose_cards} texts with only the baseline's card shape"
+        );
     }
 }
