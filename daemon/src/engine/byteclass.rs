@@ -307,6 +307,7 @@ mod simd {
             m.dot |= bits(_mm256_cmpeq_epi8(v, splat(b'.'))) << shift;
             m.dash |= bits(_mm256_cmpeq_epi8(v, splat(b'-'))) << shift;
             m.colon |= bits(colon) << shift;
+            m.digit |= bits(digit) << shift;
             // The sign bit of a byte is set from 0x80 on.
             m.digit_like |= (bits(digit) | bits(v)) << shift;
             let hex_or_colon = _mm256_or_si256(_mm256_or_si256(digit, hex_letter), colon);
@@ -369,12 +370,15 @@ pub fn run_extent(b: &[u8], at: usize, floor: usize, class: impl Fn(u8) -> bool)
 }
 
 /// Where one 64-byte block holds the bytes the separator anchors of the PII patterns
-/// test (SSNs, IPv4 and IPv6 addresses), one bit per byte.
+/// test (SSNs, IPv4 and IPv6 addresses) and the digits the card and IBAN gates start
+/// from, one bit per byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SeparatorMasks {
     pub dot: u64,
     pub dash: u64,
     pub colon: u64,
+    /// ASCII digits.
+    pub digit: u64,
     /// ASCII digits and every byte of 0x80 and above (which may belong to a digit of
     /// another script, as `\d` reads them).
     pub digit_like: u64,
@@ -392,6 +396,7 @@ impl SeparatorMasks {
             set(&mut m.dot, c == b'.');
             set(&mut m.dash, c == b'-');
             set(&mut m.colon, c == b':');
+            set(&mut m.digit, c.is_ascii_digit());
             set(&mut m.digit_like, c.is_ascii_digit() || c >= 0x80);
             set(&mut m.hex_or_colon, c.is_ascii_hexdigit() || c == b':');
         }

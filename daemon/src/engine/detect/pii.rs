@@ -395,14 +395,14 @@ impl Pii {
         }
         self.names_structured(text, hits, ids, markers, out);
         self.phones(text, hits, ids, out);
-        let gates = util::card_and_iban_gates(text);
+        let anchors = SeparatorAnchors::of(text);
+        let gates = anchors.gates;
         if gates.card {
             self.cards(text, out);
         }
         if gates.iban {
             self.ibans(text, out);
         }
-        let anchors = SeparatorAnchors::of(text);
         // Most texts have no anchor for one pattern or more: skip its set-up too.
         if !anchors.ssn.is_empty() {
             self.ssns(text, &anchors.ssn, out);
@@ -828,6 +828,8 @@ struct SeparatorAnchors {
     /// [`PHONE_DIGITS`] digit-like bytes (the baseline's phone shape, for the pipeline:
     /// the layer's own phones need context).
     phone_run: bool,
+    /// The card and IBAN gates, read from the runs around ASCII digits.
+    gates: util::CardAndIbanGates,
 }
 
 impl SeparatorAnchors {
@@ -844,8 +846,8 @@ impl SeparatorAnchors {
         };
         // A separator at the text's start has no left neighbour to test.
         let mut digit_before_block = 1;
-        // Pairs of digits before this lie in runs read already.
-        let mut phone_read_to = 0;
+        // Pairs of digits, and digits, before these lie in runs read already.
+        let (mut phone_read_to, mut gates_read_to) = (0, 0);
         byteclass::for_each_separator_block(b, |start, m| {
             let after = start + 64;
             let digit_left = m.digit_like << 1 | digit_before_block;
@@ -870,6 +872,14 @@ impl SeparatorAnchors {
                     if i >= phone_read_to {
                         (out.phone_run, phone_read_to) = phone_run_at(b, i);
                     }
+                }
+            }
+            let mut digits = m.digit;
+            while digits != 0 && !out.gates.settled() {
+                let i = start + digits.trailing_zeros() as usize;
+                digits &= digits - 1;
+                if i >= gates_read_to {
+                    gates_read_to = out.gates.add_run_around(b, i);
                 }
             }
         });
@@ -1228,6 +1238,7 @@ mod tests {
             ipv6: between(b':', |_| true, hex_or_colon)
                 .filter(|&i| ipv6_head_fits(b, i))
                 .collect(),
+            gates: util::card_and_iban_gates(text),
             phone_run: b.split(|&c| !PHONE_RUN.has(c)).any(|run| {
                 run.windows(2).any(|w| digit(w[0]) && digit(w[1]))
                     && run.iter().filter(|&&c| digit(c)).count() >= PHONE_DIGITS
@@ -1264,10 +1275,17 @@ mod tests {
             "0.",
             "(",
             "+",
+            "4111 1111",
+            "1111-",
+            "DE89",
+            " 3704",
+            "GB",
+            "ABCD",
         ];
         let mut state = 7u64;
         let mut found = [0usize; 3];
         let mut phone_runs = [0usize; 2];
+        let mut gates = [0usize; 2];
         for _ in 0..2000 {
             let mut text = String::new();
             state = state
@@ -1286,7 +1304,14 @@ mod tests {
                 *n += list.len();
             }
             phone_runs[usize::from(got.phone_run)] += 1;
+            for (n, passed) in gates.iter_mut().zip([got.gates.card, got.gates.iban]) {
+                *n += usize::from(passed);
+            }
         }
+        assert!(
+            gates.iter().all(|&n| n > 50),
+            "{gates:?} card, IBAN gates passed"
+        );
         assert!(found.iter().all(|&n| n > 100), "{found:?}");
         assert!(
             phone_runs.iter().all(|&n| n > 100),
