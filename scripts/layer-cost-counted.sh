@@ -16,9 +16,9 @@
 # cycles add those costs at about the latencies of the EPYC (Zen) cores we run on: an
 # instruction a third of a cycle (about three retire per cycle on straight code), a
 # mispredicted branch 17, a first-level instruction or data miss 10, a miss of the
-# simulated 512 KiB second level 40. On the generated corpus, balanced, it gives the
-# layer +41-43% (two builds) where the bench timed +33-39% (three runs of eleven
-# rounds) and instructions say +23%.
+# simulated 512 KiB second level 40. On the generated corpus, balanced, it gave the
+# layer +34% (2026-12-03) where the bench timed +30.5-31.6% (three runs of eleven
+# rounds) and instructions say +13%.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
