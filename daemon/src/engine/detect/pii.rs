@@ -887,18 +887,11 @@ impl SeparatorAnchors {
     }
 }
 
-/// Whether the run of [`PHONE_RUN`] bytes around `b[i]` holds [`PHONE_DIGITS`]
-/// digit-like bytes, and where it ends.
+/// Whether the run of [`PHONE_RUN`] bytes around `b[i]` (a digit-like byte, so in the
+/// class) holds [`PHONE_DIGITS`] digit-like bytes, and where it ends.
 #[inline(never)] // rare (a pair of digits); keeps the block loop's closure inlined
 fn phone_run_at(b: &[u8], i: usize) -> (bool, usize) {
-    let start = b[..i]
-        .iter()
-        .rposition(|&c| !PHONE_RUN.has(c))
-        .map_or(0, |p| p + 1);
-    let end = b[i..]
-        .iter()
-        .position(|&c| !PHONE_RUN.has(c))
-        .map_or(b.len(), |p| i + p);
+    let (start, end) = byteclass::run_extent(b, i, 0, |c| PHONE_RUN.has(c));
     let digits = b[start..end]
         .iter()
         .filter(|&&c| util::digit_like(c))

@@ -1,7 +1,7 @@
 //! Small helpers shared by the detector families: entropy, char boundaries, file kinds,
 //! quote tokens and the placeholder/reference filter for candidate values.
 
-use crate::engine::byteclass::{ALNUM, ByteClass, class_runs};
+use crate::engine::byteclass::{ALNUM, ByteClass, class_runs, run_extent};
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -1351,19 +1351,12 @@ impl CardAndIbanGates {
         self.card && self.iban
     }
 
-    /// Adds the gates of the run of [`CARD_IBAN_CLASS`] bytes around `b[i]`; returns
-    /// where the run ends. Every shape holds an ASCII digit, so the runs around the
-    /// digits of a text are all the runs that can pass (the run around a digit of a run
-    /// read already is that run).
+    /// Adds the gates of the run of [`CARD_IBAN_CLASS`] bytes around the ASCII digit
+    /// `b[i]`; returns where the run ends. Every shape holds an ASCII digit, so the runs
+    /// around the digits of a text are all the runs that can pass (the run around a
+    /// digit of a run read already is that run).
     pub fn add_run_around(&mut self, b: &[u8], i: usize) -> usize {
-        let start = b[..i]
-            .iter()
-            .rposition(|&c| !CARD_IBAN_CLASS.has(c))
-            .map_or(0, |p| p + 1);
-        let end = b[i..]
-            .iter()
-            .position(|&c| !CARD_IBAN_CLASS.has(c))
-            .map_or(b.len(), |p| i + p);
+        let (start, end) = run_extent(b, i, 0, |c| CARD_IBAN_CLASS.has(c));
         self.add_run(b, start, end);
         end
     }
