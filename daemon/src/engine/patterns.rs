@@ -134,15 +134,17 @@ impl GateWords {
 }
 
 /// A shape every match of a numeric baseline stage has, and which the detector layer's
-/// own passes over a text look for anyway (for its SSN, IPv4 and decoding detectors).
+/// own passes over a text can tell (its PII number pass and its list of long base64
+/// runs).
 ///
-/// Exactness: each stage's match is made of digits (ASCII, or the non-ASCII characters
-/// `\d` reads as digits), ASCII hex letters, `-`, `.` and spaces, and holds its shape. A
-/// match in a text the pipeline rewrote holds no marker (private-use characters, none of
-/// them a digit) and no inserted line break, so it lies in one piece of the original
-/// text, and so does its shape: absent from the original text, absent from every later
-/// text of the call, and from their `\b` shadows (which keep digits and ASCII as they
-/// are).
+/// Exactness: a stage's match holds its shape and consists of digits (ASCII, or the
+/// non-ASCII characters `\d` reads as digits), ASCII hex letters and, for phones,
+/// `+ ( ) . -` and whitespace. In a text the pipeline rewrote, a match holds no marker
+/// (private-use characters, neither digits nor whitespace), and so none of the line
+/// breaks kept after one either (no match starts with whitespace): it lies in one piece
+/// of the original text, and so does its shape. A shape absent from the original text
+/// is absent from every later text of the call and from their `\b` shadows (which keep
+/// digits and ASCII as they are).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shape {
     /// A `-` with a digit-like byte (an ASCII digit, or any byte of a multi-byte
