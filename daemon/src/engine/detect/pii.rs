@@ -810,7 +810,9 @@ fn copyright_name_at(text: &str, at: usize) -> Option<usize> {
     Some(skip_blanks(pos))
 }
 
-/// Where the SSN, IPv4 and IPv6 matches of a text may be, found in one pass over it.
+/// What one pass over a text's separators and digits tells: where its SSN, IPv4 and
+/// IPv6 matches may be, the card and IBAN gates, and whether it holds the baseline's
+/// phone shape.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct SeparatorAnchors {
     /// The `-` after an SSN's area number: digits on both sides.
