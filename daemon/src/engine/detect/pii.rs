@@ -419,7 +419,7 @@ impl Pii {
         Shapes::UNKNOWN
             .knowing(Shape::DashInDigits, !anchors.ssn.is_empty())
             .knowing(Shape::DottedDigits, !anchors.ipv4.is_empty())
-            .knowing(Shape::CardDigits, gates.loose_card || !text.is_ascii())
+            .knowing(Shape::CardDigits, gates.loose_card || anchors.non_ascii)
             .knowing(Shape::PhoneDigits, anchors.phone_run)
     }
 
@@ -832,6 +832,8 @@ struct SeparatorAnchors {
     phone_run: bool,
     /// The card and IBAN gates, read from the runs around ASCII digits.
     gates: util::CardAndIbanGates,
+    /// The text holds a byte of 0x80 or above (digit-like but not an ASCII digit).
+    non_ascii: bool,
 }
 
 impl SeparatorAnchors {
@@ -876,6 +878,7 @@ impl SeparatorAnchors {
                     }
                 }
             }
+            out.non_ascii |= m.digit_like & !m.digit != 0;
             let mut digits = m.digit;
             while digits != 0 && !out.gates.settled() {
                 let i = start + digits.trailing_zeros() as usize;
@@ -1234,6 +1237,7 @@ mod tests {
                 .filter(|&i| ipv6_head_fits(b, i))
                 .collect(),
             gates: util::card_and_iban_gates(text),
+            non_ascii: !text.is_ascii(),
             phone_run: b.split(|&c| !PHONE_RUN.has(c)).any(|run| {
                 run.windows(2).any(|w| digit(w[0]) && digit(w[1]))
                     && run.iter().filter(|&&c| digit(c)).count() >= PHONE_DIGITS
