@@ -200,11 +200,13 @@ pub struct Seen {
     /// its rewrites.
     pub secret_literal_starts: Option<Vec<usize>>,
     /// As `secret_literal_starts`, for the configured terms' first words the detector
-    /// was built to locate ([`Detector::locating_terms`]); `None` also when it locates
+    /// was built to locate ([`Detector::locating`]); `None` also when it locates
     /// none.
     ///
-    /// [`Detector::locating_terms`]: super::detect::Detector::locating_terms
+    /// [`Detector::locating`]: super::detect::Detector::locating
     pub term_starts: Option<Vec<usize>>,
+    /// As `term_starts`, for the allow list's first words.
+    pub allow_starts: Option<Vec<usize>>,
     /// The text holds none of the characters IGNORECASE equates with ASCII letters
     /// (`İ ı ſ K`), nor then does any rewrite of it (rewrites add only markers and line
     /// breaks); `false` when unknown.
@@ -219,6 +221,7 @@ impl Seen {
         words: GateWords::UNKNOWN,
         secret_literal_starts: None,
         term_starts: None,
+        allow_starts: None,
         fold_free: false,
         shapes: Shapes::UNKNOWN,
     };

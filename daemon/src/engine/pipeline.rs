@@ -85,8 +85,9 @@ pub struct Engine {
     policy: Arc<Policy>,
     /// Configured-term matchers, in stage order (CLIENT, ORG, PERSON, SENSITIVE).
     terms: Vec<(Category, LiteralGated)>,
-    /// Allow-list matcher (built-in + months/days + config `allow`).
-    allow: Option<PyPattern>,
+    /// Allow-list matcher (built-in + months/days + config `allow`), gated on its first
+    /// words when the detector layer locates them.
+    allow: Option<LiteralGated>,
     /// Casefolded allow list.
     allow_lookup: FoldedSet,
     /// Allow list plus heading words plus common capitalized words, casefolded.
@@ -212,6 +213,8 @@ enum Literals {
     Secret,
     /// The configured terms' first words: the terms stages.
     Terms,
+    /// The allow list's first words: the allow stage.
+    Allow,
 }
 
 /// Where the literal-gated stages' literals start in the text (see
@@ -222,6 +225,7 @@ enum Literals {
 struct LiteralStarts {
     secret: Option<Vec<usize>>,
     terms: Option<Vec<usize>>,
+    allow: Option<Vec<usize>>,
 }
 
 impl LiteralStarts {
@@ -229,12 +233,13 @@ impl LiteralStarts {
         match which {
             Literals::Secret => &mut self.secret,
             Literals::Terms => &mut self.terms,
+            Literals::Allow => &mut self.allow,
         }
     }
 
     /// Moves the lists to the text `splicer` rewrites.
     fn move_through(&mut self, splicer: &Splicer<'_>) {
-        for list in [&mut self.secret, &mut self.terms] {
+        for list in [&mut self.secret, &mut self.terms, &mut self.allow] {
             if let Some(starts) = list
                 && !splicer.move_starts(starts)
             {
@@ -348,6 +353,22 @@ impl Working {
             None => self.ascii_lower = cache.ascii_lower,
         }
         self.starts = starts;
+    }
+
+    /// A literal-gated stage whose own scan for its literals would cost more than its
+    /// pattern's search (the allow list's): it starts from the known starts when the
+    /// detector layer's keyword pass listed them, else the plain pattern searches.
+    fn substitute_at_known_starts(
+        &mut self,
+        gated: &LiteralGated,
+        which: Literals,
+        replace: impl FnMut(usize, &str) -> String,
+    ) {
+        if self.starts.list(which).is_some() {
+            self.substitute(gated, Some(which), replace);
+        } else {
+            self.substitute(&gated.inner, None, replace);
+        }
     }
 
     /// A stage that rewrites the text through a splicer, searching the boundary hay.
@@ -470,9 +491,18 @@ impl Engine {
         for word in HEADING_TERMS.iter().chain(COMMON_CAPITALIZED_WORDS) {
             heading_lookup.insert(word);
         }
-        // Not literal-gated: its short words (`AD`, `AI`, `CI`) start inside most
-        // identifiers, so checking each candidate costs more than the regex's scan.
-        let allow = compile_terms(allow_terms.iter().copied()).map(|(pattern, _)| pattern);
+        let allow = compile_terms(allow_terms.iter().copied());
+        // The allow stage starts from its first words only where the detector layer's
+        // keyword pass located them: a scan of its own would cost more than the
+        // regex's (`AD`, `AI`, `CI` start inside most identifiers). Code mode runs the
+        // stage on prose alone, so locating the words in every source file would cost
+        // the keyword pass more than it saves.
+        let allow_words: Vec<String> = allow
+            .iter()
+            .filter(|_| policy.mode != Mode::Code)
+            .flat_map(|(_, words)| words.iter().map(|w| w.to_string()))
+            .collect();
+        let allow = allow.map(|(pattern, words)| LiteralGated::new(pattern, words));
 
         let mut alias_links = HashMap::new();
         let mut alias_terms: HashMap<Category, Vec<&str>> = HashMap::new();
@@ -512,9 +542,12 @@ impl Engine {
                 terms.push((category, LiteralGated::new(pattern, first_words)));
             }
         }
-        let policy_detectors = policy
-            .detectors
-            .then(|| Detector::locating_terms(term_words.iter().map(String::as_str)));
+        let policy_detectors = policy.detectors.then(|| {
+            Detector::locating(
+                term_words.iter().map(String::as_str),
+                allow_words.iter().map(String::as_str),
+            )
+        });
         Ok(Engine {
             terms,
             allow,
@@ -639,6 +672,7 @@ impl Engine {
         let mut starts = LiteralStarts {
             secret: seen.secret_literal_starts.take(),
             terms: seen.term_starts.take(),
+            allow: seen.allow_starts.take(),
         };
         let mut w = Working::new(if precise {
             redact_positions(text, &findings, &mut call, &mut starts)
@@ -668,8 +702,6 @@ impl Engine {
                 call.redact(*category, m)
             });
         }
-        // No literal-gated stage follows: stop moving the lists.
-        w.starts = LiteralStarts::default();
         // Strict and balanced keep the reference's baseline and only add: every
         // occurrence of a value the detectors nominated that the baseline left.
         let nominate = !precise && !findings.is_empty();
@@ -679,8 +711,10 @@ impl Engine {
         // allow-list search, which read every byte of every source file.
         debug_assert!(heuristics || !nominate);
         if heuristics && let Some(allow) = &self.allow {
-            w.apply(allow, |m| call.protect(m));
+            w.substitute_at_known_starts(allow, Literals::Allow, |_, m| call.protect(m));
         }
+        // No literal-gated stage follows: stop moving the lists.
+        w.starts = LiteralStarts::default();
         if heuristics {
             w.apply(&*ORG_SUFFIX, |m| call.redact(Category::ORG, m));
             let names = ByHeading::new(&ProperNames, &w.text);
@@ -1546,6 +1580,71 @@ mod tests {
         );
     }
 
+    /// With the layer on, strict and balanced start the allow stage from the words the
+    /// layer's keyword pass located, the configured `allow` entries' among them: on
+    /// prose holding no secret or PII for the layer to add, the output equals the
+    /// layer-off engine's, which searches with the plain pattern. Allow words stay
+    /// readable where capitalized words around them are taken for names.
+    #[test]
+    fn allow_stage_at_located_words_equals_the_searching_stage() {
+        let pieces = [
+            "Quorbl Atlas",
+            "quorbl_atlas",
+            "Quorbl",
+            "Data",
+            "Meeting",
+            "May",
+            "monday",
+            "Key Vault",
+            "Power  BI",
+            "CI/CD",
+            "AD",
+            "load",
+            "Dana Whitfield",
+            "Marlow Hall",
+            "Acme Holdings Inc",
+            "Attendees: ",
+            " ",
+            " ",
+            ", ",
+            ". ",
+            "\n",
+            "\n# ",
+            "ſ",
+            "é",
+        ];
+        let engine = |mode, detectors| {
+            Engine::new(Arc::new(Policy {
+                salt: "allow-salt".into(),
+                mode,
+                detectors,
+                allow: strs(&["Quorbl Atlas"]),
+                ..Policy::default()
+            }))
+            .unwrap()
+        };
+        let opts = RedactOptions {
+            preserve_line_count: true,
+            prose: true,
+            path: "notes/plan.md",
+        };
+        let mut kept = 0;
+        for mode in [Mode::Strict, Mode::Balanced] {
+            let (on, off) = (engine(mode, true), engine(mode, false));
+            for text in crate::engine::testgen::texts(&pieces, 300, 12, 53) {
+                let out = on.redact(&text, opts).unwrap().text;
+                assert_eq!(
+                    out,
+                    off.redact(&text, opts).unwrap().text,
+                    "{mode:?}: {text:?}"
+                );
+                kept += usize::from(out.contains("Quorbl Atlas"));
+            }
+        }
+        // Most texts glue the term to a letter, where it is no allow match.
+        assert!(kept > 20, "{kept} outputs keep the configured allow term");
+    }
+
     #[test]
     fn spec_golden_tree_names() {
         let engine = fixture_a(Mode::Strict);
@@ -1718,10 +1817,10 @@ mod tests {
         found
     }
 
-    /// The baseline and terms stages rewrite a text the same whether the literal-gated
-    /// ones take their literal starts from the scan (moved through each rewrite) or
-    /// search for them, also when earlier stages changed the text, with markers (the
-    /// lists move) or with ASCII replacements (the lists are dropped).
+    /// The baseline, terms and allow stages rewrite a text the same whether the
+    /// literal-gated ones take their literal starts from the scan (moved through each
+    /// rewrite) or search for them, also when earlier stages changed the text, with
+    /// markers (the lists move) or with ASCII replacements (the lists are dropped).
     #[test]
     fn stages_with_scanned_literal_starts_equal_the_searching_stages() {
         let pieces = [
@@ -1748,14 +1847,30 @@ mod tests {
             "Jane  Doe",
             "jane_doe",
             "Zoë",
+            "Data",
+            "ad",
+            "Key\tVault",
+            "power-bi",
+            "CI/CD",
+            "May",
+            "Quorbl",
         ];
         let ascii = ["Globex Corp", "Jane Doe", "doe"];
         let (pattern, words) = compile_terms(ascii).expect("terms compile");
         let ascii_terms = LiteralGated::new(pattern, words.iter().copied());
         let (pattern, with_other) = compile_terms(ascii.into_iter().chain(["Zoë"])).expect("terms");
         let other_terms = LiteralGated::new(pattern, with_other);
+        let allow_terms: Vec<&str> = DEFAULT_ALLOW_TERMS
+            .iter()
+            .chain(MONTHS_AND_DAYS)
+            .chain(&["Quorbl Atlas"])
+            .copied()
+            .collect();
+        let (pattern, allow_words) = compile_terms(allow_terms).expect("allow list compiles");
+        let allow = LiteralGated::new(pattern, allow_words.iter().copied());
         let (placeholders, _) = &*PATH_TOKENS;
         let (mut changed_then_found, mut moved, mut dropped) = (0, 0, 0);
+        let mut allowed_after_change = 0;
         for (stages, marker) in [
             (&*EARLY_STAGES, "\u{E000}"),
             (&*CODE_STAGES, "\u{E000}\u{E001}"),
@@ -1768,6 +1883,7 @@ mod tests {
                 scanned.starts = LiteralStarts {
                     secret: crate::engine::patterns::tests::secret_literal_starts_in(&text),
                     terms: crate::engine::patterns::tests::literal_starts_in(&text, &words),
+                    allow: crate::engine::patterns::tests::literal_starts_in(&text, &allow_words),
                 };
                 let mut searching = Working::new(text.clone());
                 for (i, w) in [&mut scanned, &mut searching].into_iter().enumerate() {
@@ -1788,11 +1904,15 @@ mod tests {
                         w.substitute(terms, Some(Literals::Terms), |_, m| marker(m));
                         changed_then_found += usize::from(before != w.text && before != text);
                     }
+                    let before = w.text.clone();
+                    w.substitute_at_known_starts(&allow, Literals::Allow, |_, m| marker(m));
+                    allowed_after_change += usize::from(before != w.text && before != text);
                 }
                 assert_eq!(scanned.text, searching.text, "in {text:?}");
             }
         }
         assert!(changed_then_found > 200, "{changed_then_found}");
+        assert!(allowed_after_change > 200, "{allowed_after_change}");
         assert!(
             moved > 200 && dropped > 200,
             "{moved} moved, {dropped} dropped"

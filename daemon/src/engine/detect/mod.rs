@@ -124,15 +124,21 @@ struct Keywords {
     secret_gate_words: util::WordSet,
     /// The configured terms' first words the pipeline's terms stages start from.
     term_words: util::WordSet,
+    /// The allow list's first words the pipeline's allow stage starts from.
+    allow_words: util::WordSet,
     /// The pipeline's [`GATE_WORDS`], presence only.
     gate_words: util::WordIds,
 }
 
 impl Keywords {
-    /// The families' words, plus `term_words` (lower-case ASCII) for the terms stages.
-    /// About a millisecond. `None` when the automaton would be too large (see
+    /// The families' words, plus `term_words` and `allow_words` (lower-case ASCII) for
+    /// the terms and allow stages. About a millisecond. `None` when the automaton would be too large (see
     /// [`util::KeywordBuilder::build`]).
-    fn build(rules: &rulepack::RulePack, term_words: &[String]) -> Option<Keywords> {
+    fn build(
+        rules: &rulepack::RulePack,
+        term_words: &[String],
+        allow_words: &[String],
+    ) -> Option<Keywords> {
         let mut words = util::KeywordBuilder::default();
         let rule_words = words.add(rules.keywords());
         let stem_words = words.add(structural::Structural::words());
@@ -142,6 +148,7 @@ impl Keywords {
         let marker_words = words.add(util::marker::words());
         let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
         let term_words = words.add_shared(term_words);
+        let allow_words = words.add_shared(allow_words);
         let gate_words = words.add_presence(GATE_WORDS.iter());
         Some(Keywords {
             automaton: words.build()?,
@@ -153,6 +160,7 @@ impl Keywords {
             marker_words,
             secret_gate_words,
             term_words,
+            allow_words,
             gate_words,
         })
     }
@@ -160,7 +168,7 @@ impl Keywords {
 
 static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
     let rules = rulepack::RulePack::builtin();
-    let keywords = Arc::new(Keywords::build(&rules, &[]).expect("the built-in words fit"));
+    let keywords = Arc::new(Keywords::build(&rules, &[], &[]).expect("the built-in words fit"));
     Arc::new(Compiled {
         rules,
         structural: structural::Structural::new(),
@@ -202,19 +210,26 @@ impl Detector {
         }
     }
 
-    /// [`Detector::new`] whose keyword pass also locates the configured terms' first
-    /// `words` (ASCII; others are ignored), reported by [`Detector::detect_and_see`] in
-    /// [`Seen::term_starts`]. Words too many for the automaton (thousands of long,
-    /// unrelated ones) leave it as built in: the terms stages then search for themselves.
-    pub fn locating_terms<'a>(words: impl IntoIterator<Item = &'a str>) -> Detector {
-        let words: Vec<String> = words
-            .into_iter()
-            .filter(|w| !w.is_empty() && w.is_ascii())
-            .map(str::to_ascii_lowercase)
-            .collect();
+    /// [`Detector::new`] whose keyword pass also locates the first words of the
+    /// configured terms and of the allow list (ASCII; others are ignored), reported by
+    /// [`Detector::detect_and_see`] in [`Seen::term_starts`] and [`Seen::allow_starts`].
+    /// Words too many for the automaton (thousands of long, unrelated ones) leave it as
+    /// built in: the terms and allow stages then search for themselves.
+    pub fn locating<'a>(
+        term_words: impl IntoIterator<Item = &'a str>,
+        allow_words: impl IntoIterator<Item = &'a str>,
+    ) -> Detector {
+        fn ascii<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+            words
+                .into_iter()
+                .filter(|w| !w.is_empty() && w.is_ascii())
+                .map(str::to_ascii_lowercase)
+                .collect()
+        }
+        let (words, allow) = (ascii(term_words), ascii(allow_words));
         let mut detector = Detector::new();
-        if !words.is_empty()
-            && let Some(keywords) = Keywords::build(&detector.compiled.rules, &words)
+        if !(words.is_empty() && allow.is_empty())
+            && let Some(keywords) = Keywords::build(&detector.compiled.rules, &words, &allow)
         {
             detector.keywords = Arc::new(keywords);
         }
@@ -230,9 +245,10 @@ impl Detector {
 
     /// [`Detector::detect`], and what the pipeline's stages need to know of the text:
     /// the layer's keyword pass reads every byte anyway, so the stages that need one of
-    /// the [`GATE_WORDS`] need not search a text that holds none, and the secret stages
-    /// and terms stages need not search it again for their literals (listed when
-    /// `literal_starts`: code mode rarely runs the secret stage and skips that list).
+    /// the [`GATE_WORDS`] need not search a text that holds none, and the secret, terms
+    /// and allow stages need not search it again for their literals (the secret ones
+    /// listed when `literal_starts`: code mode rarely runs the secret stage and skips
+    /// that list).
     /// Likewise the numeric stages need not search a text in which the layer's own
     /// separator and long-run passes saw none of their shapes.
     pub fn detect_and_see(
@@ -254,6 +270,8 @@ impl Detector {
                 .then(|| hits.starts_of_set(&k.secret_gate_words)),
             term_starts: (!stand_in && !k.term_words.is_empty())
                 .then(|| hits.starts_of_set(&k.term_words)),
+            allow_starts: (!stand_in && !k.allow_words.is_empty())
+                .then(|| hits.starts_of_set(&k.allow_words)),
             fold_free: !stand_in,
             // The decoder listed the long runs of base64 bytes, which hold every run of
             // hex digits and dashes as long.

@@ -827,13 +827,17 @@ fn readable_things_stay_readable() {
 
 /// The gate words the detector reports for the pipeline are exactly those the text holds
 /// (up to ASCII case), and unknown when a character folds onto an ASCII letter; so are
-/// the starts of the secret stages' literals.
+/// the starts of the secret stages' literals, and of the configured terms' and the allow
+/// list's first words.
 #[test]
 fn reported_gate_words_are_those_the_text_holds() {
     let pieces = [
         "Api",
         "pwd",
         "PASSW",
+        "ci/cd",
+        "MAY",
+        "load",
         "akia",
         "xoxb-",
         "ghp",
@@ -866,10 +870,15 @@ fn reported_gate_words_are_those_the_text_holds() {
         rel_path: "x.txt",
         prose: false,
     };
-    // Configured terms' first words: new words, and one a family registers too.
+    // Configured terms' first words: new words, and one a family registers too; the
+    // allow list's: one a term shares, one a family registers, and new ones.
     let terms = ["Globex", "jane", "token", "JANE"];
-    let with_terms = Detector::locating_terms(terms.iter().copied().chain(["Zoë"]));
-    let (mut unknown, mut located, mut term_located) = (0, 0, 0);
+    let allow = ["globex", "Api", "CI/CD", "ad", "May"];
+    let with_terms = Detector::locating(
+        terms.iter().copied().chain(["Zoë"]),
+        allow.iter().copied().chain(["Zoë"]),
+    );
+    let (mut unknown, mut located, mut term_located, mut allow_located) = (0, 0, 0, 0);
     for text in crate::engine::testgen::texts(&pieces, 600, 12, 23) {
         let (_, seen) = d.detect_and_see(&text, &ctx, true);
         let expected = crate::engine::patterns::tests::gate_words_in(&text);
@@ -878,11 +887,15 @@ fn reported_gate_words_are_those_the_text_holds() {
         assert_eq!(seen.secret_literal_starts, starts, "in {text:?}");
         located += seen.secret_literal_starts.is_some_and(|s| s.len() > 1) as usize;
         assert_eq!(seen.term_starts, None, "no terms to locate");
+        assert_eq!(seen.allow_starts, None, "no allow list to locate");
         let (_, seen) = with_terms.detect_and_see(&text, &ctx, false);
         assert_eq!(seen.secret_literal_starts, None, "not asked for");
         let starts = crate::engine::patterns::tests::literal_starts_in(&text, &terms);
         assert_eq!(seen.term_starts, starts, "in {text:?}");
         term_located += seen.term_starts.is_some_and(|s| s.len() > 1) as usize;
+        let starts = crate::engine::patterns::tests::literal_starts_in(&text, &allow);
+        assert_eq!(seen.allow_starts, starts, "in {text:?}");
+        allow_located += seen.allow_starts.is_some_and(|s| s.len() > 1) as usize;
         unknown += usize::from(seen.words == GateWords::UNKNOWN);
     }
     assert!(unknown > 0 && unknown < 600, "{unknown} unknown");
@@ -893,5 +906,9 @@ fn reported_gate_words_are_those_the_text_holds() {
     assert!(
         term_located > 50,
         "{term_located} texts with several term words"
+    );
+    assert!(
+        allow_located > 50,
+        "{allow_located} texts with several allow words"
     );
 }

@@ -1025,7 +1025,7 @@ impl KeywordScan {
     #[inline(never)] // one frame per family in profiles
     pub fn scan(&self, text: &str) -> KeywordHits {
         // Below this many bytes per lane, the lanes' set-up costs more than they hide.
-        const LANE_BYTES: usize = 256;
+        const LANE_BYTES: usize = 64;
         let len = text.len();
         if len < LANES * LANE_BYTES {
             let mut hits = KeywordHits::empty(self.count);
