@@ -565,6 +565,12 @@ impl Engine {
         &self.policy
     }
 
+    /// The detector layer this engine runs, built for its policy (locating its terms'
+    /// and allow list's first words); `None` with the layer off.
+    pub fn detector(&self) -> Option<&Detector> {
+        self.detector.as_ref()
+    }
+
     /// The placeholder for `value` in `category` (a linked form for declared aliases),
     /// from this thread's memo when this engine made it before: code repeats its words
     /// across files, and a fresh placeholder costs a normalisation and an HMAC.
