@@ -132,8 +132,8 @@ struct Keywords {
 
 impl Keywords {
     /// The families' words, plus `term_words` and `allow_words` (lower-case ASCII) for
-    /// the terms and allow stages. About a millisecond. `None` when the automaton would be too large (see
-    /// [`util::KeywordBuilder::build`]).
+    /// the terms and allow stages. About a millisecond. `None` when the automaton would
+    /// be too large (see [`util::KeywordBuilder::build`]).
     fn build(
         rules: &rulepack::RulePack,
         term_words: &[String],
