@@ -1611,7 +1611,7 @@ mod tests {
             "Acme Holdings Inc",
             "Attendees: ",
             " ",
-            " ",
+            "\t",
             ", ",
             ". ",
             "\n",
