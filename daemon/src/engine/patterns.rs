@@ -188,7 +188,8 @@ impl Shapes {
     }
 }
 
-/// What the detector layer's keyword pass learnt of a text for the baseline stages.
+/// What the detector layer's passes learnt of a text for the baseline stages: its
+/// keyword pass the words and literal starts, its number and long-run passes the shapes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seen {
     /// The [`GATE_WORDS`] the text holds.
