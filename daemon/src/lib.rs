@@ -8,6 +8,7 @@
 
 pub mod bench_report;
 pub mod cache;
+pub mod cancel;
 pub mod engine;
 pub mod fs;
 pub mod index;

@@ -8,6 +8,7 @@
 //! nothing about redaction; the renderers below know nothing about roots or policies.
 
 use crate::cache::Cache;
+use crate::cancel::Stop;
 use crate::engine::config::EnvOverrides;
 use crate::engine::config::{BLOCKED_APPLY, ConfigError};
 use crate::engine::{Engine, Mode, Policy};
@@ -480,8 +481,15 @@ fn scan_links(root: &ServedRoot) -> (Vec<String>, u64) {
     (links, broken)
 }
 
-fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
+/// Time budget of one `redctx_search` or `redctx_retrieve` call: the reference's MCP
+/// deadline (`DEFAULT_MCP_SEARCH_SECONDS`), after which the call answers `Operation
+/// deadline exceeded.`. Our whole-root searches of a 100k-file tree take about two
+/// seconds, so only a pathological call meets it.
+const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
+fn run_tool(root: &ServedRoot, tool: &str, args: &Args, cancel: &Cancel) -> Option<ToolOutput> {
     let view: &dyn RootView = root;
+    let stop = Stop::on(cancel);
     Some(match tool {
         "redctx_tree" => tools::tree(
             view,
@@ -545,6 +553,7 @@ fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
                 max_results: usize_of(args.int("max_results").unwrap_or(200)),
                 max_files: args.int("max_files"),
             },
+            &stop.within(SEARCH_DEADLINE),
         ),
         "redctx_retrieve" => tools::retrieve(
             view,
@@ -565,6 +574,7 @@ fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
                 max_files: args.int("max_files"),
                 max_passages: None,
             },
+            &stop.within(SEARCH_DEADLINE),
         ),
         "redctx_stat" => tools::stat(view, &args.str("path", "")),
         "redctx_bundle" => tools::bundle(
@@ -576,6 +586,7 @@ fn run_tool(root: &ServedRoot, tool: &str, args: &Args) -> Option<ToolOutput> {
                 max_chars_per_file: usize_of(args.int("max_chars_per_file").unwrap_or(30_000)),
                 max_total_chars: usize_of(args.int("max_total_chars").unwrap_or(300_000)),
             },
+            &stop,
         ),
         "redctx_doctor" => tools::doctor(view, &tools::DoctorArgs::default()),
         "redctx_audit" => {
@@ -632,13 +643,13 @@ impl Backend for Service {
         spec: &RootSpec,
         tool: &str,
         arguments_json: &str,
-        _cancel: &Cancel,
+        cancel: &Cancel,
     ) -> ToolResult {
         let args = Args::parse(arguments_json);
         match self.with_root(spec, |root| {
             let policy = root.engine().policy();
             let head = (policy.detector_profile.as_str(), policy.detectors);
-            run_tool(root, tool, &args).map_or_else(
+            run_tool(root, tool, &args, cancel).map_or_else(
                 || Self::error(head, "Tool execution failed."),
                 |out| Self::answer(head, out),
             )

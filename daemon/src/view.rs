@@ -158,6 +158,25 @@ pub enum ViewError {
     Internal,
 }
 
+impl ViewError {
+    /// Failures that say a file changed under the reader rather than anything about the
+    /// request: it vanished (`Missing`), became a directory (`NotAFile`) or a symlink or
+    /// a link to a protected file (`Unsafe`, `Excluded`), moved while being read, or
+    /// could not be read. A scan over many files skips such a file
+    /// (`tools::scan_content`) instead of failing.
+    pub fn is_churn(&self) -> bool {
+        matches!(
+            self,
+            ViewError::Missing
+                | ViewError::NotAFile
+                | ViewError::Unsafe
+                | ViewError::Excluded
+                | ViewError::ChangedDuringRead
+                | ViewError::ReadFailed
+        )
+    }
+}
+
 /// A consistent, read-only snapshot of one served root under one policy.
 pub trait RootView: Send + Sync {
     /// The compiled policy this snapshot redacts with.

@@ -91,7 +91,7 @@ fn run(args: Args) -> Result<(), String> {
         .thread_name("redctxd")
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    rt.block_on(async move {
+    let result = rt.block_on(async move {
         let bound = server::bind(&socket, !user_socket)
             .await
             .map_err(|e| match e {
@@ -111,7 +111,12 @@ fn run(args: Args) -> Result<(), String> {
             tracing::info!("cache committed and closed");
         }
         served
-    })
+    });
+    // Requests still on the blocking pool were cancelled when the server stopped and end
+    // at their next check; never let one hold the exit (a runtime's drop waits for every
+    // blocking task).
+    rt.shutdown_timeout(std::time::Duration::from_millis(500));
+    result
 }
 
 /// The backend to serve and the cache it writes to (closed on shutdown).

@@ -94,7 +94,7 @@ pub(super) async fn handle(stream: Stream, shared: Arc<Shared>) {
     loop {
         match read_frame::<_, ClientMessage>(&mut rd).await {
             Ok(Some(ClientMessage::Request { id, request })) => {
-                let cancel = Cancel::new();
+                let cancel = shared.stopping.child();
                 // Register before the task can finish and unregister itself.
                 let mut map = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 let task = tokio::spawn(run(

@@ -15,6 +15,7 @@ mod conn;
 pub mod fake;
 mod socket;
 
+pub use crate::cancel::Cancel;
 pub use socket::{BindError, Bound, bind};
 
 use interprocess::local_socket::tokio::prelude::*;
@@ -25,7 +26,7 @@ use redctx_proto::{
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 use tokio::sync::Notify;
 
@@ -90,27 +91,6 @@ pub trait Backend: Send + Sync + 'static {
     }
 }
 
-/// Cancellation flag of one request, shared between the server and the backend call.
-#[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// A flag that is not set.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether the requester no longer wants the answer.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-
-    /// Ask the work to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
 /// State shared by the accept loop and every connection.
 pub(crate) struct Shared {
     pub backend: Arc<dyn Backend>,
@@ -119,6 +99,9 @@ pub(crate) struct Shared {
     pub requests_served: AtomicU64,
     pub shutdown: Notify,
     pub socket: PathBuf,
+    /// Set when the server stops: the parent of every request's [`Cancel`], so backend
+    /// work in flight gives up within one unit of work and shutdown never waits for it.
+    pub stopping: Cancel,
 }
 
 /// Answer clients on `bound` until `stop` resolves or a client sends `Shutdown`. On
@@ -141,6 +124,7 @@ pub async fn serve(
         requests_served: AtomicU64::new(0),
         shutdown: Notify::new(),
         socket: path,
+        stopping: Cancel::new(),
     });
     tracing::info!(socket = %shared.socket.display(), pid = std::process::id(), "redctxd listening");
     let mut conns = tokio::task::JoinSet::new();
@@ -161,7 +145,8 @@ pub async fn serve(
         }
     }
     drop(listener); // removes the socket file
-    conns.shutdown().await; // cancels in-flight requests
+    shared.stopping.cancel(); // backend work in flight stops at its next check
+    conns.shutdown().await; // drops the connections and their request tasks
     drop(lock);
     tracing::info!("redctxd stopped");
     Ok(())

@@ -2,7 +2,8 @@
 
 use super::targets::target_files;
 use super::walk::Budget;
-use super::{ToolError, ToolOutput};
+use super::{ToolError, ToolOutput, scan_content};
+use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::text::{char_len, truncate_redacted};
 use crate::view::RootView;
@@ -40,9 +41,12 @@ impl Default for BundleArgs {
 /// `max_files` files are out or the emitted characters reached `max_total_chars`, the
 /// line `[TRUNCATED: file or total character limit reached]` ends the bundle. A file that
 /// cannot be read (not text after all, over the byte limit) fails the whole call.
-pub fn bundle(view: &dyn RootView, args: &BundleArgs) -> ToolOutput {
+///
+/// `stop` ends the call between files; a file that vanishes or keeps changing during the
+/// call is left out ([`scan_content`]).
+pub fn bundle(view: &dyn RootView, args: &BundleArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
-    match bundle_inner(view, args, &mut counts) {
+    match bundle_inner(view, args, stop, &mut counts) {
         Ok(text) => ToolOutput::ok(text, counts),
         Err(error) => ToolOutput::error(error, counts),
     }
@@ -51,19 +55,24 @@ pub fn bundle(view: &dyn RootView, args: &BundleArgs) -> ToolOutput {
 fn bundle_inner(
     view: &dyn RootView,
     args: &BundleArgs,
+    stop: &Stop,
     counts: &mut Counts,
 ) -> Result<String, ToolError> {
-    let mut budget = Budget::from_limits(view.limits());
+    let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     let targets = target_files(view, &args.paths, &args.glob, true, &mut budget)?;
     let mut out = String::new();
     let mut total_chars = 0usize;
-    for (files, entry) in targets.files.iter().enumerate() {
+    let mut files = 0usize;
+    for entry in &targets.files {
         if files >= args.max_files || total_chars >= args.max_total_chars {
             out.push_str("[TRUNCATED: file or total character limit reached]\n");
             return Ok(out);
         }
         budget.consume_file(entry.size)?;
-        let doc = view.content(entry, false)?;
+        let Some(doc) = scan_content(view, entry, false, stop)? else {
+            continue;
+        };
+        files += 1;
         counts.merge(&doc.counts);
         let text = truncate_redacted(&doc.text, args.max_chars_per_file);
         let path = view.path(&entry.rel);

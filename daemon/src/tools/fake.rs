@@ -6,7 +6,7 @@ use crate::engine::placeholder::casefold;
 use crate::engine::{Counts, Engine, Policy, RedactOptions};
 use crate::view::{Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, ViewError};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone)]
 struct Node {
@@ -25,6 +25,8 @@ pub(crate) struct FakeView {
     excluded: HashSet<String>,
     paths: HashMap<String, (String, Counts)>,
     names: HashMap<String, (String, Counts)>,
+    /// Reads of a file that fail before content is served: (error, reads left to fail).
+    failing: Mutex<HashMap<String, (ViewError, u32)>>,
 }
 
 impl FakeView {
@@ -53,6 +55,7 @@ impl FakeView {
             excluded: HashSet::new(),
             paths: HashMap::new(),
             names: HashMap::new(),
+            failing: Mutex::default(),
         }
     }
 
@@ -147,6 +150,21 @@ impl FakeView {
     pub fn redacted_name(mut self, name: &str, text: &str, counts: Counts) -> Self {
         self.names.insert(name.into(), (text.into(), counts));
         self
+    }
+
+    /// The next `times` content reads of `rel` fail with `error` (a file changing or
+    /// vanishing under a scan); later reads succeed.
+    pub fn fail_reads(self, rel: &str, error: ViewError, times: u32) -> Self {
+        self.failing
+            .lock()
+            .unwrap()
+            .insert(rel.to_owned(), (error, times));
+        self
+    }
+
+    /// Content reads of `rel` so far that failed on purpose are no longer pending.
+    pub fn failures_left(&self, rel: &str) -> u32 {
+        self.failing.lock().unwrap().get(rel).map_or(0, |(_, n)| *n)
     }
 
     pub fn exclude(mut self, rel: &str) -> Self {
@@ -254,6 +272,12 @@ impl RootView for FakeView {
     }
 
     fn content(&self, file: &Entry, preserve_line_count: bool) -> Result<RedactedDoc, ViewError> {
+        if let Some((error, left)) = self.failing.lock().unwrap().get_mut(&*file.rel)
+            && *left > 0
+        {
+            *left -= 1;
+            return Err(error.clone());
+        }
         let node = self.node(file)?;
         if let Some((preserving, plain, counts)) = &node.redacted {
             let text = if preserve_line_count {

@@ -42,8 +42,9 @@ pub use retrieve::{RetrieveArgs, retrieve};
 pub use search::{SearchArgs, search};
 pub use walk::{Budget, DEFAULT_TOTAL_RAW_BYTES, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};
 
+use crate::cancel::{Stop, Stopped};
 use crate::engine::{Counts, EngineError};
-use crate::view::{Entry, EntryKind, RootView, ViewError};
+use crate::view::{Entry, EntryKind, RedactedDoc, RootView, ViewError};
 
 /// The answer of one tool call, ready for the protocol layer to wrap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -102,11 +103,29 @@ pub enum ToolError {
     RetrievalQueryTooLong,
     #[error("Retrieval requires 1 to 64 searchable query terms.")]
     RetrievalTerms,
+    /// Ours (the reference has no bound): see [`search::MAX_QUERY_CHARS`].
+    #[error("Search query exceeds the 4096 character limit.")]
+    SearchQueryTooLong,
+    /// The call's time budget ran out (the reference's text).
+    #[error("Operation deadline exceeded.")]
+    Deadline,
+    /// The requester cancelled or went away, or the daemon is stopping: nobody reads it.
+    #[error("Operation cancelled.")]
+    Cancelled,
     #[error("Retrieval passage limit exceeded. Narrow the paths or glob.")]
     RetrievalPassages,
     /// Anything whose message may not reach a client (spec 3.1 safe-error filter).
     #[error("Tool execution failed.")]
     Failed,
+}
+
+impl From<Stopped> for ToolError {
+    fn from(stopped: Stopped) -> ToolError {
+        match stopped {
+            Stopped::Cancelled => ToolError::Cancelled,
+            Stopped::Deadline => ToolError::Deadline,
+        }
+    }
 }
 
 impl From<EngineError> for ToolError {
@@ -159,6 +178,31 @@ pub(crate) fn check_text_file(view: &dyn RootView, entry: &Entry) -> Result<(), 
         return Err(ViewError::NotText.into());
     }
     Ok(())
+}
+
+/// The redacted content of one file of a multi-file scan (search, retrieve, bundle,
+/// audit), or `None` when the file is to be skipped: it vanished, changed type, or kept
+/// changing or failing to read while the call ran. A file that fails that way is read
+/// once more (a writer replacing it mid-read usually has finished by then), then left
+/// out, so one busy file never fails a whole answer. Limits, policy refusals and
+/// non-text content still fail the call as they always did.
+pub(crate) fn scan_content(
+    view: &dyn RootView,
+    entry: &Entry,
+    preserve_line_count: bool,
+    stop: &Stop,
+) -> Result<Option<RedactedDoc>, ToolError> {
+    stop.check()?;
+    match view.content(entry, preserve_line_count) {
+        Ok(doc) => return Ok(Some(doc)),
+        Err(error) if !error.is_churn() => return Err(error.into()),
+        Err(_) => {}
+    }
+    match view.content(entry, preserve_line_count) {
+        Ok(doc) => Ok(Some(doc)),
+        Err(error) if error.is_churn() => Ok(None),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// One `list` line: `<ref>\t<kind>\t<size>\t<rpath>` (spec 3.3); adds the path's counts.

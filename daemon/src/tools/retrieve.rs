@@ -5,9 +5,10 @@
 //! BM25 over all passages of the scan. Scanning is parallel per document; the statistics
 //! are summed in walk order, so scores are bit-identical to the reference's.
 
-use super::targets::target_files;
+use super::targets::charged_targets;
 use super::walk::Budget;
-use super::{ToolError, ToolOutput};
+use super::{ToolError, ToolOutput, scan_content};
+use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
 use crate::engine::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
@@ -261,9 +262,12 @@ fn passage_text(text: &str, candidate: &Candidate) -> String {
 /// formats exactly the same way, checked on 200,000 values against Python).
 ///
 /// Receipt counts: the content and path of every scanned document.
-pub fn retrieve(view: &dyn RootView, args: &RetrieveArgs) -> ToolOutput {
+///
+/// `stop` ends the call between files; files that vanish or keep changing during the
+/// call are left out ([`scan_content`]).
+pub fn retrieve(view: &dyn RootView, args: &RetrieveArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
-    match retrieve_inner(view, args, &mut counts) {
+    match retrieve_inner(view, args, stop, &mut counts) {
         Ok(text) => ToolOutput::ok(text, counts),
         Err(error) => ToolOutput::error(error, counts),
     }
@@ -272,6 +276,7 @@ pub fn retrieve(view: &dyn RootView, args: &RetrieveArgs) -> ToolOutput {
 fn retrieve_inner(
     view: &dyn RootView,
     args: &RetrieveArgs,
+    stop: &Stop,
     counts: &mut Counts,
 ) -> Result<String, ToolError> {
     if !(1..=50).contains(&args.max_results) || !(256..=100_000).contains(&args.max_chars) {
@@ -296,33 +301,24 @@ fn retrieve_inner(
         .map(|(i, t)| (t, i))
         .collect();
 
-    let mut budget = Budget::from_limits(view.limits());
+    let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
-    let targets = target_files(view, &args.paths, &args.glob, true, &mut budget)?;
-    let mut stop: Option<(usize, ToolError)> = None;
-    for (index, entry) in targets.files.iter().enumerate() {
-        if let Err(error) = budget.consume_file(entry.size) {
-            stop = Some((index, error));
-            break;
-        }
-    }
-    let stop = stop.or_else(|| targets.error.map(|error| (targets.files.len(), error)));
-    let scan_end = stop
-        .as_ref()
-        .map_or(targets.files.len(), |(index, _)| *index);
-    let files: &[Entry] = &targets.files[..scan_end];
+    let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
+    let files: &[Entry] = &files;
 
-    let scanned: Vec<Result<ScannedDoc, ToolError>> = files
+    let scanned: Vec<Result<Option<ScannedDoc>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            let content = view.content(entry, true)?;
+            let Some(content) = scan_content(view, entry, true, stop)? else {
+                return Ok(None);
+            };
             let path = view.path(&entry.rel);
             let scan = scan_document(doc, &content.text, &terms);
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
-            Ok((text, content.counts, path, scan))
+            Ok(Some((text, content.counts, path, scan)))
         })
         .collect();
 
@@ -334,7 +330,12 @@ fn retrieve_inner(
     let mut total_tokens = 0u64;
     let mut df = vec![0u64; term_list.len()];
     for result in scanned {
-        let (text, doc_counts, path, scan) = result?;
+        let Some((text, doc_counts, path, scan)) = result? else {
+            // Skipped (it vanished or kept changing): keeps its slot, has no passage.
+            texts.push(None);
+            paths.push(RedactedPath::default());
+            continue;
+        };
         counts.merge(&doc_counts);
         counts.merge(&path.counts);
         passages += scan.passages;
@@ -349,7 +350,7 @@ fn retrieve_inner(
         texts.push(text);
         paths.push(path);
     }
-    if let Some((_, error)) = stop {
+    if let Some(error) = cut {
         return Err(error);
     }
     if candidates.is_empty() {

@@ -3,19 +3,34 @@
 //! Files are matched in parallel (rayon) and emitted in walk order, so the output is the
 //! reference's byte for byte: only the time to produce it changes.
 
-use super::targets::target_files;
+use super::targets::charged_targets;
 use super::walk::Budget;
-use super::{ToolError, ToolOutput, merge_times};
+use super::{ToolError, ToolOutput, merge_times, scan_content};
+use crate::cancel::Stop;
 use crate::engine::placeholder::casefold;
 use crate::engine::text::{is_py_space, splitlines};
 use crate::engine::{Category, Counts};
 use crate::view::{Entry, RedactedDoc, RedactedPath, RootView, ViewError};
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
 
 /// The reference's default `max_results`.
 pub const DEFAULT_MAX_RESULTS: usize = 200;
+
+/// The longest query `search` takes, in characters (literal or regex); longer ones
+/// answer `Search query exceeds the 4096 character limit.` before any work.
+///
+/// A query matches inside one line, and 4,096 characters is more than any line a person
+/// or an agent searches for by hand (the reference caps retrieve queries at 2,000); a
+/// longer one is a paste of a whole file or an attempt to make the daemon build a huge
+/// matcher. Bounding it keeps the matcher's construction, and the work it adds to every
+/// line, to microseconds whatever the agent sends. The reference has no bound (its
+/// stdio cap of 10 MiB per request line is the only one): COMPAT.md.
+pub const MAX_QUERY_CHARS: usize = 4096;
+
+/// Lines matched between two checks of the call's [`Stop`] inside one file.
+const LINES_PER_STOP_CHECK: usize = 4096;
 
 /// Compiled-program size cap for regex queries: generous for real patterns, and it
 /// turns a pathological one into `Invalid regex.` instead of memory growth.
@@ -110,8 +125,11 @@ impl Matcher {
         } else {
             query.to_owned()
         };
+        // A contiguous NFA builds in time linear in the needle; the automatic choice
+        // builds a DFA for a single pattern, quadratic-ish in its length.
         let finder = AhoCorasick::builder()
             .ascii_case_insensitive(fold)
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build([needle.as_str()])
             .map_err(|_| ToolError::Failed)?;
         Ok(Matcher::Literal {
@@ -129,10 +147,25 @@ impl Matcher {
     /// so a file whose only occurrences need a non-ASCII fold (`straße` for `STRASSE`)
     /// is skipped, while a file that passes is then matched line by line with full
     /// case folding. We screen the redacted text the same way.
-    fn matching_lines(&self, text: &str, prefilter: bool) -> Vec<usize> {
-        let lines_where = |test: &dyn Fn(&str) -> bool| -> Vec<usize> {
+    fn matching_lines(
+        &self,
+        text: &str,
+        prefilter: bool,
+        stop: &Stop,
+    ) -> Result<Vec<usize>, ToolError> {
+        let lines_where = |test: &dyn Fn(&str) -> bool| -> Result<Vec<usize>, ToolError> {
             let lines = splitlines(text, false);
-            (0..lines.len()).filter(|&i| test(lines[i])).collect()
+            let mut found = Vec::new();
+            for (chunk, lines) in lines.chunks(LINES_PER_STOP_CHECK).enumerate() {
+                stop.check()?;
+                let first = chunk * LINES_PER_STOP_CHECK;
+                found.extend(
+                    (0..lines.len())
+                        .filter(|&i| test(lines[i]))
+                        .map(|i| first + i),
+                );
+            }
+            Ok(found)
         };
         match self {
             Matcher::Literal {
@@ -145,7 +178,7 @@ impl Matcher {
                 if !*fold || ascii {
                     // A line holding the needle puts it in the whole text too.
                     if !finder.is_match(text) {
-                        return Vec::new();
+                        return Ok(Vec::new());
                     }
                     return lines_where(&|line| finder.is_match(line));
                 }
@@ -157,7 +190,7 @@ impl Matcher {
                     casefold(text).contains(needle.as_str())
                 };
                 if !screened {
-                    return Vec::new();
+                    return Ok(Vec::new());
                 }
                 lines_where(&|line| casefold(line).contains(needle.as_str()))
             }
@@ -200,7 +233,8 @@ fn file_lines(
 
 /// What matching one file produced.
 enum FileResult {
-    /// Not searched (non-text under the raw prefilter).
+    /// Not searched: non-text under the raw prefilter, or a file that vanished or kept
+    /// changing while the call ran ([`scan_content`]).
     Skipped,
     Failed(ToolError),
     Searched {
@@ -216,17 +250,24 @@ fn search_file(
     matcher: &Matcher,
     prefilter: bool,
     context: usize,
+    stop: &Stop,
 ) -> FileResult {
     // Under the raw prefilter a file that is not text is skipped, never an error. The
     // content is asked for first (from the cache it answers `NotText` for such a file
     // at no cost), and the text check runs only to classify a failure.
-    let doc = match view.content(entry, true) {
-        Ok(doc) => doc,
-        Err(ViewError::NotText) if prefilter => return FileResult::Skipped,
-        Err(_) if prefilter && !view.is_text(entry) => return FileResult::Skipped,
-        Err(error) => return FileResult::Failed(error.into()),
+    let doc = match scan_content(view, entry, true, stop) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return FileResult::Skipped,
+        Err(ToolError::View(ViewError::NotText)) if prefilter => return FileResult::Skipped,
+        Err(ToolError::View(_)) if prefilter && !view.is_text(entry) => {
+            return FileResult::Skipped;
+        }
+        Err(error) => return FileResult::Failed(error),
     };
-    let matches = matcher.matching_lines(&doc.text, prefilter);
+    let matches = match matcher.matching_lines(&doc.text, prefilter, stop) {
+        Ok(matches) => matches,
+        Err(error) => return FileResult::Failed(error),
+    };
     if matches.is_empty() {
         return FileResult::Searched {
             doc_counts: doc.counts,
@@ -258,9 +299,13 @@ fn search_file(
 /// text holds the query; we have no raw text, so there we count files with a match in
 /// their redacted text, which equals the reference except for files whose only raw
 /// occurrences were redacted away.
-pub fn search(view: &dyn RootView, args: &SearchArgs) -> ToolOutput {
+///
+/// `stop` ends the call between files and every few thousand lines (`Operation deadline
+/// exceeded.` or, for a requester that went away, an answer nobody reads); files that
+/// vanish or keep changing during the call are left out ([`scan_content`]).
+pub fn search(view: &dyn RootView, args: &SearchArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
-    match search_inner(view, args, &mut counts) {
+    match search_inner(view, args, stop, &mut counts) {
         Ok(text) if text.is_empty() => ToolOutput::ok("No matches.\n".into(), counts),
         Ok(text) => ToolOutput::ok(text, counts),
         Err(error) => ToolOutput::error(error, counts),
@@ -270,8 +315,12 @@ pub fn search(view: &dyn RootView, args: &SearchArgs) -> ToolOutput {
 fn search_inner(
     view: &dyn RootView,
     args: &SearchArgs,
+    stop: &Stop,
     counts: &mut Counts,
 ) -> Result<String, ToolError> {
+    if args.query.chars().nth(MAX_QUERY_CHARS).is_some() {
+        return Err(ToolError::SearchQueryTooLong);
+    }
     let matcher = if args.regex {
         let re = RegexBuilder::new(&args.query)
             .case_insensitive(args.ignore_case)
@@ -284,24 +333,10 @@ fn search_inner(
         Matcher::literal(&args.query, args.ignore_case)?
     };
     let prefilter = raw_prefilter_applies(&args.query, args.regex, args.ignore_case);
-    let mut budget = Budget::from_limits(view.limits());
+    let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
-    let targets = target_files(view, &args.paths, &args.glob, !prefilter, &mut budget)?;
-
-    // File reads are charged in walk order before each file is searched; the first
-    // failure (a byte or file limit, else the walk's own) ends the scan there.
-    let mut stop: Option<(usize, ToolError)> = None;
-    for (index, entry) in targets.files.iter().enumerate() {
-        if let Err(error) = budget.consume_file(entry.size) {
-            stop = Some((index, error));
-            break;
-        }
-    }
-    let stop = stop.or_else(|| targets.error.map(|error| (targets.files.len(), error)));
-    let scan_end = stop
-        .as_ref()
-        .map_or(targets.files.len(), |(index, _)| *index);
-    let files = &targets.files[..scan_end];
+    let (files, cut) = charged_targets(view, &args.paths, &args.glob, !prefilter, &mut budget)?;
+    let files = files.as_slice();
 
     let mut out = String::new();
     let mut results = 0usize;
@@ -310,7 +345,7 @@ fn search_inner(
         // The reference reads and redacts every file before matching any.
         let searched: Vec<FileResult> = files
             .par_iter()
-            .map(|entry| search_file(view, entry, &matcher, false, context))
+            .map(|entry| search_file(view, entry, &matcher, false, context, stop))
             .collect();
         for result in &searched {
             match result {
@@ -319,7 +354,7 @@ fn search_inner(
                 FileResult::Skipped => {}
             }
         }
-        if let Some((_, error)) = stop {
+        if let Some(error) = cut {
             return Err(error);
         }
         for result in &searched {
@@ -351,7 +386,7 @@ fn search_inner(
         let end = (done + batch).min(files.len());
         let searched: Vec<FileResult> = files[done..end]
             .par_iter()
-            .map(|entry| search_file(view, entry, &matcher, prefilter, context))
+            .map(|entry| search_file(view, entry, &matcher, prefilter, context, stop))
             .collect();
         for result in searched {
             match result {
@@ -383,8 +418,8 @@ fn search_inner(
         done = end;
         batch = (batch * 2).min(1024);
     }
-    match stop {
-        Some((_, error)) => Err(error),
+    match cut {
+        Some(error) => Err(error),
         None => Ok(out),
     }
 }

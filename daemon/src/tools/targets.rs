@@ -72,3 +72,24 @@ pub(crate) fn target_files(
     }
     Ok(Targets { files, error: None })
 }
+
+/// [`target_files`], then each file's read charged to `budget` in walk order: the files
+/// that may be read, and the failure that ends the call after them (a file or byte
+/// limit hit at the next file, else the walk's own), which the reference raises only
+/// once the files before it were processed.
+pub(crate) fn charged_targets(
+    view: &dyn RootView,
+    scopes: &[String],
+    globs: &[String],
+    text_only: bool,
+    budget: &mut Budget,
+) -> Result<(Vec<Entry>, Option<ToolError>), ToolError> {
+    let Targets { mut files, error } = target_files(view, scopes, globs, text_only, budget)?;
+    for (index, entry) in files.iter().enumerate() {
+        if let Err(limit) = budget.consume_file(entry.size) {
+            files.truncate(index);
+            return Ok((files, Some(limit)));
+        }
+    }
+    Ok((files, error))
+}

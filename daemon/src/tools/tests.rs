@@ -5,6 +5,7 @@
 
 use super::fake::FakeView;
 use super::*;
+use crate::cancel::Stop;
 use crate::engine::{Category, Mode, Policy, SaltSource};
 
 const SALT: &str = "golden-salt";
@@ -287,6 +288,7 @@ fn search_matches_the_reference() {
                 context: 1,
                 ..grep("line")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -297,6 +299,7 @@ fn search_matches_the_reference() {
                 ignore_case: true,
                 ..grep("LINE")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -307,6 +310,7 @@ fn search_matches_the_reference() {
                 regex: true,
                 ..grep("l[a-z]+e")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -317,6 +321,7 @@ fn search_matches_the_reference() {
                 max_results: 3,
                 ..grep("line")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -327,6 +332,7 @@ fn search_matches_the_reference() {
                 max_results: 4,
                 ..grep("line")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -337,6 +343,7 @@ fn search_matches_the_reference() {
                 glob: vec!["notes/*".into()],
                 ..grep("e")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -347,9 +354,13 @@ fn search_matches_the_reference() {
                 paths: vec!["tools".into(), "docs/design.md".into(), "tools".into()],
                 ..grep("e")
             },
+            &Stop::never(),
         ),
     );
-    assert_golden("grep_no_match", search(&view, &grep("nothing-here")));
+    assert_golden(
+        "grep_no_match",
+        search(&view, &grep("nothing-here"), &Stop::never()),
+    );
     assert_golden(
         "grep_invalid_regex",
         search(
@@ -358,6 +369,7 @@ fn search_matches_the_reference() {
                 regex: true,
                 ..grep("a(")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -369,6 +381,7 @@ fn search_matches_the_reference() {
                 context: 1,
                 ..grep("alpha|beta")
             },
+            &Stop::never(),
         ),
     );
 }
@@ -377,10 +390,10 @@ fn search_matches_the_reference() {
 fn search_skips_unreadable_files_only_where_the_reference_prefilters() {
     let view = corpus_a().text_ext_binary("docs/broken.md", b"line\0line");
     // A plain word: the reference screens raw bytes and skips the binary file.
-    let out = search(&view, &grep("line"));
+    let out = search(&view, &grep("line"), &Stop::never());
     assert!(!out.is_error && out.text.starts_with("@p_"), "{}", out.text);
     // `_` disables the prefilter: the unreadable file fails the whole call.
-    let out = search(&view, &grep("line_"));
+    let out = search(&view, &grep("line_"), &Stop::never());
     assert_eq!(
         (out.text.as_str(), out.is_error),
         (
@@ -395,6 +408,7 @@ fn search_skips_unreadable_files_only_where_the_reference_prefilters() {
             regex: true,
             ..grep("zzz")
         },
+        &Stop::never(),
     );
     assert!(out.is_error);
 }
@@ -410,6 +424,7 @@ fn search_truncation_stops_before_a_later_failure() {
             max_results: 2,
             ..grep("line_")
         },
+        &Stop::never(),
     );
     assert!(out.is_error, "no match before the bad file: the call fails");
     let out = search(
@@ -418,6 +433,7 @@ fn search_truncation_stops_before_a_later_failure() {
             max_results: 200,
             ..grep("e")
         },
+        &Stop::never(),
     );
     assert!(out.is_error, "the cap is not reached before the bad file");
     let out = search(
@@ -426,6 +442,7 @@ fn search_truncation_stops_before_a_later_failure() {
             max_results: 2,
             ..grep("e")
         },
+        &Stop::never(),
     );
     assert!(!out.is_error && out.text.ends_with("[TRUNCATED]\n"));
 }
@@ -439,13 +456,14 @@ fn search_scope_that_is_excluded_fails() {
             paths: vec!["notes".into()],
             ..grep("e")
         },
+        &Stop::never(),
     );
     assert_eq!(
         (out.text.as_str(), out.is_error),
         ("Path is excluded by policy.", true)
     );
     // Whole-root search silently leaves the excluded directory out.
-    let out = search(&view, &grep("newline"));
+    let out = search(&view, &grep("newline"), &Stop::never());
     assert_eq!(out.text, "No matches.\n");
 }
 
@@ -464,6 +482,7 @@ fn search_on_a_large_tree_keeps_walk_order() {
             max_results: 1000,
             ..grep("hit")
         },
+        &Stop::never(),
     );
     let order: Vec<&str> = out
         .text
@@ -478,6 +497,7 @@ fn search_on_a_large_tree_keeps_walk_order() {
             max_results: 250,
             ..grep("hit")
         },
+        &Stop::never(),
     );
     assert_eq!(out.text.lines().count(), 251);
 }
@@ -498,7 +518,7 @@ fn search_receipt_counts_content_and_each_printed_path() {
             "[ENTITY_x].md",
             counts(&[(Category::ENTITY, 1)]),
         );
-    let out = search(&view, &grep(p));
+    let out = search(&view, &grep(p), &Stop::never());
     let id = view.engine().path_id("people.md");
     assert_eq!(
         out.text,
@@ -509,7 +529,10 @@ fn search_receipt_counts_content_and_each_printed_path() {
         counts(&[(Category::PERSON, 3), (Category::ENTITY, 2)])
     );
     // The raw value is not searchable: only redacted text is.
-    assert_eq!(search(&view, &grep("Taylor")).text, "No matches.\n");
+    assert_eq!(
+        search(&view, &grep("Taylor"), &Stop::never()).text,
+        "No matches.\n"
+    );
 }
 
 #[test]
@@ -546,7 +569,10 @@ fn stat_of_a_text_file_over_the_byte_limit_fails() {
 #[test]
 fn bundle_matches_the_reference() {
     let view = corpus_a();
-    assert_golden("bundle_all", bundle(&view, &BundleArgs::default()));
+    assert_golden(
+        "bundle_all",
+        bundle(&view, &BundleArgs::default(), &Stop::never()),
+    );
     assert_golden(
         "bundle_two_files",
         bundle(
@@ -555,6 +581,7 @@ fn bundle_matches_the_reference() {
                 max_files: 2,
                 ..BundleArgs::default()
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -566,6 +593,7 @@ fn bundle_matches_the_reference() {
                 max_chars_per_file: 10,
                 ..BundleArgs::default()
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -576,6 +604,7 @@ fn bundle_matches_the_reference() {
                 max_total_chars: 50,
                 ..BundleArgs::default()
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -586,6 +615,7 @@ fn bundle_matches_the_reference() {
                 glob: vec!["*.py".into()],
                 ..BundleArgs::default()
             },
+            &Stop::never(),
         ),
     );
 }
@@ -601,7 +631,7 @@ fn bundle_uses_plain_content_and_counts_it_with_the_path() {
             counts(&[(Category::SECRET, 1)]),
         )
         .redacted_path("a.md", "[ENTITY_a].md", counts(&[(Category::ENTITY, 1)]));
-    let out = bundle(&view, &BundleArgs::default());
+    let out = bundle(&view, &BundleArgs::default(), &Stop::never());
     let id = view.engine().path_id("a.md");
     assert_eq!(
         out.text,
@@ -622,7 +652,7 @@ fn retrieve_matches_the_reference() {
     };
     assert_golden(
         "retrieve_golden",
-        retrieve(&view, &args("database backup recovery")),
+        retrieve(&view, &args("database backup recovery"), &Stop::never()),
     );
     assert_golden(
         "retrieve_scoped",
@@ -633,6 +663,7 @@ fn retrieve_matches_the_reference() {
                 glob: vec!["*.md".into()],
                 ..args("database")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -644,6 +675,7 @@ fn retrieve_matches_the_reference() {
                 max_chars: 400,
                 ..args("database")
             },
+            &Stop::never(),
         ),
     );
     assert_golden(
@@ -654,10 +686,17 @@ fn retrieve_matches_the_reference() {
                 max_chars: 256,
                 ..args("unrelated")
             },
+            &Stop::never(),
         ),
     );
-    assert_golden("retrieve_no_match", retrieve(&view, &args("zebra")));
-    assert_golden("retrieve_stop_words", retrieve(&view, &args("the of and")));
+    assert_golden(
+        "retrieve_no_match",
+        retrieve(&view, &args("zebra"), &Stop::never()),
+    );
+    assert_golden(
+        "retrieve_stop_words",
+        retrieve(&view, &args("the of and"), &Stop::never()),
+    );
     assert_golden(
         "retrieve_bounds",
         retrieve(
@@ -666,6 +705,7 @@ fn retrieve_matches_the_reference() {
                 max_results: 51,
                 ..args("database")
             },
+            &Stop::never(),
         ),
     );
 }
@@ -678,21 +718,21 @@ fn retrieve_validation_messages() {
         ..RetrieveArgs::default()
     };
     assert_eq!(
-        retrieve(&view, &args("x".repeat(2001))).text,
+        retrieve(&view, &args("x".repeat(2001)), &Stop::never()).text,
         "Retrieval query exceeds the 2000 character limit."
     );
     let many: Vec<String> = (0..65).map(|i| format!("w{i}")).collect();
     assert_eq!(
-        retrieve(&view, &args(many.join(" "))).text,
+        retrieve(&view, &args(many.join(" ")), &Stop::never()).text,
         "Retrieval requires 1 to 64 searchable query terms."
     );
-    assert!(!retrieve(&view, &args(many[..64].join(" "))).is_error);
+    assert!(!retrieve(&view, &args(many[..64].join(" ")), &Stop::never()).is_error);
     let bounds = RetrieveArgs {
         max_chars: 255,
         ..args("database".into())
     };
     assert_eq!(
-        retrieve(&view, &bounds).text,
+        retrieve(&view, &bounds, &Stop::never()).text,
         "Retrieval requires max_results between 1 and 50 and max_chars between 256 and 100000."
     );
 }
@@ -707,18 +747,21 @@ fn retrieve_has_no_file_wall_by_default_but_honours_one_when_asked() {
         query: "database".into(),
         ..RetrieveArgs::default()
     };
-    assert!(!retrieve(&view, &args).is_error);
+    assert!(!retrieve(&view, &args, &Stop::never()).is_error);
     let walled = RetrieveArgs {
         max_files: Some(80),
         ..args.clone()
     };
-    assert_eq!(retrieve(&view, &walled).text, "File limit exceeded.");
+    assert_eq!(
+        retrieve(&view, &walled, &Stop::never()).text,
+        "File limit exceeded."
+    );
     let passages = RetrieveArgs {
         max_passages: Some(20),
         ..args
     };
     assert_eq!(
-        retrieve(&view, &passages).text,
+        retrieve(&view, &passages, &Stop::never()).text,
         "Retrieval passage limit exceeded. Narrow the paths or glob."
     );
 }
@@ -747,6 +790,7 @@ fn retrieve_receipt_counts_every_scanned_document() {
             query: "database".into(),
             ..RetrieveArgs::default()
         },
+        &Stop::never(),
     );
     assert_eq!(
         out.counts,
@@ -779,6 +823,7 @@ fn retrieve_spec_17_golden() {
             query: "database backup recovery".into(),
             ..RetrieveArgs::default()
         },
+        &Stop::never(),
     );
     let expected = "--- @p_edc1e3a0cbb2 docs/[ENTITY_744724cb502cf2065928c6b96d0b5fd1].[ENTITY_83eab1868e9d09be426db8f133f41030] lines 1-4 score=2.493 ---
 database recovery
@@ -846,6 +891,7 @@ fn retrieve_spec_17_golden_with_fixed_redactions() {
             query: "database backup recovery".into(),
             ..RetrieveArgs::default()
         },
+        &Stop::never(),
     );
     let headers: Vec<&str> = out.text.lines().filter(|l| l.starts_with("--- ")).collect();
     assert_eq!(
@@ -867,6 +913,7 @@ fn retrieve_spec_17_golden_with_fixed_redactions() {
             glob: vec!["*.md".into()],
             ..RetrieveArgs::default()
         },
+        &Stop::never(),
     );
     assert_eq!(
         scoped.text.lines().next().unwrap(),
@@ -881,6 +928,7 @@ fn retrieve_spec_17_golden_with_fixed_redactions() {
             max_chars: 400,
             ..RetrieveArgs::default()
         },
+        &Stop::never(),
     );
     assert!(tight.text.contains("score=1.028"));
     assert_eq!(tight.text.matches("--- @p_").count(), 1);
@@ -1205,6 +1253,7 @@ fn search_ignore_case_uses_full_case_folding() {
             query: "straße".into(),
             ..SearchArgs::default()
         },
+        &Stop::never(),
     );
     assert_eq!(out.text.lines().count(), 1, "{}", out.text);
     assert!(out.text.ends_with(":1:a.md:Die STRASSE\n"));
@@ -1216,6 +1265,7 @@ fn search_ignore_case_uses_full_case_folding() {
             query: "KEY".into(),
             ..SearchArgs::default()
         },
+        &Stop::never(),
     );
     assert_eq!(out.text, "No matches.\n");
     // A regex is not screened: IGNORECASE folds the sign (Python `re` does too).
@@ -1226,6 +1276,7 @@ fn search_ignore_case_uses_full_case_folding() {
             regex: true,
             ..SearchArgs::default()
         },
+        &Stop::never(),
     );
     assert!(
         out.text.ends_with(":1:b.md:the \u{212A}ey\n"),
@@ -1237,7 +1288,7 @@ fn search_ignore_case_uses_full_case_folding() {
 #[test]
 fn search_for_an_empty_query_matches_every_line() {
     let view = corpus_a();
-    let out = search(&view, &grep(""));
+    let out = search(&view, &grep(""), &Stop::never());
     // 4 + 3 lines in docs, 2 in notes/meeting.md, 2 + 2 in tools; the empty file has none.
     assert_eq!(out.text.lines().count(), 13, "{}", out.text);
 }
@@ -1268,8 +1319,14 @@ fn retrieve_long_lines_crlf_and_case_folding_match_the_reference() {
         query: query.into(),
         ..RetrieveArgs::default()
     };
-    assert_golden("retrieve_long_lines", retrieve(&view, &args("needle")));
-    assert_golden("retrieve_casefold", retrieve(&view, &args("STRASSE")));
+    assert_golden(
+        "retrieve_long_lines",
+        retrieve(&view, &args("needle"), &Stop::never()),
+    );
+    assert_golden(
+        "retrieve_casefold",
+        retrieve(&view, &args("STRASSE"), &Stop::never()),
+    );
 }
 
 #[test]
@@ -1281,11 +1338,167 @@ fn search_case_folding_follows_the_reference_raw_screen() {
     };
     assert_golden(
         "grep_ascii_prefilter_gate",
-        search(&view, &folded("STRASSE")),
+        search(&view, &folded("STRASSE"), &Stop::never()),
     );
     assert_golden(
         "grep_unprefiltered_casefold",
-        search(&view, &folded("PERSON")),
+        search(&view, &folded("PERSON"), &Stop::never()),
     );
-    assert_golden("grep_non_ascii_query", search(&view, &folded("STRAßE")));
+    assert_golden(
+        "grep_non_ascii_query",
+        search(&view, &folded("STRAßE"), &Stop::never()),
+    );
+}
+
+/// Three files that all hold `needle`, for the scan-robustness tests.
+fn three_needles() -> FakeView {
+    FakeView::new(SALT)
+        .file("a.txt", "one needle\n")
+        .file("b.txt", "two needle\n")
+        .file("c.txt", "three needle\n")
+}
+
+#[test]
+fn search_refuses_a_query_past_the_bound_before_any_work() {
+    let view = three_needles();
+    let at_bound = "n".repeat(crate::tools::search::MAX_QUERY_CHARS);
+    assert_eq!(
+        search(&view, &grep(&at_bound), &Stop::never()).text,
+        "No matches.\n"
+    );
+    for regex in [false, true] {
+        // Counted in characters, not bytes: 4,097 two-byte characters.
+        let long = SearchArgs {
+            regex,
+            ..grep(&"é".repeat(crate::tools::search::MAX_QUERY_CHARS + 1))
+        };
+        let out = search(&view, &long, &Stop::never());
+        assert!(out.is_error);
+        assert_eq!(out.text, "Search query exceeds the 4096 character limit.");
+    }
+    // A 10 MB query, which built an automaton for minutes before, answers at once.
+    let huge = "x".repeat(10_000_000);
+    let started = std::time::Instant::now();
+    assert!(search(&view, &grep(&huge), &Stop::never()).is_error);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn a_long_literal_query_builds_its_matcher_in_linear_time() {
+    // At the bound, case-insensitive (the automaton kind that used to go quadratic).
+    let view = FakeView::new(SALT).file("a.txt", &format!("x{}y\n", "qz".repeat(2048)));
+    let query = "QZ".repeat(2048);
+    let started = std::time::Instant::now();
+    let out = search(
+        &view,
+        &SearchArgs {
+            ignore_case: true,
+            ..grep(&query)
+        },
+        &Stop::never(),
+    );
+    assert!(out.text.contains(":1:"), "{}", out.text);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn a_stopped_call_ends_with_the_deadline_text_or_is_dropped() {
+    use crate::cancel::Cancel;
+    let view = three_needles();
+    let expired = Stop::never().within(std::time::Duration::ZERO);
+    for out in [
+        search(&view, &grep("needle"), &expired),
+        retrieve(
+            &view,
+            &RetrieveArgs {
+                query: "needle".into(),
+                ..RetrieveArgs::default()
+            },
+            &expired,
+        ),
+        bundle(&view, &BundleArgs::default(), &expired),
+    ] {
+        assert!(out.is_error);
+        assert_eq!(out.text, "Operation deadline exceeded.");
+    }
+    let cancel = Cancel::new();
+    cancel.cancel();
+    let out = search(&view, &grep("needle"), &Stop::on(&cancel));
+    assert_eq!(out.text, "Operation cancelled.");
+    // A regex search stops as well (it reads every file before matching any).
+    let regex = SearchArgs {
+        regex: true,
+        ..grep("ne+dle")
+    };
+    assert_eq!(
+        search(&view, &regex, &expired).text,
+        "Operation deadline exceeded."
+    );
+}
+
+#[test]
+fn a_file_that_changes_once_during_a_scan_is_read_again() {
+    for error in [ViewError::ChangedDuringRead, ViewError::ReadFailed] {
+        let view = three_needles().fail_reads("b.txt", error.clone(), 1);
+        let out = search(&view, &grep("needle"), &Stop::never());
+        assert!(!out.is_error, "{error:?}: {}", out.text);
+        assert_eq!(out.text.lines().count(), 3, "{}", out.text);
+        assert!(out.text.contains("two needle"));
+        assert_eq!(view.failures_left("b.txt"), 0);
+    }
+}
+
+#[test]
+fn a_file_that_keeps_failing_or_vanishes_is_left_out_of_every_scan() {
+    for error in [
+        ViewError::Missing,
+        ViewError::ChangedDuringRead,
+        ViewError::ReadFailed,
+        ViewError::NotAFile,
+        ViewError::Unsafe,
+    ] {
+        let view = three_needles().fail_reads("b.txt", error.clone(), u32::MAX);
+        for regex in [false, true] {
+            let args = SearchArgs {
+                regex,
+                ..grep("needle")
+            };
+            let out = search(&view, &args, &Stop::never());
+            assert!(!out.is_error, "{error:?}: {}", out.text);
+            assert!(out.text.contains("one needle") && out.text.contains("three needle"));
+            assert!(!out.text.contains("two needle"));
+        }
+        let out = retrieve(
+            &view,
+            &RetrieveArgs {
+                query: "needle".into(),
+                ..RetrieveArgs::default()
+            },
+            &Stop::never(),
+        );
+        assert!(!out.is_error, "{error:?}: {}", out.text);
+        assert_eq!(out.text.matches("--- @p_").count(), 2, "{}", out.text);
+        let out = bundle(&view, &BundleArgs::default(), &Stop::never());
+        assert!(!out.is_error, "{error:?}: {}", out.text);
+        assert_eq!(out.text.matches("--- BEGIN").count(), 2, "{}", out.text);
+    }
+}
+
+#[test]
+fn limits_still_fail_a_scan_that_meets_them() {
+    // Only churn is skipped: a byte limit, a non-text file or a policy refusal keep
+    // failing the call as in the reference.
+    for error in [ViewError::FileByteLimit, ViewError::NotText] {
+        let view = three_needles().fail_reads("b.txt", error.clone(), u32::MAX);
+        let out = search(
+            &view,
+            &SearchArgs {
+                regex: true,
+                ..grep("needle")
+            },
+            &Stop::never(),
+        );
+        assert!(out.is_error, "{error:?}");
+        assert_eq!(out.text, error.to_string());
+    }
 }

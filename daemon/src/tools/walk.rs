@@ -5,6 +5,7 @@
 //! file cap, a search at `max_results`) never fails on entries it did not need.
 
 use super::ToolError;
+use crate::cancel::Stop;
 use crate::view::{Entry, EntryKind, Limits, RootView, ViewError};
 
 /// The traversal budget we recommend as the daemon's default for every walk
@@ -30,9 +31,10 @@ pub const DEFAULT_TRAVERSAL_ENTRIES: u64 = 1_000_000;
 /// the operator sets is applied exactly, with the reference's message.
 pub const DEFAULT_TOTAL_RAW_BYTES: u64 = 4_000_000_000;
 
-/// What one call may consume: traversal entries, files read, raw bytes (spec 6.5).
-/// `None` means unlimited.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What one call may consume: traversal entries, files read, raw bytes (spec 6.5), and
+/// until when (`stop`: cancellation and deadline, checked as entries and files are
+/// charged). `None` means unlimited.
+#[derive(Clone, Debug, Default)]
 pub struct Budget {
     /// Traversal entries (start + every listed child).
     pub max_entries: Option<u64>,
@@ -42,6 +44,8 @@ pub struct Budget {
     pub max_file_bytes: Option<u64>,
     /// Raw bytes of all files read by the call.
     pub max_total_bytes: Option<u64>,
+    /// When the call must give up, whatever it has consumed.
+    pub stop: Stop,
     entries: u64,
     files: u64,
     bytes: u64,
@@ -59,9 +63,22 @@ impl Budget {
         }
     }
 
+    /// The same budget, ending when `stop` says so.
+    pub fn stopping(self, stop: &Stop) -> Budget {
+        Budget {
+            stop: stop.clone(),
+            ..self
+        }
+    }
+
     /// Charges one traversal entry (`Traversal entry limit exceeded.` past the cap).
+    /// Every 1,024th entry also checks `stop`: a walk over the index visits about a
+    /// million entries a second, so that is a check every millisecond or so.
     pub fn consume_entry(&mut self) -> Result<(), ToolError> {
         self.entries += 1;
+        if self.entries % 1024 == 0 {
+            self.stop.check()?;
+        }
         match self.max_entries {
             Some(max) if self.entries > max => Err(ViewError::EntryLimit.into()),
             _ => Ok(()),
@@ -71,6 +88,7 @@ impl Budget {
     /// Charges one file read of `size` raw bytes: the file count first, then the
     /// per-file and total byte limits, as the reference does.
     pub fn consume_file(&mut self, size: u64) -> Result<(), ToolError> {
+        self.stop.check()?;
         self.files += 1;
         if let Some(max) = self.max_files
             && self.files > max
