@@ -17,9 +17,9 @@ symlinked and binary files are skipped. Empty (the default) means the whole root
 `glob`, a file must lie under one of these paths and match one of the globs.";
 
 /// Glob filter, shared by search, retrieve and bundle.
-const GLOB_DESC: &str = "Shell-style patterns tested against each file's root-relative path, \
-such as `*.md` or `docs/*.txt`; a file is kept when any pattern matches. `*` also crosses `/`, so \
-`*.md` matches at any depth. Empty (the default) applies no filter. Works inside `paths`.";
+const GLOB_DESC: &str = "Shell-style patterns tested against each file's root-relative path as \
+listings show it (redacted names included), such as `*.md` or `docs/*.txt`; a file is kept when \
+any pattern matches. `*` also crosses `/`, so `*.md` matches at any depth. Empty (the default) applies no filter. Works inside `paths`.";
 
 fn obj(v: Value) -> JsonObject {
     match v {

@@ -224,7 +224,7 @@ pub struct GrepArgs {
     /// Lines of context before and after each match.
     #[arg(short = 'C', long, value_name = "N", default_value_t = 0)]
     pub context: u64,
-    /// Only files whose root-relative path matches this shell pattern (repeatable).
+    /// Only files whose root-relative path, as `ls` shows it (redacted), matches this shell pattern (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub glob: Vec<String>,
     /// Most output lines; more end with [TRUNCATED].
@@ -246,7 +246,7 @@ pub struct RetrieveArgs {
     pub query: String,
     /// Files or directories to rank (default: the whole root).
     pub paths: Vec<String>,
-    /// Only files whose root-relative path matches this shell pattern (repeatable).
+    /// Only files whose root-relative path, as `ls` shows it (redacted), matches this shell pattern (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub glob: Vec<String>,
     /// Most passages (1 to 50).
@@ -280,7 +280,7 @@ pub struct StatArgs {
 pub struct BundleArgs {
     /// Files or directories to include (default: the whole root).
     pub paths: Vec<String>,
-    /// Only files whose root-relative path matches this shell pattern (repeatable).
+    /// Only files whose root-relative path, as `ls` shows it (redacted), matches this shell pattern (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub glob: Vec<String>,
     /// Most files.

@@ -17,8 +17,15 @@ pub(crate) struct Targets {
 
 /// Resolves every scope first (any failure fails the call), then walks each in turn:
 /// regular files only, legacy Office and disabled documents skipped, non-text files
-/// skipped when `text_only`, `globs` matched with fnmatch on the raw relative path, and a
-/// file reached from two scopes listed once. An empty `scopes` means the whole root.
+/// skipped when `text_only`, `globs` matched with fnmatch on the *redacted* relative
+/// path, and a file reached from two scopes listed once. An empty `scopes` means the
+/// whole root.
+///
+/// Globs see what the agent sees. The reference matches them on the raw path, which
+/// makes every glob a question about raw names: `docs/T*`, `docs/Ta*`, … rebuild a
+/// redacted file name a character at a time from which calls find the file. On the
+/// redacted path a glob can only select what the listing already shows (COMPAT.md);
+/// for the many paths that hold nothing to redact the two are the same.
 pub(crate) fn target_files(
     view: &dyn RootView,
     scopes: &[String],
@@ -47,7 +54,7 @@ pub(crate) fn target_files(
         if text_only && !view.is_text(&entry) {
             return;
         }
-        if !patterns.is_empty() && !matches_any(&patterns, &entry.rel) {
+        if !patterns.is_empty() && !matches_any(&patterns, &view.path(&entry.rel).text) {
             return;
         }
         seen.insert(entry.rel.clone());

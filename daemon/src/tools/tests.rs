@@ -1502,3 +1502,93 @@ fn limits_still_fail_a_scan_that_meets_them() {
         assert_eq!(out.text, error.to_string());
     }
 }
+
+#[test]
+fn globs_match_the_redacted_path_so_probing_them_learns_nothing_new() {
+    let raw = "docs/Taylor Reed notes.md";
+    let shown = "docs/[PERSON_3b7f] notes.md";
+    let view = FakeView::new(SALT)
+        .file(raw, "alpha\n")
+        .file("docs/plan.md", "beta\n")
+        .file("docs/zeta.md", "gamma\n")
+        .redacted_path(raw, shown, counts(&[(Category::PERSON, 1)]));
+    let listing = [shown, "docs/plan.md", "docs/zeta.md"];
+    // What an attacker would try: every prefix of the raw name, ranges over its first
+    // letter, fragments of it, and globs over the redacted listing itself.
+    let mut probes: Vec<String> = (5..=raw.len()).map(|n| format!("{}*", &raw[..n])).collect();
+    probes.extend(
+        [
+            "docs/[A-S]*",
+            "docs/[T-Z]*",
+            "docs/[a-z]*",
+            "*Taylor*",
+            "*Reed*",
+            "*aylo*",
+            "docs/?????? ????*",
+            "*PERSON*",
+            "docs/[[]*",
+            "docs/*",
+            "*notes.md",
+            "*.md",
+        ]
+        .map(String::from),
+    );
+    for probe in &probes {
+        let expected: Vec<&str> = listing
+            .iter()
+            .copied()
+            .filter(|path| glob::fnmatch(path, probe))
+            .collect();
+        let out = bundle(
+            &view,
+            &BundleArgs {
+                glob: vec![probe.clone()],
+                ..BundleArgs::default()
+            },
+            &Stop::never(),
+        );
+        let found: Vec<&str> = out
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("--- BEGIN @p_"))
+            .map(|l| {
+                l.split_once(' ')
+                    .map_or("", |(_, p)| p)
+                    .trim_end_matches(" ---")
+            })
+            .collect();
+        let mut expected_sorted = expected.clone();
+        expected_sorted.sort();
+        let mut found_sorted = found.clone();
+        found_sorted.sort();
+        assert_eq!(found_sorted, expected_sorted, "glob {probe:?}");
+        // The same for search and retrieve, which share the scope.
+        let hits = search(
+            &view,
+            &SearchArgs {
+                glob: vec![probe.clone()],
+                regex: true,
+                ..grep(".")
+            },
+            &Stop::never(),
+        );
+        assert_eq!(
+            hits.text.lines().filter(|l| l.contains(':')).count(),
+            expected.len(),
+            "search glob {probe:?}: {}",
+            hits.text
+        );
+    }
+    // No raw-name prefix past the directory finds the file.
+    for n in 6..=raw.len() {
+        let out = bundle(
+            &view,
+            &BundleArgs {
+                glob: vec![format!("{}*", &raw[..n])],
+                ..BundleArgs::default()
+            },
+            &Stop::never(),
+        );
+        assert!(!out.text.contains("PERSON"), "prefix {:?}", &raw[..n]);
+    }
+}
