@@ -268,6 +268,10 @@ impl PolicySource {
         let mut entries = BTreeMap::new();
         for path in paths {
             let stamp = file_stamp(&path)?;
+            if let Some(stamp) = &stamp {
+                // A policy file is never served, under its name or another.
+                crate::fs::protected::remember_identity(stamp.dev, stamp.ino);
+            }
             entries.insert(path, stamp);
         }
         Ok(PolicyStamps { entries })

@@ -679,7 +679,7 @@ impl ServedRoot {
         if !stat.is_regular() {
             return Err(ViewError::NotAFile);
         }
-        if !self.index.admitted(rel, false) {
+        if !self.index.admitted(rel, false) || fs::protected::is_link_to_protected(&meta) {
             return Err(ViewError::Excluded);
         }
         if stat.size > self.limits.max_raw_bytes_per_file {

@@ -9,6 +9,7 @@
 pub mod fnmatch;
 pub mod gitignore;
 pub mod paths;
+pub mod protected;
 pub mod rules;
 pub mod text;
 

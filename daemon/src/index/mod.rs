@@ -506,7 +506,11 @@ impl Index {
         match fs::validate_components(&self.root, rel) {
             Ok(meta) => {
                 let stat = StatKey::of(&meta);
-                if self.admitted(rel, stat.is_dir()) {
+                if self.rules.is_protected(rel) {
+                    fs::protected::remember(&meta);
+                }
+                if self.admitted(rel, stat.is_dir()) && !fs::protected::is_link_to_protected(&meta)
+                {
                     self.note(rel, stat);
                 } else {
                     self.remove(rel);
@@ -612,7 +616,11 @@ impl Index {
                 continue;
             }
             match std::fs::symlink_metadata(fs::abs_path(&self.root, &child_rel)) {
-                Ok(m) if !m.file_type().is_symlink() && !m.is_dir() => {
+                Ok(m)
+                    if !m.file_type().is_symlink()
+                        && !m.is_dir()
+                        && !fs::protected::is_link_to_protected(&m) =>
+                {
                     let now = StatKey::of(&m);
                     if now != stat {
                         self.note(&child_rel, now);
@@ -726,12 +734,10 @@ impl Index {
                     continue;
                 }
                 let child_rel = join_rel(rel, &name);
-                if !walk::admits(&self.rules, &self.gitignore, &child_rel, &name, ft.is_dir()) {
-                    continue;
-                }
-                match std::fs::symlink_metadata(dent.path()) {
-                    Ok(m) if !m.file_type().is_symlink() => found.push((name, StatKey::of(&m))),
-                    _ => {}
+                if let walk::Child::Admitted(m) =
+                    walk::classify_child(&self.rules, &self.gitignore, &child_rel, &name, &dent, ft)
+                {
+                    found.push((name, StatKey::of(&m)));
                 }
             }
         }

@@ -43,6 +43,46 @@ pub fn admits(
     !rules.is_child_excluded(rel, name) && !gitignore.is_ignored_entry(rel, is_dir)
 }
 
+/// What a directory child (not a symlink, per its `d_type`) is to the index.
+pub enum Child {
+    /// Not held: excluded, ignored, protected, a symlink after all, or another name of
+    /// a protected file.
+    Skipped,
+    /// Vanished or could not be `lstat`ed.
+    Unreadable,
+    /// Held, with its `lstat`.
+    Admitted(std::fs::Metadata),
+}
+
+/// Classifies one child `rel` (named `name`) of an admitted directory, for the walk and
+/// for a directory re-read alike. The `lstat` (relative to the open directory) is paid
+/// for admitted children and for protected names, whose identity is remembered so that
+/// their hard links are refused under any name (`fs::protected`).
+pub fn classify_child(
+    rules: &FsRules,
+    gitignore: &GitignoreRules,
+    rel: &str,
+    name: &str,
+    dent: &std::fs::DirEntry,
+    ft: std::fs::FileType,
+) -> Child {
+    if !admits(rules, gitignore, rel, name, ft.is_dir()) {
+        if ft.is_file()
+            && rules.is_protected(rel)
+            && let Ok(meta) = dent.metadata()
+        {
+            crate::fs::protected::remember(&meta);
+        }
+        return Child::Skipped;
+    }
+    match dent.metadata() {
+        Ok(meta) if meta.file_type().is_symlink() => Child::Skipped,
+        Ok(meta) if crate::fs::protected::is_link_to_protected(&meta) => Child::Skipped,
+        Ok(meta) => Child::Admitted(meta),
+        Err(_) => Child::Unreadable,
+    }
+}
+
 /// What every task of one walk shares.
 struct Walk<'a> {
     root: &'a Path,
@@ -111,12 +151,8 @@ fn visit<'s>(scope: &rayon::Scope<'s>, walk: &'s Walk<'s>, dir_rel: String) {
                 } else {
                     format!("{dir_rel}/{name}")
                 };
-                if !admits(walk.rules, walk.gitignore, &rel, name, ft.is_dir()) {
-                    continue;
-                }
-                // `lstat` relative to the open directory (statx on its fd).
-                match dent.metadata() {
-                    Ok(meta) if !meta.file_type().is_symlink() => {
+                match classify_child(walk.rules, walk.gitignore, &rel, name, &dent, ft) {
+                    Child::Admitted(meta) => {
                         let stat = StatKey::of(&meta);
                         if stat.is_dir() {
                             let child = rel.clone();
@@ -125,8 +161,8 @@ fn visit<'s>(scope: &rayon::Scope<'s>, walk: &'s Walk<'s>, dir_rel: String) {
                         let id = (walk.id_of)(&rel);
                         items.push(WalkItem { rel, stat, id });
                     }
-                    Ok(_) => {}
-                    Err(_) => skips.unreadable += 1,
+                    Child::Skipped => {}
+                    Child::Unreadable => skips.unreadable += 1,
                 }
             }
         }

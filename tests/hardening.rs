@@ -1,0 +1,276 @@
+//! Defences against an agent that probes or stalls the daemon, on a real `redctxd`:
+//! hard links to protected files, calls stopped by a disconnect or by `daemon stop`,
+//! and whole-root scans while a file churns.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use support::{Env, poll};
+
+fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// Every way the agent can reach a file's bytes or name, for one root: a recursive
+/// listing, a bundle of everything, and searches for `needle` (literal and regex).
+fn everything(env: &Env, root: &Path, needle: &str) -> String {
+    let mut all = env.ok_on(root, &["ls", "-r", "."]);
+    all += &env.ok_on(
+        root,
+        &[
+            "bundle",
+            "--max-files",
+            "1000",
+            "--max-total-chars",
+            "10000000",
+            ".",
+        ],
+    );
+    for extra in [&[][..], &["-E"][..]] {
+        let mut args = vec!["grep", "-i"];
+        args.extend_from_slice(extra);
+        args.push(needle);
+        let (_, out, _) = env.run(&[&["--root", root.to_str().unwrap()][..], &args[..]].concat());
+        all += &out;
+    }
+    all
+}
+
+#[test]
+fn hard_links_to_protected_files_are_refused_under_any_name() {
+    let env = Env::new();
+    // Another root whose `.env` is linked into the first one.
+    let other = env.root_dir("links", "other");
+    write(&other, ".env", "OTHER_TOKEN=zq7otherrootsecretvalue\n");
+    env.ok_on(&other, &["ls", "."]);
+
+    let root = env.root_dir("links", "svc");
+    write(&root, ".env", "API_TOKEN=zq7dotenvsecretvalue\n");
+    write(
+        &root,
+        ".agent-context-redactor.toml",
+        "[redaction]\nterm_files = [\"private/terms.txt\"]\n# zq7configmarker\n",
+    );
+    write(&root, "private/terms.txt", "zq7termfilemarker\n");
+    write(&root, "plain.txt", "nothing to hide here\n");
+    std::fs::hard_link(root.join(".env"), root.join("notes.txt")).unwrap();
+    std::fs::hard_link(
+        root.join(".agent-context-redactor.toml"),
+        root.join("cfg.md"),
+    )
+    .unwrap();
+    std::fs::hard_link(root.join("private/terms.txt"), root.join("words.txt")).unwrap();
+    std::fs::hard_link(other.join(".env"), root.join("borrowed.txt")).unwrap();
+
+    let check = |when: &str| {
+        let seen = everything(&env, &root, "zq7");
+        assert!(seen.contains("plain.txt"), "{when}: {seen}");
+        for linked in [
+            "notes.txt",
+            "cfg.md",
+            "words.txt",
+            "borrowed.txt",
+            "late.txt",
+        ] {
+            assert!(
+                !seen.contains(linked),
+                "{when}: {linked} listed or served:\n{seen}"
+            );
+            let (code, out, err) = env.run(&["--root", root.to_str().unwrap(), "cat", linked]);
+            assert_ne!(code, 0, "{when}: cat {linked} answered {out}");
+            assert!(!out.contains("zq7"), "{when}: {out}");
+            assert!(!err.contains("zq7"), "{when}: {err}");
+        }
+        assert!(
+            !seen.contains("zq7"),
+            "{when}: a protected value came out:\n{seen}"
+        );
+    };
+    // A link made while the daemon serves the root, after its walk.
+    std::fs::hard_link(root.join(".env"), root.join("late.txt")).unwrap();
+    check("first walk");
+    // Made after the root is served, in a directory the walk already listed.
+    std::fs::remove_file(root.join("late.txt")).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    std::fs::hard_link(root.join(".env"), root.join("late.txt")).unwrap();
+    check("link made while served");
+    // And after a restart, with whatever the cache kept.
+    let (code, _, err) = env.run(&["daemon", "restart"]);
+    assert_eq!(code, 0, "{err}");
+    env.ok_on(&other, &["ls", "."]);
+    check("after restart");
+}
+
+/// A root whose files make a regex search slow: about 40 MB of text with accented
+/// words, where the lazy DFA gives up on Unicode `\b` and the slower engines run.
+fn slow_root(env: &Env) -> std::path::PathBuf {
+    let root = env.root_dir("slow", "big");
+    let words = [
+        "álpha", "béta", "gämma", "délta", "rïver", "stône", "mäple", "clöud",
+    ];
+    let mut state = 7u64;
+    for f in 0..40 {
+        let mut text = String::with_capacity(1_100_000);
+        while text.len() < 1_000_000 {
+            for w in 0..12 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                if w > 0 {
+                    text.push(' ');
+                }
+                text.push_str(words[(state >> 33) as usize % words.len()]);
+            }
+            text.push('\n');
+        }
+        write(&root, &format!("f{f:02}.txt"), &text);
+    }
+    let (code, _, err) = env.run(&["status", "--root", root.to_str().unwrap(), "--wait"]);
+    assert_eq!(code, 0, "{err}");
+    root
+}
+
+const SLOW_REGEX: &str = r"(?i)\b\w{1,20}\b\s+\b\w{1,20}\b\s+\b\w{1,20}\b\s+\w*[qxz]";
+
+/// A `redctx grep -E SLOW_REGEX` on `root`, running.
+fn slow_search(env: &Env, root: &Path) -> Child {
+    env.redctx(&[
+        "--root",
+        root.to_str().unwrap(),
+        "grep",
+        "-E",
+        SLOW_REGEX,
+        ".",
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap()
+}
+
+/// CPU time (user + system, in clock ticks) a process used so far.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn a_disconnect_stops_the_work_and_daemon_stop_never_waits_for_a_call() {
+    let env = Env::new();
+    let root = slow_root(&env);
+    let pid = env.daemon_pid().expect("daemon running");
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+
+    // The search is busy: the daemon burns CPU.
+    let mut search = slow_search(&env, &root);
+    std::thread::sleep(Duration::from_millis(700));
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_millis(500));
+    let busy = cpu_ticks(pid) - before;
+    assert!(
+        busy * 1000 / ticks_per_second >= 150,
+        "the search should keep a core busy ({busy} ticks in 0.5 s); make the root slower"
+    );
+    // Its client goes away: the work stops within a unit of work.
+    search.kill().unwrap();
+    search.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_millis(700));
+    let idle = cpu_ticks(pid) - before;
+    assert!(
+        idle * 1000 / ticks_per_second < 100,
+        "the daemon kept working after its client left ({idle} ticks in 0.7 s)"
+    );
+
+    // `daemon stop` while a search runs: the daemon exits promptly.
+    let mut search = slow_search(&env, &root);
+    std::thread::sleep(Duration::from_millis(700));
+    let started = Instant::now();
+    let (code, out, err) = env.run(&["daemon", "stop"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("stopped"), "{out}");
+    poll(
+        "the daemon process to exit",
+        Duration::from_secs(10),
+        || {
+            (!Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")))
+            .then_some(())
+        },
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "stopping took {:?}",
+        started.elapsed()
+    );
+    let _ = search.kill();
+    let _ = search.wait();
+}
+
+#[test]
+fn whole_root_scans_never_fail_while_a_file_churns() {
+    let env = Env::new();
+    let root = env.root_dir("churn", "svc");
+    for i in 0..60 {
+        write(
+            &root,
+            &format!("d{}/f{i}.txt", i % 6),
+            &format!("line {i} needle\n"),
+        );
+    }
+    env.ok_on(&root, &["status", "--wait"]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churner = {
+        let stop = stop.clone();
+        let root = root.clone();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let path = root.join("d0/hot.txt");
+                match n % 3 {
+                    // Rewritten in place, replaced by rename, and deleted.
+                    0 => std::fs::write(&path, format!("hot {n} needle\n").repeat(200)).unwrap(),
+                    1 => {
+                        let tmp = root.join("d0/.hot.tmp");
+                        std::fs::write(&tmp, format!("hot {n} needle\n")).unwrap();
+                        std::fs::rename(&tmp, &path).unwrap();
+                    }
+                    _ => {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut calls = 0;
+    for round in 0..100 {
+        for args in [
+            &["grep", "needle"][..],
+            &["grep", "-E", "ne+dle"][..],
+            &["retrieve", "needle line"][..],
+            &["bundle", "--max-files", "1000", "d0"][..],
+        ] {
+            let mut all = vec!["--root", root.to_str().unwrap()];
+            all.extend_from_slice(args);
+            let (code, out, err) = env.run(&all);
+            assert_eq!(code, 0, "round {round} {args:?}: {err}{out}");
+            assert!(out.contains("needle"), "round {round} {args:?}: {out}");
+            calls += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = churner.join().unwrap();
+    assert_eq!(calls, 400);
+    assert!(writes > 100, "the file barely churned ({writes} writes)");
+}
