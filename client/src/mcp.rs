@@ -187,10 +187,9 @@ impl ServerHandler for Shim {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let Some(tool) = tools::find(&name) else {
-            return Err(McpError::invalid_params(
-                format!("Unknown tool: {name}"),
-                None,
-            ));
+            // Fixed, unlike the reference's `Unknown tool: <name>` (COMPAT.md): no error
+            // text carries agent input.
+            return Err(McpError::invalid_params("Unknown tool.", None));
         };
         let args = request.arguments.unwrap_or_default();
         let root = (*self.root).clone();
