@@ -19,6 +19,9 @@
 //!   that is a valid id, else null; but a malformed notification (a `method`, no `id`) or
 //!   response (no `method`, a `result` or an `error`) is dropped, since JSON-RPC never
 //!   answers those;
+//! - a request for a method MCP does not define: `-32601 Method not found.` (rmcp would
+//!   put the method name in the message), or for `tools/call` / `resources/read` with
+//!   params of the wrong shape, the reference's fixed `-32602` texts;
 //! - anything else goes to rmcp unchanged (less a UTF-8 byte order mark and surrounding
 //!   whitespace), which answers it.
 //!
@@ -27,7 +30,7 @@
 //! Output: rmcp writes into an in-process pipe; one task copies its whole lines and the
 //! guard's own replies to the real stdout, so a reply is never interleaved with another.
 
-use rmcp::model::{ClientJsonRpcMessage, RequestId};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, RequestId};
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream,
@@ -48,6 +51,9 @@ const PIPE_BYTES: usize = 64 * 1024;
 pub const PARSE_ERROR: (i32, &str) = (-32700, "Parse error.");
 /// JSON-RPC's invalid request (valid JSON that is no request).
 pub const INVALID_REQUEST: (i32, &str) = (-32600, "Invalid request.");
+/// A method that is not served (fixed: the reference's `Method not found: <method>`
+/// echoes it).
+pub const METHOD_NOT_FOUND: (i32, &str) = (-32601, "Method not found.");
 /// A line over [`MAX_LINE_BYTES`].
 pub const LINE_TOO_LONG: (i32, &str) = (-32600, "Request line exceeds maximum size.");
 
@@ -71,7 +77,14 @@ pub fn judge(line: &[u8]) -> Verdict<'_> {
     if line.is_empty() {
         return Verdict::Ignore;
     }
-    if serde_json::from_slice::<ClientJsonRpcMessage>(line).is_ok() {
+    if let Ok(msg) = serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        // rmcp would answer a method it does not know with the method as the message.
+        if let JsonRpcMessage::Request(r) = &msg
+            && let ClientRequest::CustomRequest(c) = &r.request
+        {
+            let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+            return Verdict::Reply(error_line(id, unknown_method(&c.method)));
+        }
         return Verdict::Forward(line);
     }
     let value = match serde_json::from_slice::<Value>(line) {
@@ -94,6 +107,19 @@ pub fn judge(line: &[u8]) -> Verdict<'_> {
             serde_json::to_value(id).unwrap_or(Value::Null)
         });
     Verdict::Reply(error_line(id, INVALID_REQUEST))
+}
+
+/// The answer to a request rmcp could not read as an MCP request: a method it does not
+/// know, or one of ours whose params have the wrong shape (the reference's texts).
+fn unknown_method(method: &str) -> (i32, &'static str) {
+    match method {
+        "tools/call" => (
+            -32602,
+            "tools/call requires string name and object arguments.",
+        ),
+        "resources/read" => (-32602, "resources/read requires string uri."),
+        _ => METHOD_NOT_FOUND,
+    }
 }
 
 /// One JSON-RPC error response line, keys in the reference's order.
@@ -284,9 +310,36 @@ mod tests {
         padded.extend_from_slice(ping);
         padded.extend_from_slice(b" \r");
         assert_eq!(judge(&padded), Verdict::Forward(&ping[..]));
-        // Unknown methods are rmcp's to answer (`-32601`).
-        let other = br#"{"jsonrpc":"2.0","id":"a","method":"nope/nope","params":{}}"#;
-        assert_eq!(judge(other), Verdict::Forward(&other[..]));
+        let list = br#"{"jsonrpc":"2.0","id":"a","method":"resources/list","params":{}}"#;
+        assert_eq!(judge(list), Verdict::Forward(&list[..]));
+    }
+
+    #[test]
+    fn unknown_methods_and_misshapen_calls_get_fixed_texts() {
+        for (line, id, want) in [
+            (
+                &br#"{"jsonrpc":"2.0","id":"a","method":"/home/x/secret","params":{}}"#[..],
+                json!("a"),
+                METHOD_NOT_FOUND,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":5}}"#,
+                json!(2),
+                (-32602, "tools/call requires string name and object arguments."),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"redctx_read","arguments":[]}}"#,
+                json!(3),
+                (-32602, "tools/call requires string name and object arguments."),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":5}}"#,
+                json!(4),
+                (-32602, "resources/read requires string uri."),
+            ),
+        ] {
+            assert_eq!(reply(line), error(id, want), "{:?}", line);
+        }
     }
 
     #[test]

@@ -1019,6 +1019,11 @@ fn lines_that_are_not_json_rpc_get_one_fixed_error_each_and_serving_goes_on() {
             br#"{"jsonrpc":"2.0","id":4,"method":{"secret":1}}"#,
             rpc_error(json!(4), -32600, "Invalid request."),
         ),
+        // rmcp alone answered `-32601 /secret/m`.
+        (
+            br#"{"jsonrpc":"2.0","id":5,"method":"/secret/m"}"#,
+            rpc_error(json!(5), -32601, "Method not found."),
+        ),
     ];
     for (i, (line, want)) in cases.iter().enumerate() {
         shim.send(line);
@@ -1356,6 +1361,9 @@ fn fuzzed_json_rpc_lines_each_get_at_most_one_json_answer_and_the_shim_survives(
                 assert!(e["code"].is_i64() && e["message"].is_string(), "{a}");
                 if e["message"].as_str().unwrap().starts_with("Unknown tool") {
                     assert_eq!(e["message"], "Unknown tool.");
+                }
+                if e["code"] == -32601 {
+                    assert_eq!(e["message"], "Method not found.");
                 }
             }
             got.push(o["id"].to_string());
