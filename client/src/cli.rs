@@ -8,6 +8,7 @@
 
 use crate::daemon::{self, ClientError, Endpoint, Link};
 use crate::mcp::Shim;
+use crate::stdio_guard;
 use clap::{Parser, Subcommand};
 use redctx_proto::{Request, Response, RootLimits, RootSpec};
 use rmcp::ServiceExt;
@@ -250,19 +251,32 @@ fn run_mcp(args: McpArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let code = rt.block_on(async move {
-        let (conn, _) = match daemon::connect_or_start(&ep, daemon::START_TIMEOUT).await {
-            Ok(c) => c,
-            Err(e) => return fail(e),
+        // Start the daemon now so the first call is fast. If it cannot be reached, serve
+        // anyway: the host then shows the server, every call that needs the daemon answers
+        // a fixed error, and the reason is on stderr (once).
+        let (conn, failed) = match daemon::connect_or_start(&ep, daemon::START_TIMEOUT).await {
+            Ok((c, _)) => (Some(c), None),
+            Err(e) => (None, Some(e)),
         };
         let shim = Shim::new(root, Link::new(ep, conn));
-        let service = match shim.serve(rmcp::transport::stdio()).await {
-            Ok(s) => s,
-            Err(e) => return fail(format!("MCP session failed to start: {e}")),
-        };
-        match service.waiting().await {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => fail(format!("MCP session ended abnormally: {e}")),
+        if let Some(e) = failed {
+            shim.report(&e);
         }
+        let stdio_guard::Guard {
+            rmcp_input,
+            rmcp_output,
+            flushed,
+        } = stdio_guard::spawn(tokio::io::stdin(), tokio::io::stdout());
+        let code = match shim.serve((rmcp_input, rmcp_output)).await {
+            Ok(service) => match service.waiting().await {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => fail(format!("MCP session ended abnormally: {e}")),
+            },
+            Err(e) => fail(format!("MCP session failed to start: {e}")),
+        };
+        // Answers still on their way to stdout (the guard's own, for a last bad line).
+        let _ = tokio::time::timeout(Duration::from_secs(5), flushed).await;
+        code
     });
     // tokio's stdin reader may still block on a read; leave without waiting for it.
     std::process::exit(if code == ExitCode::SUCCESS { 0 } else { 1 });

@@ -3,8 +3,11 @@
 //! [`Endpoint`] says where the daemon's socket is (same rules as the daemon, from
 //! `redctx_proto::paths`). [`connect`] opens a connection and performs the handshake;
 //! [`connect_or_start`] also starts `redctxd` when nobody answers, and waits (bounded)
-//! until it does. A [`Conn`] carries many requests at once: each gets an id, answers are
-//! matched by id, and a request whose future is dropped is cancelled in the daemon.
+//! until it does; starts are serialised by a lock file, so shims launched together start
+//! one daemon. A [`Conn`] carries many requests at once: each gets an id, answers are
+//! matched by id, and a request whose future is dropped is cancelled in the daemon. A
+//! [`Link`] is what the MCP shim holds: a connection that is re-established after the
+//! daemon went away, retrying a request once (see [`Retry`]).
 
 use interprocess::local_socket::tokio::{Stream, prelude::*};
 use interprocess::local_socket::{GenericFilePath, ToFsName};
@@ -156,10 +159,12 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
+/// Nobody listens there: no socket file, a stale one, or a socket directory that does not
+/// exist as a directory (starting the daemon reports why).
 fn is_not_running(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused | io::ErrorKind::NotADirectory
     )
 }
 
@@ -275,10 +280,23 @@ pub async fn connect(ep: &Endpoint) -> Result<Conn, ClientError> {
 
 /// Connect, starting `redctxd` first if no daemon answers, and wait for it up to
 /// `timeout`. The boolean is `true` when this call started the daemon.
+///
+/// Starts are serialised: "connect, else spawn and wait until it answers" runs under an
+/// exclusive `flock` on [`start_lock_path`], so of many shims launched at once one starts
+/// the daemon and the others wait for the lock (up to `timeout`), then find it running.
+/// The daemon's own socket lock still decides if two start anyway (a service manager and
+/// a shim); losing that race is not an error.
 pub async fn connect_or_start(
     ep: &Endpoint,
     timeout: Duration,
 ) -> Result<(Conn, bool), ClientError> {
+    match connect(ep).await {
+        Ok(c) => return Ok((c, false)),
+        Err(ClientError::NotRunning(_)) => {}
+        Err(e) => return Err(e),
+    }
+    let _lock = StartLock::acquire(ep, Instant::now() + timeout).await?;
+    // Whoever held the lock before us may have started it.
     match connect(ep).await {
         Ok(c) => return Ok((c, false)),
         Err(ClientError::NotRunning(_)) => {}
@@ -298,7 +316,8 @@ pub async fn connect_or_start(
             && let Ok(Some(status)) = child.process.try_wait()
         {
             let why = child.stderr_tail();
-            // Losing a start race to another redctx is fine: its daemon will answer.
+            // Losing a start race (to a daemon not started through this lock) is fine:
+            // the other daemon will answer.
             if !why.contains("already running") {
                 let detail = if why.is_empty() {
                     format!("redctxd exited with {status}")
@@ -325,6 +344,74 @@ pub async fn connect_or_start(
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_millis(200));
+    }
+}
+
+/// The lock file that serialises daemon starts: `<socket>.start.lock`, next to the
+/// socket (the daemon's own `<socket>.lock` is held for its whole life, so it cannot
+/// serve here).
+pub fn start_lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.file_name().unwrap_or_default().to_os_string();
+    name.push(".start.lock");
+    socket.with_file_name(name)
+}
+
+/// An exclusive `flock` on [`start_lock_path`], released on drop (closing the file). The
+/// file is opened close-on-exec, so the daemon started under it does not inherit it.
+struct StartLock {
+    /// Closing it releases the lock.
+    _file: std::fs::File,
+}
+
+impl StartLock {
+    /// Take the lock, polling until `deadline`. The socket directory is created (0700)
+    /// when it is ours alone, as the daemon would (no `REDCTX_SOCKET`).
+    async fn acquire(ep: &Endpoint, deadline: Instant) -> Result<StartLock, ClientError> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let path = start_lock_path(&ep.socket);
+        let fail = |what: &str, e: io::Error| ClientError::StartFailed {
+            detail: format!("cannot {what} {}: {e}", path.display()),
+            log: ep.log_file(),
+        };
+        let dedicated = std::env::var_os(SOCKET_ENV).is_none_or(|v| v.is_empty());
+        if dedicated && let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| fail("create the directory of", e))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| fail("open the start lock", e))?;
+        let mut delay = Duration::from_millis(2);
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(StartLock { _file: file });
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(fail("lock", e));
+            }
+            if Instant::now() >= deadline {
+                return Err(ClientError::StartFailed {
+                    detail: format!(
+                        "another redctx kept starting the daemon (lock {}) for too long",
+                        path.display()
+                    ),
+                    log: ep.log_file(),
+                });
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_millis(20));
+        }
     }
 }
 
@@ -441,37 +528,96 @@ fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-/// A connection that is re-established (starting the daemon if needed) after the
-/// daemon went away, so a long agent session survives a daemon restart. A request in
-/// flight when the daemon dies fails with [`ClientError::Lost`].
+/// Whether [`Link::request_with`] may send a request a second time after the connection
+/// was lost or could not be made. Retrying is right for reads: the daemon either never
+/// saw the first attempt or answered it to nobody, and a second run has the same effect.
+/// A request that changes something (a future write tool) must use [`Retry::Never`], since
+/// the first attempt may have done its work before the daemon died.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// Reconnect (starting the daemon if needed) and send it once more.
+    Once,
+    /// Fail with the first error.
+    Never,
+}
+
+/// A connection that is re-established (starting the daemon if needed) after the daemon
+/// went away, so a long agent session survives a daemon restart or a killed daemon. It
+/// may start without a connection (the daemon could not be reached when the shim
+/// started); every request then tries again.
 pub struct Link {
     ep: Endpoint,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
 }
 
 impl Link {
-    /// Wrap an established connection.
-    pub fn new(ep: Endpoint, conn: Conn) -> Self {
+    /// A link over `conn`, or with none yet (the first request connects).
+    pub fn new(ep: Endpoint, conn: Option<Conn>) -> Self {
         Link {
             ep,
-            conn: tokio::sync::Mutex::new(Some(Arc::new(conn))),
+            conn: tokio::sync::Mutex::new(conn.map(Arc::new)),
         }
     }
 
-    /// Send one request on the current connection, reconnecting first if it is dead.
+    /// [`Link::request_with`] with [`Retry::Once`]: every request the shim sends today
+    /// is read-only.
     pub async fn request(&self, request: Request) -> Result<Response, ClientError> {
-        let conn = {
-            let mut slot = self.conn.lock().await;
-            match slot.as_ref() {
-                Some(c) if c.is_alive() => c.clone(),
-                _ => {
-                    let (c, _) = connect_or_start(&self.ep, START_TIMEOUT).await?;
-                    let c = Arc::new(c);
-                    *slot = Some(c.clone());
-                    c
-                }
-            }
-        };
-        conn.request(request).await
+        self.request_with(request, Retry::Once).await
     }
+
+    /// Send `request`, reconnecting first if the connection is dead. When the connection
+    /// is lost before the answer, or cannot be made, and `retry` allows it, connect again
+    /// (starting the daemon if none answers) and send it once more.
+    pub async fn request_with(
+        &self,
+        request: Request,
+        retry: Retry,
+    ) -> Result<Response, ClientError> {
+        let first = match retry {
+            Retry::Once => self.attempt(request.clone()).await,
+            Retry::Never => return self.attempt(request).await,
+        };
+        match first {
+            Err(e) if is_retryable(&e) => self.attempt(request).await,
+            done => done,
+        }
+    }
+
+    async fn attempt(&self, request: Request) -> Result<Response, ClientError> {
+        let conn = self.current().await?;
+        let answer = conn.request(request).await;
+        if answer.is_err() {
+            // Forget this connection (unless another request already replaced it).
+            let mut slot = self.conn.lock().await;
+            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+                *slot = None;
+            }
+        }
+        answer
+    }
+
+    /// The live connection, made now if there is none.
+    async fn current(&self) -> Result<Arc<Conn>, ClientError> {
+        let mut slot = self.conn.lock().await;
+        match slot.as_ref() {
+            Some(c) if c.is_alive() => Ok(c.clone()),
+            _ => {
+                *slot = None;
+                let (c, _) = connect_or_start(&self.ep, START_TIMEOUT).await?;
+                let c = Arc::new(c);
+                *slot = Some(c.clone());
+                Ok(c)
+            }
+        }
+    }
+}
+
+/// Errors a second attempt can cure: the daemon died or vanished under us. A daemon that
+/// could not be started, runs another version or belongs to another user will not change
+/// within one call.
+fn is_retryable(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Lost(_) | ClientError::NotRunning(_) | ClientError::Io { .. }
+    )
 }

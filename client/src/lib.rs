@@ -6,9 +6,11 @@
 //! shim starts in milliseconds and any number of shims share one warm daemon.
 //!
 //! Code map: [`daemon`] (endpoint, start on demand, pipelined connection), [`tools`]
-//! (catalogue and validation), [`mcp`] (the rmcp `ServerHandler`), [`cli`] (commands).
+//! (catalogue and validation), [`mcp`] (the rmcp `ServerHandler`), [`stdio_guard`] (the
+//! line-level JSON-RPC checks in front of rmcp), [`cli`] (commands).
 
 pub mod cli;
 pub mod daemon;
 pub mod mcp;
+pub mod stdio_guard;
 pub mod tools;

@@ -46,11 +46,23 @@ operator repairs it.";
 /// Description of each listed resource.
 const RESOURCE_DESCRIPTION: &str = "A redacted text file of the served root.";
 
+/// What the agent reads when the daemon could not be started (a state directory that
+/// cannot be written, no `redctxd`, a daemon that dies at start). Path-free; the reason is
+/// on stderr.
+pub const START_FAILED_MESSAGE: &str =
+    "The redctx daemon could not be started; the operator should run `redctx daemon status`.";
+
 /// The MCP server of one `redctx mcp` process: one root, one daemon link.
+///
+/// It serves even when the daemon cannot be reached: `initialize` and the lists that need
+/// no daemon are answered, and each request that needs it gets a fixed error (the link
+/// tries to connect, or start the daemon, again every time).
 #[derive(Clone)]
 pub struct Shim {
     root: Arc<RootSpec>,
     link: Arc<Link>,
+    /// The last daemon error written to stderr, so a lasting failure is logged once.
+    last_logged: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Shim {
@@ -59,19 +71,31 @@ impl Shim {
         Shim {
             root: Arc::new(root),
             link: Arc::new(link),
+            last_logged: Arc::default(),
+        }
+    }
+
+    /// Write a daemon error in full (paths included) to stderr, the host's log for the
+    /// local user, unless it is the one written last.
+    pub fn report(&self, e: &ClientError) {
+        let text = e.to_string();
+        let mut last = self.last_logged.lock().unwrap_or_else(|p| p.into_inner());
+        if last.as_deref() != Some(text.as_str()) {
+            log_stderr(&text);
+            *last = Some(text);
         }
     }
 
     async fn ask(&self, request: Request) -> Result<Response, McpError> {
         self.link.request(request).await.map_err(|e| {
-            // Full detail (paths included) for the local user in the host's log; the agent
-            // gets a fixed, path-free message.
-            log_stderr(&e.to_string());
+            // The agent gets a fixed, path-free message; the detail goes to stderr.
+            self.report(&e);
             let msg = match e {
                 ClientError::Lost(_) => "The connection to the redctx daemon was lost; retry the call.",
                 ClientError::Mismatch { .. } => {
                     "The redctx daemon runs another version; the operator must run `redctx daemon restart`."
                 }
+                ClientError::StartFailed { .. } | ClientError::Setup(_) => START_FAILED_MESSAGE,
                 _ => "The redctx daemon is unavailable; the operator should check `redctx daemon status`.",
             };
             McpError::internal_error(msg, None)
@@ -187,10 +211,9 @@ impl ServerHandler for Shim {
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
         let Some(tool) = tools::find(&name) else {
-            return Err(McpError::invalid_params(
-                format!("Unknown tool: {name}"),
-                None,
-            ));
+            // Fixed, unlike the reference's `Unknown tool: <name>` (COMPAT.md): no error
+            // text carries agent input.
+            return Err(McpError::invalid_params("Unknown tool.", None));
         };
         let args = request.arguments.unwrap_or_default();
         let root = (*self.root).clone();
