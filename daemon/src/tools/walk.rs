@@ -76,7 +76,7 @@ impl Budget {
     /// million entries a second, so that is a check every millisecond or so.
     pub fn consume_entry(&mut self) -> Result<(), ToolError> {
         self.entries += 1;
-        if self.entries % 1024 == 0 {
+        if self.entries.is_multiple_of(1024) {
             self.stop.check()?;
         }
         match self.max_entries {
