@@ -364,8 +364,9 @@ struct StartLock {
 }
 
 impl StartLock {
-    /// Take the lock, polling until `deadline`. The socket directory is created (0700)
-    /// when it is ours alone, as the daemon would (no `REDCTX_SOCKET`).
+    /// Take the lock, polling until `deadline`. A missing socket directory is created
+    /// (0700, as the daemon would create it); an existing one is left as it is, which
+    /// matters for a user-chosen `REDCTX_SOCKET` location.
     async fn acquire(ep: &Endpoint, deadline: Instant) -> Result<StartLock, ClientError> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -374,8 +375,7 @@ impl StartLock {
             detail: format!("cannot {what} {}: {e}", path.display()),
             log: ep.log_file(),
         };
-        let dedicated = std::env::var_os(SOCKET_ENV).is_none_or(|v| v.is_empty());
-        if dedicated && let Some(dir) = path.parent() {
+        if let Some(dir) = path.parent() {
             std::fs::DirBuilder::new()
                 .recursive(true)
                 .mode(0o700)
