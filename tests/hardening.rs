@@ -233,6 +233,7 @@ fn whole_root_scans_never_fail_while_a_file_churns() {
             &format!("line {i} needle\n"),
         );
     }
+    write(&root, "d1/steady.txt", "steady needle\n");
     env.ok_on(&root, &["status", "--wait"]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churner = {
@@ -254,18 +255,24 @@ fn whole_root_scans_never_fail_while_a_file_churns() {
                         let _ = std::fs::remove_file(&path);
                     }
                 }
+                // A second file only ever replaced whole (rename over it): a read of it
+                // by name must always answer, re-reading once if it moved mid-read.
+                let tmp = root.join("d1/.steady.tmp");
+                std::fs::write(&tmp, format!("steady {n} needle\n").repeat(50)).unwrap();
+                std::fs::rename(&tmp, root.join("d1/steady.txt")).unwrap();
                 n += 1;
             }
             n
         })
     };
     let mut calls = 0;
-    for round in 0..100 {
+    for round in 0..200 {
         for args in [
             &["grep", "needle"][..],
             &["grep", "-E", "ne+dle"][..],
             &["retrieve", "needle line"][..],
             &["bundle", "--max-files", "1000", "d0"][..],
+            &["cat", "d1/steady.txt"][..],
         ] {
             let mut all = vec!["--root", root.to_str().unwrap()];
             all.extend_from_slice(args);
@@ -277,6 +284,6 @@ fn whole_root_scans_never_fail_while_a_file_churns() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let writes = churner.join().unwrap();
-    assert_eq!(calls, 400);
+    assert_eq!(calls, 1000);
     assert!(writes > 100, "the file barely churned ({writes} writes)");
 }

@@ -578,13 +578,36 @@ impl Link {
             Retry::Never => return self.attempt(request).await,
         };
         match first {
-            Err(e) if is_retryable(&e) => self.attempt(request).await,
+            Err(e) if is_retryable(&e) => {
+                let conn = self.reconnect().await?;
+                self.send_on(conn, request).await
+            }
             done => done,
         }
     }
 
     async fn attempt(&self, request: Request) -> Result<Response, ClientError> {
         let conn = self.current().await?;
+        self.send_on(conn, request).await
+    }
+
+    /// A connection to the daemon that replaced one that went away. Connecting is tried
+    /// for up to [`RECONNECT_BUDGET`]: right after a daemon is killed, a connect can land
+    /// in its dying listener's backlog and be reset, or meet the successor before it
+    /// listens. Nothing is sent meanwhile, so trying again is safe for any request.
+    async fn reconnect(&self) -> Result<Arc<Conn>, ClientError> {
+        let deadline = Instant::now() + RECONNECT_BUDGET;
+        loop {
+            match self.current().await {
+                Err(e) if is_retryable(&e) && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn send_on(&self, conn: Arc<Conn>, request: Request) -> Result<Response, ClientError> {
         let answer = conn.request(request).await;
         if answer.is_err() {
             // Forget this connection (unless another request already replaced it).
@@ -611,6 +634,9 @@ impl Link {
         }
     }
 }
+
+/// How long [`Link::reconnect`] keeps trying to reach a restarted daemon.
+const RECONNECT_BUDGET: Duration = Duration::from_secs(3);
 
 /// Errors a second attempt can cure: the daemon died or vanished under us. A daemon that
 /// could not be started, runs another version or belongs to another user will not change

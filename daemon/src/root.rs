@@ -708,8 +708,18 @@ impl ServedRoot {
             .map(|info| info.lines))
     }
 
-    /// The redacted content of a file as it is on disk now (see the module doc).
+    /// The redacted content of a file as it is on disk now (see the module doc). A file
+    /// replaced or rewritten while it was read (`File changed during read.`) is read once
+    /// more: an editor's save or a rename over it has normally finished by then, and the
+    /// agent gets the new text instead of an error. A file that keeps changing still fails.
     fn load(&self, rel: &str) -> Result<Loaded, ViewError> {
+        match self.load_once(rel) {
+            Err(ViewError::ChangedDuringRead) => self.load_once(rel),
+            other => other,
+        }
+    }
+
+    fn load_once(&self, rel: &str) -> Result<Loaded, ViewError> {
         let stat = self.servable_stat(rel)?;
         self.index.note(rel, stat);
         if let Some(cache) = &self.cache

@@ -11,8 +11,9 @@
 //! The set is process-wide on purpose: one daemon serves many roots, and a protected
 //! file of one root linked into another must be refused there too. It only grows (an
 //! identity stays refused after the protected name is gone: refusing a file that was
-//! once a `.env` is the safe mistake), and it holds only protected files (never-serve
-//! names, policy files), a handful in most trees.
+//! once a `.env` is the safe mistake, and so is refusing a new multiply linked file that
+//! happens to reuse a deleted protected file's inode number), and it holds only
+//! protected files (never-serve names, policy files), a handful in most trees.
 //!
 //! What it cannot see: a protected file this daemon never looked at (in a directory no
 //! walk enters, or in a root it never served) linked into a served root. COMPAT.md.
@@ -22,38 +23,62 @@ use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::sync::{LazyLock, RwLock};
 
-static PROTECTED: LazyLock<RwLock<HashSet<(u64, u64)>>> = LazyLock::new(RwLock::default);
+/// A set of protected identities. The daemon uses one, process-wide ([`remember`],
+/// [`is_link_to_protected`]); tests make their own.
+#[derive(Debug, Default)]
+pub struct ProtectedSet(RwLock<HashSet<(u64, u64)>>);
 
-/// Remembers a protected file's identity, whatever its link count now: a link made
-/// later, even from another root, must be refused too.
-pub fn remember(meta: &Metadata) {
-    if meta.is_file() {
-        remember_identity(meta.dev(), meta.ino());
+impl ProtectedSet {
+    /// Remembers a protected file's identity, whatever its link count now: a link made
+    /// later, even from another root, must be refused too.
+    pub fn remember(&self, meta: &Metadata) {
+        if meta.is_file() {
+            self.remember_identity(meta.dev(), meta.ino());
+        }
     }
-}
 
-/// Remembers a protected file's identity (policy files, stamped by device and inode).
-pub fn remember_identity(dev: u64, ino: u64) {
-    let known = PROTECTED
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains(&(dev, ino));
-    if !known {
-        PROTECTED
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((dev, ino));
-    }
-}
-
-/// Whether a file about to be listed or served is another name of a protected file.
-/// Costs nothing for the usual file with a single link.
-pub fn is_link_to_protected(meta: &Metadata) -> bool {
-    meta.nlink() > 1
-        && PROTECTED
+    /// Remembers a protected file's identity (policy files, stamped by device and inode).
+    pub fn remember_identity(&self, dev: u64, ino: u64) {
+        let known = self
+            .0
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .contains(&(meta.dev(), meta.ino()))
+            .contains(&(dev, ino));
+        if !known {
+            self.0
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((dev, ino));
+        }
+    }
+
+    /// Whether a file about to be listed or served is another name of a protected file.
+    /// Costs nothing for the usual file with a single link.
+    pub fn is_link_to_protected(&self, meta: &Metadata) -> bool {
+        meta.nlink() > 1
+            && self
+                .0
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&(meta.dev(), meta.ino()))
+    }
+}
+
+static PROTECTED: LazyLock<ProtectedSet> = LazyLock::new(ProtectedSet::default);
+
+/// [`ProtectedSet::remember`] on the daemon's set.
+pub fn remember(meta: &Metadata) {
+    PROTECTED.remember(meta);
+}
+
+/// [`ProtectedSet::remember_identity`] on the daemon's set.
+pub fn remember_identity(dev: u64, ino: u64) {
+    PROTECTED.remember_identity(dev, ino);
+}
+
+/// [`ProtectedSet::is_link_to_protected`] on the daemon's set.
+pub fn is_link_to_protected(meta: &Metadata) -> bool {
+    PROTECTED.is_link_to_protected(meta)
 }
 
 #[cfg(test)]
@@ -62,6 +87,9 @@ mod tests {
 
     #[test]
     fn a_hard_link_to_a_remembered_file_is_recognised_under_any_name() {
+        let set = ProtectedSet::default();
+        let remember = |m: &Metadata| set.remember(m);
+        let is_link_to_protected = |m: &Metadata| set.is_link_to_protected(m);
         let dir = tempfile::tempdir().unwrap();
         let secret = dir.path().join(".env");
         let other = dir.path().join("notes.txt");
@@ -91,5 +119,28 @@ mod tests {
         assert!(!is_link_to_protected(
             &std::fs::metadata(dir.path().join("plain.txt")).unwrap()
         ));
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    #[test]
+    fn a_verified_read_refuses_what_it_opened_when_that_is_a_protected_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("id_ed25519");
+        let alias = dir.path().join("alias.txt");
+        std::fs::write(&secret, "key material\n").unwrap();
+        std::fs::hard_link(&secret, &alias).unwrap();
+        let plain = dir.path().join("plain.txt");
+        std::fs::write(&plain, "fine\n").unwrap();
+        super::remember(&std::fs::metadata(&secret).unwrap());
+        assert_eq!(
+            crate::fs::read_verified(&alias, 1 << 20).map(|(b, _)| b),
+            Err(crate::view::ViewError::Excluded)
+        );
+        assert_eq!(
+            crate::fs::read_verified(&plain, 1 << 20).unwrap().0,
+            b"fine\n"
+        );
     }
 }

@@ -160,11 +160,19 @@ pub fn prefetch(root: &Path, rel: &str, len: u64) {
     let _ = (root, rel, len);
 }
 
-/// Reads a whole regular file the way the reference does, refusing anything that moved
-/// under it: `lstat` before, a size check against `max_bytes`, the read, and `lstat` after
-/// must agree. Opening uses `O_NOFOLLOW | O_NONBLOCK`, so a file swapped for a symlink or
-/// a FIFO after the first `lstat` can neither be followed nor block the reader. Returns
-/// the bytes with the `lstat` key they belong to.
+/// Reads a whole regular file, refusing a torn read: the `lstat` before, the opened
+/// file's `fstat`, and its `fstat` after the read must agree, and the size read must be
+/// the size stated. Opening uses `O_NOFOLLOW | O_NONBLOCK`, so a file swapped for a
+/// symlink or a FIFO after the first `lstat` can neither be followed nor block the
+/// reader; a file that is another name of a protected file (`fs::protected`) is refused
+/// by what was opened, not by what the path showed a moment before.
+///
+/// Returns the bytes with the stat of the file they were read from. A file replaced by a
+/// rename while it was read (how editors save) yields the complete version that was
+/// opened: a consistent snapshot of the file as it was when the read began, never a mix.
+/// The reference re-`lstat`s the path and answers `File changed during read.` then
+/// (COMPAT.md); the returned stat is the opened file's, so a cache keyed on it is
+/// re-read at the next request, whose `lstat` shows the new file.
 pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), ViewError> {
     let before = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
@@ -191,15 +199,15 @@ pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), 
                 ViewError::ReadFailed
             }
         })?;
-    let opened = file
-        .metadata()
-        .map(|m| StatKey::of(&m))
-        .map_err(|_| ViewError::ReadFailed)?;
-    if !opened.same_version(&before) {
+    let opened = file.metadata().map_err(|_| ViewError::ReadFailed)?;
+    if crate::fs::protected::is_link_to_protected(&opened) {
+        return Err(ViewError::Excluded);
+    }
+    if !StatKey::of(&opened).same_version(&before) {
         return Err(ViewError::ChangedDuringRead);
     }
     let data = read_bounded(&mut file, before.size, max_bytes)?;
-    let after = std::fs::symlink_metadata(path).map_err(|_| ViewError::ReadFailed)?;
+    let after = file.metadata().map_err(|_| ViewError::ReadFailed)?;
     let after = StatKey::of(&after);
     if !after.same_version(&before) || data.len() as u64 != before.size {
         return Err(ViewError::ChangedDuringRead);
