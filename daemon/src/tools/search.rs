@@ -147,11 +147,15 @@ impl Matcher {
     /// so a file whose only occurrences need a non-ASCII fold (`straße` for `STRASSE`)
     /// is skipped, while a file that passes is then matched line by line with full
     /// case folding. We screen the redacted text the same way.
+    ///
+    /// At most `limit` indices: a file never shows more lines than the output has room
+    /// for, so the rest need not be found (or held).
     fn matching_lines(
         &self,
         text: &str,
         prefilter: bool,
         stop: &Stop,
+        limit: usize,
     ) -> Result<Vec<usize>, ToolError> {
         let lines_where = |test: &dyn Fn(&str) -> bool| -> Result<Vec<usize>, ToolError> {
             let lines = splitlines(text, false);
@@ -162,8 +166,12 @@ impl Matcher {
                 found.extend(
                     (0..lines.len())
                         .filter(|&i| test(lines[i]))
-                        .map(|i| first + i),
+                        .map(|i| first + i)
+                        .take(limit - found.len()),
                 );
+                if found.len() == limit {
+                    break;
+                }
             }
             Ok(found)
         };
@@ -201,17 +209,22 @@ impl Matcher {
 
 /// The grep lines of one file, in the reference's order: for each match, its context
 /// window, every line at most once; a line is marked `:` only as the centre of its
-/// own window (a match first shown as context of an earlier match stays `-`).
+/// own window (a match first shown as context of an earlier match stays `-`). At most
+/// `limit` lines.
 fn file_lines(
     doc: &RedactedDoc,
     path: &RedactedPath,
     matches: &[usize],
     context: usize,
+    limit: usize,
 ) -> Vec<String> {
     let lines = splitlines(&doc.text, false);
     let mut emitted = vec![false; lines.len()];
     let mut out = Vec::new();
     for &m in matches {
+        if out.len() >= limit {
+            break;
+        }
         let from = m.saturating_sub(context);
         let to = (m + context + 1).min(lines.len());
         for (index, line) in lines.iter().enumerate().take(to).skip(from) {
@@ -226,6 +239,9 @@ fn file_lines(
                 index + 1,
                 path.text
             ));
+            if out.len() >= limit {
+                break;
+            }
         }
     }
     out
@@ -251,6 +267,7 @@ fn search_file(
     prefilter: bool,
     context: usize,
     stop: &Stop,
+    limit: usize,
 ) -> FileResult {
     // Under the raw prefilter a file that is not text is skipped, never an error. The
     // content is asked for first (from the cache it answers `NotText` for such a file
@@ -264,7 +281,15 @@ fn search_file(
         }
         Err(error) => return FileResult::Failed(error),
     };
-    let matches = match matcher.matching_lines(&doc.text, prefilter, stop) {
+    if limit == 0 {
+        // Read for its errors and receipt counts only: the output is full.
+        return FileResult::Searched {
+            doc_counts: doc.counts,
+            path: None,
+            lines: Vec::new(),
+        };
+    }
+    let matches = match matcher.matching_lines(&doc.text, prefilter, stop, limit) {
         Ok(matches) => matches,
         Err(error) => return FileResult::Failed(error),
     };
@@ -276,7 +301,7 @@ fn search_file(
         };
     }
     let path = view.path(&entry.rel);
-    let lines = file_lines(&doc, &path, &matches, context);
+    let lines = file_lines(&doc, &path, &matches, context, limit);
     FileResult::Searched {
         doc_counts: doc.counts,
         path: Some(path),
@@ -342,51 +367,60 @@ fn search_inner(
     let mut results = 0usize;
     let context = args.context;
     if args.regex {
-        // The reference reads and redacts every file before matching any.
-        let searched: Vec<FileResult> = files
-            .par_iter()
-            .map(|entry| search_file(view, entry, &matcher, false, context, stop))
-            .collect();
-        for result in &searched {
-            match result {
-                FileResult::Failed(error) => return Err(error.clone()),
-                FileResult::Searched { doc_counts, .. } => counts.merge(doc_counts),
-                FileResult::Skipped => {}
+        // The reference reads and redacts every file before matching any, so a failure
+        // anywhere fails the call and the receipt counts every file. Files still go in
+        // ordered batches: once the output is full the rest are read (for errors and
+        // counts) but not matched, so a query matching everything holds one batch of
+        // lines, not the whole root's. Path counts of emitted lines join the receipt
+        // only when the call succeeds, as when output followed the whole scan.
+        let mut emitted = Counts::default();
+        let mut full = false;
+        for range in batches(files.len()) {
+            let limit = if full { 0 } else { args.max_results - results };
+            let searched: Vec<FileResult> = files[range]
+                .par_iter()
+                .map(|entry| search_file(view, entry, &matcher, false, context, stop, limit))
+                .collect();
+            for result in searched {
+                match result {
+                    FileResult::Skipped => {}
+                    FileResult::Failed(error) => return Err(error),
+                    FileResult::Searched {
+                        doc_counts,
+                        path,
+                        lines,
+                    } => {
+                        counts.merge(&doc_counts);
+                        if let Some(path) = path
+                            && !full
+                        {
+                            full = emit(
+                                &mut out,
+                                &mut results,
+                                args.max_results,
+                                &path,
+                                &lines,
+                                &mut emitted,
+                            );
+                        }
+                    }
+                }
             }
         }
         if let Some(error) = cut {
             return Err(error);
         }
-        for result in &searched {
-            if let FileResult::Searched {
-                path: Some(path),
-                lines,
-                ..
-            } = result
-                && emit(
-                    &mut out,
-                    &mut results,
-                    args.max_results,
-                    path,
-                    lines,
-                    counts,
-                )
-            {
-                return Ok(out);
-            }
-        }
+        counts.merge(&emitted);
         return Ok(out);
     }
 
     // Literal: search in parallel batches (growing, so an early `max_results` wastes
     // little work) and emit in order, stopping where the reference would.
-    let mut done = 0;
-    let mut batch = 32;
-    while done < files.len() {
-        let end = (done + batch).min(files.len());
-        let searched: Vec<FileResult> = files[done..end]
+    for range in batches(files.len()) {
+        let limit = args.max_results - results;
+        let searched: Vec<FileResult> = files[range]
             .par_iter()
-            .map(|entry| search_file(view, entry, &matcher, prefilter, context, stop))
+            .map(|entry| search_file(view, entry, &matcher, prefilter, context, stop, limit))
             .collect();
         for result in searched {
             match result {
@@ -415,13 +449,27 @@ fn search_inner(
                 }
             }
         }
-        done = end;
-        batch = (batch * 2).min(1024);
     }
     match cut {
         Some(error) => Err(error),
         None => Ok(out),
     }
+}
+
+/// Consecutive ranges of `0..len` for parallel batches, growing from 32 to 1,024 files:
+/// small at first, so a call that fills its output early wastes little work.
+fn batches(len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut start = 0;
+    let mut size = 32;
+    std::iter::from_fn(move || {
+        if start >= len {
+            return None;
+        }
+        let range = start..(start + size).min(len);
+        start = range.end;
+        size = (size * 2).min(1024);
+        Some(range)
+    })
 }
 
 /// Appends a file's lines until the cap; returns true once `[TRUNCATED]` was written.

@@ -1592,3 +1592,26 @@ fn globs_match_the_redacted_path_so_probing_them_learns_nothing_new() {
         assert!(!out.text.contains("PERSON"), "prefix {:?}", &raw[..n]);
     }
 }
+
+#[test]
+fn a_regex_matching_everything_stops_matching_once_the_output_is_full_but_reads_on() {
+    let mut view = FakeView::new(SALT);
+    for i in 0..300 {
+        view = view.file(&format!("f{i:03}.txt"), "one\ntwo\nthree\n");
+    }
+    let every = SearchArgs {
+        regex: true,
+        max_results: 5,
+        ..grep(".")
+    };
+    let out = search(&view, &every, &Stop::never());
+    assert!(!out.is_error, "{}", out.text);
+    assert_eq!(out.text.lines().count(), 6, "{}", out.text);
+    assert!(out.text.ends_with("[TRUNCATED]\n"));
+    // Every file in scope is still read: a failure in the last one fails the call, as
+    // in the reference, however early the output filled up.
+    let view = view.fail_reads("f299.txt", ViewError::FileByteLimit, u32::MAX);
+    let out = search(&view, &every, &Stop::never());
+    assert!(out.is_error);
+    assert_eq!(out.text, "Raw file byte limit exceeded.");
+}
