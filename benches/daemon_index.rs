@@ -584,6 +584,7 @@ impl World {
             root: self.spec(),
             tool: tool.to_owned(),
             arguments_json: args.to_string(),
+            caller: redctx_proto::Caller::Agent,
         };
         match d.rt.block_on(d.conn.request(request)) {
             Ok(Response::ToolResult(r)) => (r.text, r.is_error),

@@ -287,3 +287,71 @@ fn whole_root_scans_never_fail_while_a_file_churns() {
     assert_eq!(calls, 1000);
     assert!(writes > 100, "the file barely churned ({writes} writes)");
 }
+
+/// A path argument is an oracle on raw names if it is resolved on disk: an agent that
+/// suspects a client could ask for `clients/Acme Corp` and learn from the answer. Paths
+/// an agent was only shown redacted answer exactly like paths that do not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn named_paths_the_agent_was_never_shown_answer_like_missing_ones() {
+    let env = Env::new();
+    let root = env.root_dir("named", "svc");
+    write(
+        &root,
+        ".agent-context-redactor.toml",
+        "[redaction]\npeople = [\"Taylor Reed\"]\nclients = [\"Acme Corp\"]\n",
+    );
+    write(&root, "docs/Taylor Reed notes.md", "met about the plan\n");
+    write(&root, "docs/plan.md", "the plan\n");
+    write(&root, "clients/Acme Corp/brief.md", "brief\n");
+    let c = env.client(&root, &[]).await;
+    let real_and_guessed = [
+        ("docs/Taylor Reed notes.md", "docs/Taylor Reed plans.md"),
+        ("clients/Acme Corp", "clients/Acme Corp/x"),
+        ("clients/Acme Corp/brief.md", "clients/Acme Corp/brief.txt"),
+    ];
+    for (real, guessed) in real_and_guessed {
+        for tool in ["redctx_stat", "redctx_read", "redctx_list", "redctx_tree"] {
+            let hit = c.call(tool, serde_json::json!({ "path": real })).await;
+            let miss = c.call(tool, serde_json::json!({ "path": guessed })).await;
+            assert!(hit.is_error, "{tool} {real}: {}", hit.text);
+            assert_eq!(hit.text, miss.text, "{tool} {real} vs {guessed}");
+            assert_eq!(hit.text, "Path does not exist.");
+        }
+        for tool in ["redctx_search", "redctx_retrieve", "redctx_bundle"] {
+            let args = |p: &str| match tool {
+                "redctx_bundle" => serde_json::json!({ "paths": [p] }),
+                _ => serde_json::json!({ "query": "plan brief", "paths": [p] }),
+            };
+            let hit = c.call(tool, args(real)).await;
+            let miss = c.call(tool, args(guessed)).await;
+            assert_eq!(hit.text, miss.text, "{tool} {real} vs {guessed}");
+            assert_eq!(hit.text, "Path does not exist.");
+        }
+    }
+    // What the agent was shown still works: plain names, and ids from a listing.
+    let plain = c
+        .call("redctx_read", serde_json::json!({"path": "docs/plan.md"}))
+        .await;
+    assert!(plain.ok().contains("the plan"));
+    let listing = c
+        .call(
+            "redctx_list",
+            serde_json::json!({"path": ".", "recursive": true}),
+        )
+        .await;
+    let notes_line = listing
+        .ok()
+        .lines()
+        .find(|l| l.contains("notes.md"))
+        .expect("the notes file is listed")
+        .to_owned();
+    assert!(!notes_line.contains("Taylor"), "{notes_line}");
+    let id = notes_line.split('\t').next().unwrap();
+    let by_id = c
+        .call("redctx_read", serde_json::json!({ "path": id }))
+        .await;
+    assert!(by_id.ok().contains("met about the plan"));
+    // The operator's CLI names files as they are on disk.
+    let out = env.ok_on(&root, &["cat", "docs/Taylor Reed notes.md"]);
+    assert!(out.contains("met about the plan"), "{out}");
+}

@@ -20,6 +20,9 @@
 
 mod support;
 
+use redctx_daemon::engine::config::EnvOverrides;
+use redctx_daemon::engine::{Engine, Mode};
+use redctx_daemon::policy_loader::load_policy;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -219,6 +222,16 @@ fn text_diff(want: &str, have: &str) -> String {
     out
 }
 
+/// An engine with the policy the servers load for `root` in `mode`.
+fn engine_for(env: &Env, root: &Path, mode: &str) -> Engine {
+    let overrides = EnvOverrides {
+        state_dir: Some(env.vault()),
+        ..EnvOverrides::default()
+    };
+    let (policy, _) = load_policy(root, None, Mode::parse(mode), &overrides).expect("policy");
+    Engine::new(std::sync::Arc::new(policy)).expect("engine")
+}
+
 /// Both servers on one root, and the mismatches found so far.
 struct Pair {
     label: String,
@@ -227,6 +240,12 @@ struct Pair {
     mismatches: Vec<String>,
     compared: usize,
     skipped: usize,
+    /// Calls answered `Path does not exist.` by us for a path the agent was never shown
+    /// by name, then compared with that path given by its id.
+    by_id: usize,
+    /// The root both serve, and an engine with the same policy (for path redaction).
+    root: std::path::PathBuf,
+    engine: Engine,
 }
 
 impl Pair {
@@ -253,7 +272,51 @@ impl Pair {
             mismatches: Vec::new(),
             compared: 0,
             skipped: 0,
+            by_id: 0,
+            root: root.to_path_buf(),
+            engine: engine_for(env, root, mode),
         }
+    }
+
+    /// COMPAT (named paths, `daemon/src/agent_view.rs`): an agent's path argument whose
+    /// redaction differs from itself (a name the agent was never shown: `Taylor Reed`, or
+    /// in strict and balanced mode almost any file name) is answered `Path does not
+    /// exist.` before the disk is asked, whether or not it exists; the reference resolves
+    /// it. `args` with each such path replaced by its id (redacted and identified by an
+    /// engine with this pair's policy, as our daemon does), or `None` when no argument is
+    /// such a path.
+    fn by_ids_where_unshown(&self, args: &Value) -> Option<Value> {
+        let mut out = args.clone();
+        let mut replaced = false;
+        let Value::Object(map) = &mut out else {
+            return None;
+        };
+        for (key, value) in map.iter_mut() {
+            let slots: Vec<&mut Value> = match (key.as_str(), value) {
+                ("path", v @ Value::String(_)) => vec![v],
+                ("paths", Value::Array(items)) => items.iter_mut().collect(),
+                _ => continue,
+            };
+            for slot in slots {
+                let Some(path) = slot.as_str() else { continue };
+                if path.starts_with('@') || path.starts_with("redctx://") {
+                    continue;
+                }
+                let rel = path
+                    .strip_prefix(self.root.to_str().unwrap_or("\0"))
+                    .unwrap_or(path)
+                    .trim_start_matches('/')
+                    .trim_start_matches("./")
+                    .trim_end_matches('/');
+                let rel = if rel.is_empty() { "." } else { rel };
+                let shown = self.engine.redact_path(rel).expect("path redaction").text;
+                if shown != rel {
+                    *slot = Value::String(self.engine.path_id(rel));
+                    replaced = true;
+                }
+            }
+        }
+        replaced.then_some(out)
     }
 
     fn check(&mut self, tool: &str, args: Value) {
@@ -265,7 +328,36 @@ impl Pair {
         if norm == Norm::GlobsSeeRedactedPaths {
             want.text = search_lines_with_redacted_paths_matching(&want.text, &args["glob"]);
         }
-        let have = normalise(norm, got(&self.ours.call(tool, args.clone())));
+        let mut have = normalise(norm, got(&self.ours.call(tool, args.clone())));
+        if have.is_error
+            && have.text == "Path does not exist."
+            && let Some(by_id) = self.by_ids_where_unshown(&args)
+        {
+            self.by_id += 1;
+            if want.is_error {
+                // Refused before the disk: the reference's refusal names what it found
+                // there (excluded, not text, …); ours says nothing about the name.
+                self.compared += 1;
+                return;
+            }
+            // Both sides by id (which also keeps their JSON-RPC ids in step); the
+            // reference must answer by id exactly as it did by name.
+            let by_id_want = got(&self.reference.call(tool, by_id.clone()));
+            if by_id_want.text == "Traversal entry limit exceeded." {
+                // COMPAT (traversal wall): the reference resolves ids by a whole-root
+                // walk, which a lowered entry budget stops.
+                let _ = self.ours.call(tool, by_id);
+                self.skipped += 1;
+                return;
+            }
+            if by_id_want.text != want.text || by_id_want.is_error != want.is_error {
+                self.mismatches.push(format!(
+                    "[{}] {tool} {args}\n  the reference answers differently by id",
+                    self.label
+                ));
+            }
+            have = normalise(norm, got(&self.ours.call(tool, by_id)));
+        }
         if norm == Norm::TraversalWall || norm == Norm::NeedsRawText {
             self.skipped += 1;
             return;
@@ -333,6 +425,12 @@ impl Pair {
             println!(
                 "[{}] {} calls not compared (COMPAT)",
                 self.label, self.skipped
+            );
+        }
+        if self.by_id > 0 {
+            println!(
+                "[{}] {} calls named a path never shown by name; compared by id (COMPAT)",
+                self.label, self.by_id
             );
         }
         all.extend(self.mismatches);

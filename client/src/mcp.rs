@@ -11,7 +11,7 @@
 
 use crate::daemon::{ClientError, Link};
 use crate::tools;
-use redctx_proto::{ErrorKind, ErrorReply, Request, Response, RootSpec};
+use redctx_proto::{Caller, ErrorKind, ErrorReply, Request, Response, RootSpec};
 use rmcp::model::{
     Annotations, CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     DiscoverResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
@@ -222,6 +222,7 @@ impl ServerHandler for Shim {
                 root,
                 tool: name,
                 arguments_json: serde_json::Value::Object(args).to_string(),
+                caller: Caller::Agent,
             },
             Err(message) => Request::RejectCall {
                 root,

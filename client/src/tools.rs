@@ -12,7 +12,8 @@ use std::sync::{Arc, OnceLock};
 
 /// Paths scope, shared by search, retrieve and bundle.
 const PATHS_DESC: &str = "Restrict the call to these files or directories, given as root-relative \
-paths or `@p_<id>` references. Directories are walked recursively; excluded, protected, \
+paths or `@p_<id>` references (a path that listings show with a placeholder in it is reached \
+only by its reference; typed by name it answers as missing). Directories are walked recursively; excluded, protected, \
 symlinked and binary files are skipped. Empty (the default) means the whole root. Together with \
 `glob`, a file must lie under one of these paths and match one of the globs.";
 
@@ -141,7 +142,8 @@ the `@p_<id>` references in later calls rather than typing names; on a very larg
                     "path": {
                         "type": "string",
                         "default": ".",
-                        "description": "Where to start: a root-relative path or an `@p_<id>` reference. \
+                        "description": "Where to start: a root-relative path or an `@p_<id>` reference (a path shown \
+                with a placeholder in it only by its reference). \
                 Defaults to `.`, the root. Paths that leave the root are refused; a file prints only its own entry."
                     },
                     "max_depth": {
@@ -168,7 +170,8 @@ symlinked entries are left out and paths are redacted, so hand the returned `@p_
                     "path": {
                         "type": "string",
                         "default": ".",
-                        "description": "Directory to list: a root-relative path or an `@p_<id>` reference. \
+                        "description": "Directory to list: a root-relative path or an `@p_<id>` reference (a path \
+                shown with a placeholder in it only by its reference). \
                 Defaults to `.`, the root. A file yields just its own entry."
                     },
                     "recursive": {
@@ -201,7 +204,7 @@ are refused, and so are files above the server's per-file byte limit (5 MB by de
                     "path": {
                         "type": "string",
                         "description": "The file: an `@p_<id>` reference from earlier output, or a \
-                root-relative path."
+                root-relative path with nothing redacted in it."
                     },
                     "start_line": {
                         "type": "integer",
@@ -338,7 +341,8 @@ up a file before choosing a `redctx_read` line range, or to get the opaque id of
                 json!({
                     "path": {
                         "type": "string",
-                        "description": "A file or directory: an `@p_<id>` reference or a root-relative path."
+                        "description": "A file or directory: an `@p_<id>` reference, or a root-relative path \
+                with nothing redacted in it."
                     }
                 }),
                 &["path"],

@@ -6,6 +6,7 @@
 //! What it is not for: speaking MCP or JSON to agents (that is the `redctx` client's
 //! job) or defining the wire format (that is `redctx-proto`).
 
+pub mod agent_view;
 pub mod bench_report;
 pub mod cache;
 pub mod cancel;

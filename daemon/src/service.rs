@@ -7,6 +7,7 @@
 //! typed arguments to a renderer in [`crate::tools`]. The socket layer above knows
 //! nothing about redaction; the renderers below know nothing about roots or policies.
 
+use crate::agent_view::AgentView;
 use crate::cache::Cache;
 use crate::cancel::Stop;
 use crate::engine::config::EnvOverrides;
@@ -19,7 +20,7 @@ use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
 use crate::watch::{WatchOptions, Watcher};
 use redctx_proto::{
-    BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
+    BenchmarkParams, BenchmarkReport, Caller, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
     ResourceText, RootInfo, RootSpec, ToolResult,
 };
 use serde_json::{Map, Value};
@@ -487,8 +488,21 @@ fn scan_links(root: &ServedRoot) -> (Vec<String>, u64) {
 /// seconds, so only a pathological call meets it.
 const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn run_tool(root: &ServedRoot, tool: &str, args: &Args, cancel: &Cancel) -> Option<ToolOutput> {
-    let view: &dyn RootView = root;
+fn run_tool(
+    root: &ServedRoot,
+    tool: &str,
+    args: &Args,
+    caller: Caller,
+    cancel: &Cancel,
+) -> Option<ToolOutput> {
+    let agent_view;
+    let view: &dyn RootView = match caller {
+        Caller::Agent => {
+            agent_view = AgentView(root);
+            &agent_view
+        }
+        Caller::Operator => root,
+    };
     let stop = Stop::on(cancel);
     Some(match tool {
         "redctx_tree" => tools::tree(
@@ -643,13 +657,14 @@ impl Backend for Service {
         spec: &RootSpec,
         tool: &str,
         arguments_json: &str,
+        caller: Caller,
         cancel: &Cancel,
     ) -> ToolResult {
         let args = Args::parse(arguments_json);
         match self.with_root(spec, |root| {
             let policy = root.engine().policy();
             let head = (policy.detector_profile.as_str(), policy.detectors);
-            run_tool(root, tool, &args, cancel).map_or_else(
+            run_tool(root, tool, &args, caller, cancel).map_or_else(
                 || Self::error(head, "Tool execution failed."),
                 |out| Self::answer(head, out),
             )

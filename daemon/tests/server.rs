@@ -66,6 +66,7 @@ fn tool(root_name: &str, path: &str) -> Request {
         root: root(root_name),
         tool: "redctx_read".into(),
         arguments_json: format!(r#"{{"path":"{path}"}}"#),
+        caller: redctx_proto::Caller::Agent,
     }
 }
 

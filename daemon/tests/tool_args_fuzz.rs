@@ -9,7 +9,7 @@
 use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::server::{Backend, Cancel};
 use redctx_daemon::service::Service;
-use redctx_proto::RootSpec;
+use redctx_proto::{Caller, RootSpec};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 
@@ -203,7 +203,7 @@ fn random_tool_arguments_always_get_a_safe_answer() {
         let tool = *rng.pick(TOOLS);
         let args = arguments(&mut rng);
         let t = Instant::now();
-        let result = service.call_tool(&spec, tool, &args, &Cancel::new());
+        let result = service.call_tool(&spec, tool, &args, Caller::Agent, &Cancel::new());
         slowest = slowest.max(t.elapsed());
         answered_ok += usize::from(!result.is_error);
         for raw in [SECRET, NAME, "Quillon", "Marrowby"] {

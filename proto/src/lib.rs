@@ -41,7 +41,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -131,15 +131,29 @@ pub struct RootLimits {
     pub max_resource_bytes: Option<u64>,
 }
 
+/// Who sends a tool call, which decides how path arguments are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Caller {
+    /// An agent through `redctx mcp`: it knows only redacted names, so a path argument
+    /// is taken only where it holds nothing that would be redacted (files with redacted
+    /// names are reached by their `@p_` ids).
+    #[default]
+    Agent,
+    /// The local operator through the `redctx` CLI, who may name any file as it is on
+    /// disk (the output is redacted all the same).
+    Operator,
+}
+
 /// Everything a client can ask the daemon.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
     /// Run tool `tool` (e.g. `redctx_read`) with arguments the client already validated
-    /// against the tool's input schema (a JSON object, as text).
+    /// against the tool's input schema (a JSON object, as text), for `caller`.
     CallTool {
         root: RootSpec,
         tool: String,
         arguments_json: String,
+        caller: Caller,
     },
     /// The client found the arguments of `tool` invalid with `message` (spec 3.1). The
     /// daemon still runs the call's policy check first, so a blocked policy wins, then
@@ -463,6 +477,7 @@ mod tests {
                 root: sample_root(),
                 tool: "redctx_read".into(),
                 arguments_json: r#"{"path":"a.md"}"#.into(),
+                caller: Caller::Operator,
             },
             Request::RejectCall {
                 root: sample_root(),

@@ -541,6 +541,7 @@ pub fn run(globals: &Globals, command: &FileCommand) -> ExitCode {
             root,
             tool: call.tool.to_string(),
             arguments_json: Value::Object(call.arguments.clone()).to_string(),
+            caller: redctx_proto::Caller::Operator,
         };
         let answer = match call.deadline {
             // Dropping the request on timeout cancels it in the daemon.

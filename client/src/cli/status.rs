@@ -126,6 +126,7 @@ async fn register(conn: &Conn, spec: &RootSpec) -> Result<(), ExitCode> {
         root: spec.clone(),
         tool: "redctx_doctor".into(),
         arguments_json: "{}".into(),
+        caller: redctx_proto::Caller::Operator,
     };
     match conn.request(request).await {
         // A blocked policy still registers the root; its state says why.

@@ -251,12 +251,14 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
             root,
             tool,
             arguments_json,
+            caller,
         } => flatten(
             blocking(shared, cancel, move |b, c| {
                 Ok(Response::ToolResult(b.call_tool(
                     &root,
                     &tool,
                     &arguments_json,
+                    caller,
                     c,
                 )))
             })

@@ -83,6 +83,7 @@ impl Backend for FakeBackend {
         root: &RootSpec,
         tool: &str,
         arguments_json: &str,
+        _caller: redctx_proto::Caller,
         cancel: &Cancel,
     ) -> ToolResult {
         self.touch(root);

@@ -20,8 +20,8 @@ pub use socket::{BindError, Bound, bind};
 
 use interprocess::local_socket::tokio::prelude::*;
 use redctx_proto::{
-    BenchmarkParams, BenchmarkReport, ErrorKind, ErrorReply, ResourcePage, ResourceText, RootInfo,
-    RootSpec, ToolResult,
+    BenchmarkParams, BenchmarkReport, Caller, ErrorKind, ErrorReply, ResourcePage, ResourceText,
+    RootInfo, RootSpec, ToolResult,
 };
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -38,12 +38,14 @@ use tokio::sync::Notify;
 /// discarded. Every `message` a method returns may reach an MCP client, so it must be a
 /// fixed, input-free text (spec 12.2).
 pub trait Backend: Send + Sync + 'static {
-    /// Run an already-validated tool call (`arguments_json` is a JSON object).
+    /// Run an already-validated tool call (`arguments_json` is a JSON object) for
+    /// `caller` (which decides how path arguments are read).
     fn call_tool(
         &self,
         root: &RootSpec,
         tool: &str,
         arguments_json: &str,
+        caller: Caller,
         cancel: &Cancel,
     ) -> ToolResult;
 
