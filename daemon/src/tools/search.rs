@@ -366,94 +366,62 @@ fn search_inner(
     let mut out = String::new();
     let mut results = 0usize;
     let context = args.context;
-    if args.regex {
-        // The reference reads and redacts every file before matching any, so a failure
-        // anywhere fails the call and the receipt counts every file. Files still go in
-        // ordered batches: once the output is full the rest are read (for errors and
-        // counts) but not matched, so a query matching everything holds one batch of
-        // lines, not the whole root's. Path counts of emitted lines join the receipt
-        // only when the call succeeds, as when output followed the whole scan.
-        let mut emitted = Counts::default();
-        let mut full = false;
-        for range in batches(files.len()) {
-            let limit = if full { 0 } else { args.max_results - results };
-            let searched: Vec<FileResult> = files[range]
-                .par_iter()
-                .map(|entry| search_file(view, entry, &matcher, false, context, stop, limit))
-                .collect();
-            for result in searched {
-                match result {
-                    FileResult::Skipped => {}
-                    FileResult::Failed(error) => return Err(error),
-                    FileResult::Searched {
-                        doc_counts,
-                        path,
-                        lines,
-                    } => {
-                        counts.merge(&doc_counts);
-                        if let Some(path) = path
-                            && !full
-                        {
-                            full = emit(
-                                &mut out,
-                                &mut results,
-                                args.max_results,
-                                &path,
-                                &lines,
-                                &mut emitted,
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(error) = cut {
-            return Err(error);
-        }
-        counts.merge(&emitted);
-        return Ok(out);
-    }
-
-    // Literal: search in parallel batches (growing, so an early `max_results` wastes
-    // little work) and emit in order, stopping where the reference would.
+    // Files go in parallel batches (growing, so an early `max_results` wastes little
+    // work), emitted in walk order. A literal search stops where the reference stops
+    // reading: at the line that fills the output. A regex search, like the reference's,
+    // reads and redacts every file before any output, so a failure anywhere fails the
+    // call and the receipt counts every file; once its output is full the rest are read
+    // (for errors and counts) but not matched, so a query matching everything holds one
+    // batch of lines, never the whole root's, and the path counts of its lines join the
+    // receipt only when the call succeeds.
+    let reads_everything = args.regex;
+    let mut emitted = Counts::default();
+    let mut full = false;
     for range in batches(files.len()) {
-        let limit = args.max_results - results;
+        let limit = if full { 0 } else { args.max_results - results };
         let searched: Vec<FileResult> = files[range]
             .par_iter()
             .map(|entry| search_file(view, entry, &matcher, prefilter, context, stop, limit))
             .collect();
         for result in searched {
-            match result {
-                FileResult::Skipped => {}
+            let (doc_counts, path, lines) = match result {
+                FileResult::Skipped => continue,
                 FileResult::Failed(error) => return Err(error),
                 FileResult::Searched {
                     doc_counts,
                     path,
                     lines,
-                } => {
-                    if !prefilter || path.is_some() {
-                        counts.merge(&doc_counts);
-                    }
-                    if let Some(path) = path
-                        && emit(
-                            &mut out,
-                            &mut results,
-                            args.max_results,
-                            &path,
-                            &lines,
-                            counts,
-                        )
-                    {
-                        return Ok(out);
-                    }
-                }
+                } => (doc_counts, path, lines),
+            };
+            if !prefilter || path.is_some() {
+                counts.merge(&doc_counts);
+            }
+            let Some(path) = path.filter(|_| !full) else {
+                continue;
+            };
+            let sink = if reads_everything {
+                &mut emitted
+            } else {
+                &mut *counts
+            };
+            full = emit(
+                &mut out,
+                &mut results,
+                args.max_results,
+                &path,
+                &lines,
+                sink,
+            );
+            if full && !reads_everything {
+                return Ok(out);
             }
         }
     }
-    match cut {
-        Some(error) => Err(error),
-        None => Ok(out),
+    if let Some(error) = cut {
+        return Err(error);
     }
+    counts.merge(&emitted);
+    Ok(out)
 }
 
 /// Consecutive ranges of `0..len` for parallel batches, growing from 32 to 1,024 files:
