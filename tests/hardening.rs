@@ -7,17 +7,12 @@ mod support;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
+use support::fixtures::write;
 use support::{Env, poll};
 
 /// The CPU-measuring test and the churning one run one at a time: each would skew the
 /// other's figures on a two-core machine.
 static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 /// Every way the agent can reach a file's bytes or name, for one root: a recursive
 /// listing, a bundle of everything, and searches for `needle` (literal and regex).
@@ -230,7 +225,7 @@ fn whole_root_scans_never_fail_while_a_file_churns() {
         write(
             &root,
             &format!("d{}/f{i}.txt", i % 6),
-            &format!("line {i} needle\n"),
+            format!("line {i} needle\n"),
         );
     }
     write(&root, "d1/steady.txt", "steady needle\n");
