@@ -709,9 +709,10 @@ impl ServedRoot {
     }
 
     /// The redacted content of a file as it is on disk now (see the module doc). A file
-    /// replaced or rewritten while it was read (`File changed during read.`) is read once
-    /// more: an editor's save or a rename over it has normally finished by then, and the
-    /// agent gets the new text instead of an error. A file that keeps changing still fails.
+    /// written in place while it was read (`File changed during read.`: a torn read; a
+    /// rename over it is no change, `fs::read_verified`) is read once more, since the
+    /// writer has normally finished by then, and the agent gets the new text instead of
+    /// an error. A file that keeps changing still fails.
     fn load(&self, rel: &str) -> Result<Loaded, ViewError> {
         match self.load_once(rel) {
             Err(ViewError::ChangedDuringRead) => self.load_once(rel),
