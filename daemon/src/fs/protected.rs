@@ -55,7 +55,10 @@ impl ProtectedSet {
     /// Whether a file about to be listed or served is another name of a protected file.
     /// Costs nothing for the usual file with a single link.
     pub fn is_link_to_protected(&self, meta: &Metadata) -> bool {
-        meta.nlink() > 1
+        // Regular files only: a directory always has more than one link, and its inode
+        // number may be one a deleted protected file had.
+        meta.is_file()
+            && meta.nlink() > 1
             && self
                 .0
                 .read()
@@ -119,6 +122,19 @@ mod tests {
         assert!(!is_link_to_protected(
             &std::fs::metadata(dir.path().join("plain.txt")).unwrap()
         ));
+        // A directory (two links or more, always) that gets a remembered inode number
+        // back after the file that had it was deleted is never taken for a link.
+        let gone = dir.path().join("gone.pem");
+        std::fs::write(&gone, "x\n").unwrap();
+        let gone_meta = std::fs::metadata(&gone).unwrap();
+        remember(&gone_meta);
+        std::fs::remove_file(&gone).unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let sub_meta = std::fs::metadata(&sub).unwrap();
+        set.remember_identity(sub_meta.dev(), sub_meta.ino());
+        assert!(sub_meta.nlink() > 1);
+        assert!(!is_link_to_protected(&sub_meta));
     }
 }
 
