@@ -418,7 +418,6 @@ fn reference_cli() -> Option<PathBuf> {
         candidates.push(Path::new(&py).with_file_name("redctx"));
     }
     candidates.push(repo.join(".venv-oracle/bin/redctx"));
-    candidates.push(PathBuf::from("/tmp/refvenv/bin/redctx"));
     match candidates.into_iter().find(|c| c.is_file()) {
         Some(c) => Some(c),
         None => panic!(
