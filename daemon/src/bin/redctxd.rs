@@ -30,7 +30,9 @@ struct Args {
     #[arg(long)]
     log_stderr: bool,
     /// TEST ONLY: serve the fake backend instead of real redaction (also
-    /// REDCTX_FAKE_BACKEND=1).
+    /// REDCTX_FAKE_BACKEND=1). Debug builds only: a release `redctxd`, the one users
+    /// install, has neither the flag nor the variable.
+    #[cfg(debug_assertions)]
     #[arg(long, hide = true)]
     fake_backend: bool,
 }
@@ -123,10 +125,15 @@ fn run(args: Args) -> Result<(), String> {
 type Made = (Arc<dyn Backend>, Option<Arc<Cache>>);
 
 fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Made, String> {
-    let fake_env = std::env::var_os("REDCTX_FAKE_BACKEND").is_some_and(|v| v == "1");
-    if args.fake_backend || fake_env {
-        tracing::warn!("serving the FAKE backend (test only)");
-        return Ok((Arc::new(server::fake::FakeBackend::new()), None));
+    #[cfg(not(debug_assertions))]
+    let _ = args;
+    #[cfg(debug_assertions)]
+    {
+        let fake_env = std::env::var_os("REDCTX_FAKE_BACKEND").is_some_and(|v| v == "1");
+        if args.fake_backend || fake_env {
+            tracing::warn!("serving the FAKE backend (test only)");
+            return Ok((Arc::new(server::fake::FakeBackend::new()), None));
+        }
     }
     // A daemon that just gave up the socket may still be exiting and holding the cache
     // lock: give it a few seconds before refusing to start.

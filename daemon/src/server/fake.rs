@@ -1,8 +1,8 @@
 //! A test double for [`Backend`]: predictable answers, no files, no redaction.
 //!
-//! Test-only. `redctxd --fake-backend` (or `REDCTX_FAKE_BACKEND=1`) serves it so the
-//! socket server and the `redctx mcp` shim can be tested as real processes before, and
-//! independently of, the redaction backend. Its behaviour:
+//! Test-only. A debug build's `redctxd --fake-backend` (or `REDCTX_FAKE_BACKEND=1`;
+//! release builds have neither) serves it so the socket server and the `redctx mcp` shim
+//! can be tested as real processes before, and independently of, the redaction backend. Its behaviour:
 //! - `call_tool` answers `tool=<tool> root=<root path> args=<arguments_json>\n`; the
 //!   argument `"path": "missing"` gives the error `Path does not exist.`; `"path": "slow"`
 //!   waits until cancelled (at most 30 s) and then counts the cancellation.
