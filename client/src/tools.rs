@@ -6,6 +6,7 @@
 //! rules: [`validate`] walks them the way the reference's validator does, so the schema an
 //! agent sees and the checks it meets can never drift apart.
 
+use redctx_proto::tools::{self as name, defaults};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
@@ -128,7 +129,7 @@ pub fn find(name: &str) -> Option<&'static Tool> {
 fn build() -> Vec<Tool> {
     vec![
         tool(
-            "redctx_tree",
+            name::TREE,
             "Tree",
             "Indented outline of the directory hierarchy below `path`. Each line is `@p_<id> <name>` \
 with the name redacted, indented two spaces per level; directories end with `/`, and the first line \
@@ -148,7 +149,7 @@ the `@p_<id>` references in later calls rather than typing names; on a very larg
                     },
                     "max_depth": {
                         "type": "integer",
-                        "default": 3,
+                        "default": defaults::TREE_MAX_DEPTH,
                         "minimum": 0,
                         "description": "How many levels below `path` to show; 0 shows `path` alone. Defaults to 3."
                     }
@@ -157,7 +158,7 @@ the `@p_<id>` references in later calls rather than typing names; on a very larg
             ),
         ),
         tool(
-            "redctx_list",
+            name::LIST,
             "List",
             "Directory entries as tab-separated lines: the `@p_<id>` reference, `file` or `dir`, the \
 size in bytes (`-` for directories) and the redacted root-relative path. Lists the direct children \
@@ -191,7 +192,7 @@ symlinked entries are left out and paths are redacted, so hand the returned `@p_
             ),
         ),
         tool(
-            "redctx_read",
+            name::READ,
             "Read",
             "Redacted text of one file, or of an inclusive 1-based range of its lines, after a header \
 line `--- @p_<id> <redacted path> lines S-E ---`. Redaction keeps the original line numbering. Text \
@@ -220,7 +221,7 @@ are refused, and so are files above the server's per-file byte limit (5 MB by de
                     },
                     "max_chars": {
                         "type": "integer",
-                        "default": 120000,
+                        "default": defaults::READ_MAX_CHARS,
                         "minimum": 1,
                         "description": "Most characters of file text returned once the line range is \
                 applied; anything longer is cut and ends with `[TRUNCATED]`. Defaults to 120000."
@@ -236,7 +237,7 @@ are refused, and so are files above the server's per-file byte limit (5 MB by de
             ),
         ),
         tool(
-            "redctx_search",
+            name::SEARCH,
             "Search",
             "Find lines of redacted text that contain `query` (a literal substring or, with `regex`, a \
 pattern in Rust `regex` crate syntax) and print them grep-style as `@p_<id>:<line>:<redacted path>:<text>`; \
@@ -259,7 +260,7 @@ fail the call; narrow `paths` or `glob` then.",
                     "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
                     "ignore_case": {
                         "type": "boolean",
-                        "default": true,
+                        "default": defaults::SEARCH_IGNORE_CASE,
                         "description": "Ignore case, for literal and regex queries alike. Defaults to true."
                     },
                     "regex": {
@@ -272,7 +273,7 @@ fail the call; narrow `paths` or `glob` then.",
                     },
                     "context": {
                         "type": "integer",
-                        "default": 0,
+                        "default": defaults::SEARCH_CONTEXT,
                         "minimum": 0,
                         "description": "Lines to show before and after each match. Defaults to 0. Context \
                 lines count toward `max_results`."
@@ -280,7 +281,7 @@ fail the call; narrow `paths` or `glob` then.",
                     "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
                     "max_results": {
                         "type": "integer",
-                        "default": 200,
+                        "default": defaults::SEARCH_MAX_RESULTS,
                         "minimum": 1,
                         "description": "Most output lines (matches and context lines together); reaching it \
                 ends the output with `[TRUNCATED]`. Defaults to 200."
@@ -290,7 +291,7 @@ fail the call; narrow `paths` or `glob` then.",
             ),
         ),
         tool(
-            "redctx_retrieve",
+            name::RETRIEVE,
             "Retrieve",
             "Rank passages of redacted text (blocks of up to 24 lines) by how many different query words \
 they contain, then by BM25 relevance, and return the best under headers \
@@ -313,14 +314,14 @@ it.",
                     "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
                     "max_results": {
                         "type": "integer",
-                        "default": 8,
+                        "default": defaults::RETRIEVE_MAX_RESULTS,
                         "minimum": 1,
                         "maximum": 50,
                         "description": "Most passages to return. Defaults to 8."
                     },
                     "max_chars": {
                         "type": "integer",
-                        "default": 12000,
+                        "default": defaults::RETRIEVE_MAX_CHARS,
                         "minimum": 256,
                         "maximum": 100000,
                         "description": "Character budget of the whole answer; passages that would not fit \
@@ -331,7 +332,7 @@ it.",
             ),
         ),
         tool(
-            "redctx_stat",
+            name::STAT,
             "Stat",
             "Metadata of one file or directory as `key: value` lines: `id` (its `@p_<id>`), `path` \
 (redacted), `type` (`file` or `directory`), `size_bytes`, and `lines` for text files. Use it to size \
@@ -349,7 +350,7 @@ up a file before choosing a `redctx_read` line range, or to get the opaque id of
             ),
         ),
         tool(
-            "redctx_bundle",
+            name::BUNDLE,
             "Bundle",
             "Several redacted text files in one answer, each between `--- BEGIN @p_<id> <redacted path> ---` \
 and `--- END @p_<id> ---`. Use it to bring a folder or a `glob` selection into context at once; use \
@@ -363,20 +364,20 @@ A file in scope above the server's per-file byte limit (5 MB by default) fails t
                     "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
                     "max_files": {
                         "type": "integer",
-                        "default": 80,
+                        "default": defaults::BUNDLE_MAX_FILES,
                         "minimum": 1,
                         "description": "Most files to include. Defaults to 80."
                     },
                     "max_chars_per_file": {
                         "type": "integer",
-                        "default": 30000,
+                        "default": defaults::BUNDLE_MAX_CHARS_PER_FILE,
                         "minimum": 1,
                         "description": "Most redacted characters kept from each file; longer files end with \
                 `[TRUNCATED]`. Defaults to 30000."
                     },
                     "max_total_chars": {
                         "type": "integer",
-                        "default": 300000,
+                        "default": defaults::BUNDLE_MAX_TOTAL_CHARS,
                         "minimum": 1,
                         "description": "No further file is started once this many file characters have been \
                 written, so the total can exceed it by up to one file. Defaults to 300000."
@@ -386,7 +387,7 @@ A file in scope above the server's per-file byte limit (5 MB by default) fails t
             ),
         ),
         tool(
-            "redctx_doctor",
+            name::DOCTOR,
             "Doctor",
             "Summary of the redaction setup in force as `key: value` lines: whether a config file was \
 loaded, the mode, the detector profile, where the salt comes from, how many clients, organizations, \
@@ -398,7 +399,7 @@ operator repairs the config.",
             schema(json!({}), &[]),
         ),
         tool(
-            "redctx_audit",
+            name::AUDIT,
             "Audit",
             "Run safety checks and print one line per check, `<category>: <name> <STATUS>` followed by \
 details, with STATUS one of PASS, WARN, FAIL or NOT_TESTED (or a JSON report with `format`). The \
@@ -422,7 +423,7 @@ prints sensitive terms, and returns the full report with `isError: true` when an
             ),
         ),
         tool(
-            "redctx_refresh_index",
+            name::REFRESH_INDEX,
             "Refresh Index",
             "Rescan the root to rebuild the index that resolves `@p_<id>` references and drop cached \
 redacted content; answers `Refreshed path index.`. The daemon watches the root and normally notices \
@@ -530,6 +531,45 @@ fn as_integer(v: &Value) -> Option<i128> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_default_the_prose_states_is_the_schemas_own() {
+        // Schema defaults come from `redctx_proto::tools::defaults`, which the daemon
+        // applies too; a description that repeats its default in words must say the same.
+        let mut checked = 0;
+        for tool in catalogue() {
+            let props = tool.input_schema["properties"].as_object().unwrap();
+            for (name, prop) in props {
+                let (Some(default), Some(text)) =
+                    (prop.get("default"), prop["description"].as_str())
+                else {
+                    continue;
+                };
+                let Some(rest) = text.split("Defaults to ").nth(1) else {
+                    continue;
+                };
+                let said: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '`' || *c == '.')
+                    .collect();
+                let said = said.trim_end_matches('.').trim_matches('`');
+                let want = match default {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                assert_eq!(said, want, "{} {name}: {text}", tool.name);
+                checked += 1;
+            }
+        }
+        assert!(checked >= 15, "only {checked} defaults checked");
+    }
+
+    #[test]
+    fn the_server_instructions_name_every_tool() {
+        for name in redctx_proto::tools::ALL {
+            assert!(crate::mcp::INSTRUCTIONS.contains(name), "{name}");
+        }
+    }
     use super::*;
 
     fn check(tool: &str, args: Value) -> Result<(), String> {
@@ -540,6 +580,7 @@ mod tests {
     #[test]
     fn catalogue_lists_the_read_only_tools_in_reference_order() {
         let names: Vec<&str> = catalogue().iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, redctx_proto::tools::ALL);
         assert_eq!(
             names,
             [

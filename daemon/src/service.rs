@@ -19,6 +19,7 @@ use crate::server::{Backend, Cancel};
 use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
 use crate::watch::{WatchOptions, Watcher};
+use redctx_proto::tools::{self as name, defaults};
 use redctx_proto::{
     BenchmarkParams, BenchmarkReport, Caller, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
     ResourceText, RootInfo, RootSpec, ToolResult,
@@ -505,14 +506,14 @@ fn run_tool(
     };
     let stop = Stop::on(cancel);
     Some(match tool {
-        "redctx_tree" => tools::tree(
+        name::TREE => tools::tree(
             view,
             &tools::TreeArgs {
                 path: args.str("path", "."),
-                max_depth: Some(args.int("max_depth").unwrap_or(3) as u32),
+                max_depth: Some(args.int("max_depth").unwrap_or(defaults::TREE_MAX_DEPTH) as u32),
             },
         ),
-        "redctx_list" => tools::list(
+        name::LIST => tools::list(
             view,
             &tools::ListArgs {
                 path: args.str("path", "."),
@@ -520,8 +521,8 @@ fn run_tool(
                 max_depth: args.int("max_depth").map(|d| d as u32),
             },
         ),
-        "redctx_read" => {
-            let max_chars = usize_of(args.int("max_chars").unwrap_or(120_000));
+        name::READ => {
+            let max_chars = usize_of(args.int("max_chars").unwrap_or(defaults::READ_MAX_CHARS));
             let line_numbers = args.bool("line_numbers", false);
             let path = args.str("path", "");
             match (args.int("head"), args.int("tail")) {
@@ -555,21 +556,24 @@ fn run_tool(
                 ),
             }
         }
-        "redctx_search" => tools::search(
+        name::SEARCH => tools::search(
             view,
             &tools::SearchArgs {
                 query: args.str("query", ""),
                 paths: args.list("paths"),
-                ignore_case: args.bool("ignore_case", true),
+                ignore_case: args.bool("ignore_case", defaults::SEARCH_IGNORE_CASE),
                 regex: args.bool("regex", false),
-                context: usize_of(args.int("context").unwrap_or(0)),
+                context: usize_of(args.int("context").unwrap_or(defaults::SEARCH_CONTEXT)),
                 glob: args.list("glob"),
-                max_results: usize_of(args.int("max_results").unwrap_or(200)),
+                max_results: usize_of(
+                    args.int("max_results")
+                        .unwrap_or(defaults::SEARCH_MAX_RESULTS),
+                ),
                 max_files: args.int("max_files"),
             },
             &stop.within(SEARCH_DEADLINE),
         ),
-        "redctx_retrieve" => tools::retrieve(
+        name::RETRIEVE => tools::retrieve(
             view,
             &tools::RetrieveArgs {
                 query: args.str("query", ""),
@@ -579,31 +583,37 @@ fn run_tool(
                     .0
                     .get("max_results")
                     .and_then(Value::as_i64)
-                    .unwrap_or(8),
+                    .unwrap_or(defaults::RETRIEVE_MAX_RESULTS),
                 max_chars: args
                     .0
                     .get("max_chars")
                     .and_then(Value::as_i64)
-                    .unwrap_or(12_000),
+                    .unwrap_or(defaults::RETRIEVE_MAX_CHARS),
                 max_files: args.int("max_files"),
                 max_passages: None,
             },
             &stop.within(SEARCH_DEADLINE),
         ),
-        "redctx_stat" => tools::stat(view, &args.str("path", "")),
-        "redctx_bundle" => tools::bundle(
+        name::STAT => tools::stat(view, &args.str("path", "")),
+        name::BUNDLE => tools::bundle(
             view,
             &tools::BundleArgs {
                 paths: args.list("paths"),
                 glob: args.list("glob"),
-                max_files: usize_of(args.int("max_files").unwrap_or(80)),
-                max_chars_per_file: usize_of(args.int("max_chars_per_file").unwrap_or(30_000)),
-                max_total_chars: usize_of(args.int("max_total_chars").unwrap_or(300_000)),
+                max_files: usize_of(args.int("max_files").unwrap_or(defaults::BUNDLE_MAX_FILES)),
+                max_chars_per_file: usize_of(
+                    args.int("max_chars_per_file")
+                        .unwrap_or(defaults::BUNDLE_MAX_CHARS_PER_FILE),
+                ),
+                max_total_chars: usize_of(
+                    args.int("max_total_chars")
+                        .unwrap_or(defaults::BUNDLE_MAX_TOTAL_CHARS),
+                ),
             },
             &stop,
         ),
-        "redctx_doctor" => tools::doctor(view, &tools::DoctorArgs::default()),
-        "redctx_audit" => {
+        name::DOCTOR => tools::doctor(view, &tools::DoctorArgs::default()),
+        name::AUDIT => {
             let (links, broken_links) = scan_links(root);
             let format = if args.str("format", "text") == "json" {
                 tools::AuditFormat::Json
@@ -620,7 +630,7 @@ fn run_tool(
                 },
             )
         }
-        "redctx_refresh_index" => tools::refresh_index(|| {
+        name::REFRESH_INDEX => tools::refresh_index(|| {
             root.rescan_dir(".");
             // The reference rebuilds its path index under the traversal budget: the root
             // plus every indexed entry must fit.

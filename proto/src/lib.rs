@@ -34,6 +34,7 @@
 //! ```
 
 pub mod paths;
+pub mod tools;
 
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use std::path::PathBuf;
