@@ -350,3 +350,51 @@ async fn named_paths_the_agent_was_never_shown_answer_like_missing_ones() {
     let out = env.ok_on(&root, &["cat", "docs/Taylor Reed notes.md"]);
     assert!(out.contains("met about the plan"), "{out}");
 }
+
+/// One file that looks like text by its name but is not (UTF-16, a NUL byte) used to make
+/// every whole-root regex search fail; it is now left out and counted.
+#[test]
+fn a_utf16_file_anywhere_no_longer_breaks_whole_root_searches() {
+    let env = Env::new();
+    let root = env.root_dir("utf16", "svc");
+    write(&root, "src/a.txt", "the needle is here\n");
+    let mut utf16 = vec![0xff, 0xfe];
+    for unit in "needle in UTF-16\n".encode_utf16() {
+        utf16.extend_from_slice(&unit.to_le_bytes());
+    }
+    write(&root, "docs/windows.txt", &utf16);
+    write(&root, "src/nul.js", b"var x = 1;\0needle\n");
+    for args in [
+        &["grep", "-E", "ne+dle"][..],
+        &["grep", "needle_|needle"][..],
+    ] {
+        let mut all = vec!["--root", root.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let (code, out, err) = env.run(&all);
+        if args.len() == 3 {
+            assert_eq!(code, 0, "{args:?}: {err}{out}");
+            assert!(out.contains("the needle is here"), "{out}");
+            assert!(
+                out.ends_with("[SKIPPED: 2 files that are not text]\n"),
+                "{out}"
+            );
+        } else {
+            // Literal and unmatched: no match, exit 1, no error text.
+            assert_eq!(code, 1, "{args:?}: {err}{out}");
+            assert!(err.is_empty(), "{err}");
+        }
+    }
+    let out = env.ok_on(&root, &["bundle", "."]);
+    assert!(out.contains("the needle is here"), "{out}");
+    assert!(
+        out.ends_with("[SKIPPED: 2 files that are not text]\n"),
+        "{out}"
+    );
+    // A direct read still refuses, with the reference's message.
+    let (code, _, err) = env.run(&["--root", root.to_str().unwrap(), "cat", "docs/windows.txt"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.trim_end(),
+        "Refusing to print non-text file. Use stat/list to inspect metadata."
+    );
+}

@@ -2,7 +2,7 @@
 
 use super::targets::target_files;
 use super::walk::Budget;
-use super::{ToolError, ToolOutput, scan_content};
+use super::{Scanned, ToolError, ToolOutput, not_text_note, scan_content};
 use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::text::{char_len, truncate_redacted};
@@ -63,14 +63,21 @@ fn bundle_inner(
     let mut out = String::new();
     let mut total_chars = 0usize;
     let mut files = 0usize;
+    let mut not_text = 0usize;
     for entry in &targets.files {
         if files >= args.max_files || total_chars >= args.max_total_chars {
             out.push_str("[TRUNCATED: file or total character limit reached]\n");
+            out.push_str(&not_text_note(not_text));
             return Ok(out);
         }
         budget.consume_file(entry.size)?;
-        let Some(doc) = scan_content(view, entry, false, stop)? else {
-            continue;
+        let doc = match scan_content(view, entry, false, stop)? {
+            Scanned::Content(doc) => doc,
+            Scanned::Gone => continue,
+            Scanned::NotText => {
+                not_text += 1;
+                continue;
+            }
         };
         files += 1;
         counts.merge(&doc.counts);
@@ -87,6 +94,9 @@ fn bundle_inner(
     }
     match targets.error {
         Some(error) => Err(error),
-        None => Ok(out),
+        None => {
+            out.push_str(&not_text_note(not_text));
+            Ok(out)
+        }
     }
 }

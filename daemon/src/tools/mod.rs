@@ -180,28 +180,52 @@ pub(crate) fn check_text_file(view: &dyn RootView, entry: &Entry) -> Result<(), 
     Ok(())
 }
 
-/// The redacted content of one file of a multi-file scan (search, retrieve, bundle,
-/// audit), or `None` when the file is to be skipped: it vanished, changed type, or kept
-/// changing or failing to read while the call ran. A file that fails that way is read
-/// once more (a writer replacing it mid-read usually has finished by then), then left
-/// out, so one busy file never fails a whole answer. Limits, policy refusals and
-/// non-text content still fail the call as they always did.
+/// What a multi-file scan (search, retrieve, bundle) got for one file.
+pub(crate) enum Scanned {
+    /// Its redacted content.
+    Content(RedactedDoc),
+    /// Left out: it vanished, changed type, or kept changing or failing to read while the
+    /// call ran.
+    Gone,
+    /// Left out: named like text, its bytes are not (a NUL byte, UTF-16 without a
+    /// decoder). ripgrep skips such files; the reference fails the whole call on the
+    /// first one, so one such file anywhere broke every whole-root search (COMPAT).
+    NotText,
+}
+
+/// One file of a multi-file scan. A file that fails with churn (see
+/// [`ViewError::is_churn`]) is read once more (a writer replacing it mid-read usually has
+/// finished by then), then left out, so one busy file never fails a whole answer; a file
+/// that is not text is left out at once. Limits and policy refusals still fail the call
+/// as they always did.
 pub(crate) fn scan_content(
     view: &dyn RootView,
     entry: &Entry,
     preserve_line_count: bool,
     stop: &Stop,
-) -> Result<Option<RedactedDoc>, ToolError> {
+) -> Result<Scanned, ToolError> {
     stop.check()?;
-    match view.content(entry, preserve_line_count) {
-        Ok(doc) => return Ok(Some(doc)),
+    let second = match view.content(entry, preserve_line_count) {
+        Ok(doc) => return Ok(Scanned::Content(doc)),
+        Err(ViewError::NotText) => return Ok(Scanned::NotText),
         Err(error) if !error.is_churn() => return Err(error.into()),
-        Err(_) => {}
-    }
-    match view.content(entry, preserve_line_count) {
-        Ok(doc) => Ok(Some(doc)),
-        Err(error) if error.is_churn() => Ok(None),
+        Err(_) => view.content(entry, preserve_line_count),
+    };
+    match second {
+        Ok(doc) => Ok(Scanned::Content(doc)),
+        Err(ViewError::NotText) => Ok(Scanned::NotText),
+        Err(error) if error.is_churn() => Ok(Scanned::Gone),
         Err(error) => Err(error.into()),
+    }
+}
+
+/// The line that ends a search or bundle answer which left out `count` files that are
+/// not text (nothing when none was).
+pub(crate) fn not_text_note(count: usize) -> String {
+    match count {
+        0 => String::new(),
+        1 => "[SKIPPED: 1 file that is not text]\n".to_owned(),
+        n => format!("[SKIPPED: {n} files that are not text]\n"),
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::targets::charged_targets;
 use super::walk::Budget;
-use super::{ToolError, ToolOutput, scan_content};
+use super::{Scanned, ToolError, ToolOutput, scan_content};
 use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
@@ -310,7 +310,8 @@ fn retrieve_inner(
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            let Some(content) = scan_content(view, entry, true, stop)? else {
+            // Left out silently: the answer's character budget has no room for a note.
+            let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
                 return Ok(None);
             };
             let path = view.path(&entry.rel);

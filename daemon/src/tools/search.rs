@@ -5,12 +5,12 @@
 
 use super::targets::charged_targets;
 use super::walk::Budget;
-use super::{ToolError, ToolOutput, merge_times, scan_content};
+use super::{Scanned, ToolError, ToolOutput, merge_times, not_text_note, scan_content};
 use crate::cancel::Stop;
 use crate::engine::placeholder::casefold;
 use crate::engine::text::{is_py_space, splitlines};
 use crate::engine::{Category, Counts};
-use crate::view::{Entry, RedactedDoc, RedactedPath, RootView, ViewError};
+use crate::view::{Entry, RedactedDoc, RedactedPath, RootView};
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
@@ -252,6 +252,9 @@ enum FileResult {
     /// Not searched: non-text under the raw prefilter, or a file that vanished or kept
     /// changing while the call ran ([`scan_content`]).
     Skipped,
+    /// Not searched, and counted in the answer: named like text, but not text, where the
+    /// reference would have failed the call.
+    NotText,
     Failed(ToolError),
     Searched {
         doc_counts: Counts,
@@ -273,9 +276,10 @@ fn search_file(
     // content is asked for first (from the cache it answers `NotText` for such a file
     // at no cost), and the text check runs only to classify a failure.
     let doc = match scan_content(view, entry, true, stop) {
-        Ok(Some(doc)) => doc,
-        Ok(None) => return FileResult::Skipped,
-        Err(ToolError::View(ViewError::NotText)) if prefilter => return FileResult::Skipped,
+        Ok(Scanned::Content(doc)) => doc,
+        Ok(Scanned::Gone) => return FileResult::Skipped,
+        Ok(Scanned::NotText) if prefilter => return FileResult::Skipped,
+        Ok(Scanned::NotText) => return FileResult::NotText,
         Err(ToolError::View(_)) if prefilter && !view.is_text(entry) => {
             return FileResult::Skipped;
         }
@@ -377,6 +381,15 @@ fn search_inner(
     let reads_everything = args.regex;
     let mut emitted = Counts::default();
     let mut full = false;
+    let mut not_text = 0usize;
+    // A non-empty answer ends with how many files were left out for not being text (an
+    // empty one stays `No matches.`, which clients read as such).
+    let finish = |mut out: String, not_text: usize| {
+        if !out.is_empty() {
+            out.push_str(&not_text_note(not_text));
+        }
+        out
+    };
     for range in batches(files.len()) {
         let limit = if full { 0 } else { args.max_results - results };
         let searched: Vec<FileResult> = files[range]
@@ -386,6 +399,10 @@ fn search_inner(
         for result in searched {
             let (doc_counts, path, lines) = match result {
                 FileResult::Skipped => continue,
+                FileResult::NotText => {
+                    not_text += 1;
+                    continue;
+                }
                 FileResult::Failed(error) => return Err(error),
                 FileResult::Searched {
                     doc_counts,
@@ -413,7 +430,7 @@ fn search_inner(
                 sink,
             );
             if full && !reads_everything {
-                return Ok(out);
+                return Ok(finish(out, not_text));
             }
         }
     }
@@ -421,7 +438,7 @@ fn search_inner(
         return Err(error);
     }
     counts.merge(&emitted);
-    Ok(out)
+    Ok(finish(out, not_text))
 }
 
 /// Consecutive ranges of `0..len` for parallel batches, growing from 32 to 1,024 files:
