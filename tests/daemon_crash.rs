@@ -69,17 +69,7 @@ fn status(env: &Env) -> Option<(String, u64)> {
 fn everything(env: &Env, root: &Path) -> Vec<String> {
     vec![
         env.ok_on(root, &["ls", "-r", "."]),
-        env.ok_on(
-            root,
-            &[
-                "bundle",
-                "--max-files",
-                "1000",
-                "--max-total-chars",
-                "10000000",
-                ".",
-            ],
-        ),
+        env.bundle_all(root),
         env.ok_on(root, &["grep", "value_"]),
     ]
 }

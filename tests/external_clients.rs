@@ -31,18 +31,8 @@ const RAW: &[&str] = &[
 /// Placeholder categories a read of `docs/notes.md` must show.
 const CATEGORIES: &[&str] = &["SECRET", "EMAIL", "PERSON"];
 
-const TOOLS: &[&str] = &[
-    "redctx_tree",
-    "redctx_list",
-    "redctx_read",
-    "redctx_search",
-    "redctx_retrieve",
-    "redctx_stat",
-    "redctx_bundle",
-    "redctx_doctor",
-    "redctx_audit",
-    "redctx_refresh_index",
-];
+/// The tools every client must see, in order (the one list, `redctx_proto::tools`).
+const TOOLS: [&str; 10] = redctx_proto::tools::ALL;
 
 /// How long one client run may take before it is killed and the test fails.
 const CLIENT_DEADLINE: Duration = Duration::from_secs(180);

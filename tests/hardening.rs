@@ -18,17 +18,7 @@ static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// listing, a bundle of everything, and searches for `needle` (literal and regex).
 fn everything(env: &Env, root: &Path, needle: &str) -> String {
     let mut all = env.ok_on(root, &["ls", "-r", "."]);
-    all += &env.ok_on(
-        root,
-        &[
-            "bundle",
-            "--max-files",
-            "1000",
-            "--max-total-chars",
-            "10000000",
-            ".",
-        ],
-    );
+    all += &env.bundle_all(root);
     for extra in [&[][..], &["-E"][..]] {
         let mut args = vec!["grep", "-i"];
         args.extend_from_slice(extra);

@@ -1153,30 +1153,17 @@ impl Rng {
     }
 }
 
-const TOOL_NAMES: &[&str] = &[
-    "redctx_tree",
-    "redctx_list",
-    "redctx_read",
-    "redctx_search",
-    "redctx_retrieve",
-    "redctx_stat",
-    "redctx_bundle",
-    "redctx_doctor",
-    "redctx_audit",
-    "redctx_refresh_index",
-    "redctx_submit_doc",
-    "REDCTX_READ",
-    "",
-];
+/// Tool names the shim does not serve, beside the served ones (`redctx_proto::tools`).
+const OTHER_TOOL_NAMES: &[&str] = &["redctx_submit_doc", "REDCTX_READ", ""];
 
 /// One generated request (a whole JSON-RPC message with id `id`).
 fn fuzz_request(rng: &mut Rng, id: i64) -> Value {
     let (method, params) = match rng.below(8) {
         0..=2 => {
-            let name = if rng.below(6) == 0 {
-                rng.string(10)
-            } else {
-                rng.pick(TOOL_NAMES).to_string()
+            let name = match rng.below(12) {
+                0 | 1 => rng.string(10),
+                2 => rng.pick(OTHER_TOOL_NAMES).to_string(),
+                _ => rng.pick(&redctx_proto::tools::ALL).to_string(),
             };
             let args = match rng.below(10) {
                 0 => rng.value(0),

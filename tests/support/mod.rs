@@ -184,6 +184,23 @@ impl Env {
         out
     }
 
+    /// `redctx --root <root> bundle .` with limits high enough for every file of a test
+    /// tree: the whole text an agent can get.
+    #[track_caller]
+    pub fn bundle_all(&self, root: &Path) -> String {
+        self.ok_on(
+            root,
+            &[
+                "bundle",
+                "--max-files",
+                "1000",
+                "--max-total-chars",
+                "10000000",
+                ".",
+            ],
+        )
+    }
+
     /// The daemon's pid, from `redctx daemon status` (None: not running).
     pub fn daemon_pid(&self) -> Option<u32> {
         let (code, out, _) = self.run(&["daemon", "status"]);
