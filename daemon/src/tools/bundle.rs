@@ -39,11 +39,12 @@ impl Default for BundleArgs {
 /// <ref> <rpath> ---`, the file redacted without line preservation and cut at
 /// `max_chars_per_file`, then `--- END <ref> ---`. Before a further file, when
 /// `max_files` files are out or the emitted characters reached `max_total_chars`, the
-/// line `[TRUNCATED: file or total character limit reached]` ends the bundle. A file that
-/// cannot be read (not text after all, over the byte limit) fails the whole call.
+/// line `[TRUNCATED: file or total character limit reached]` ends the bundle. A file over
+/// the byte limit fails the whole call.
 ///
 /// `stop` ends the call between files; a file that vanishes or keeps changing during the
-/// call is left out ([`scan_content`]).
+/// call is left out, and so is a file named like text that is not, counted in a closing
+/// `[SKIPPED: …]` line ([`scan_content`]).
 pub fn bundle(view: &dyn RootView, args: &BundleArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
     match bundle_inner(view, args, stop, &mut counts) {

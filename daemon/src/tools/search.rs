@@ -319,9 +319,8 @@ fn search_file(
 ///
 /// Literal queries match substrings of redacted lines (both casefolded with
 /// `ignore_case`). Regex queries use the Rust `regex` crate (linear time, so no
-/// backtracking screen and no deadline are needed; Python-only syntax such as
-/// look-around fails with `Invalid regex.`), every file in scope is read before any
-/// output, as in the reference.
+/// backtracking screen is needed; Python-only syntax such as look-around fails with
+/// `Invalid regex.`), and every file in scope is read, as in the reference.
 ///
 /// Receipt counts: every searched file's content, plus the path once per emitted line.
 /// Where the reference pre-screens raw bytes (spec 7.1) it only redacts files whose raw
@@ -331,7 +330,8 @@ fn search_file(
 ///
 /// `stop` ends the call between files and every few thousand lines (`Operation deadline
 /// exceeded.` or, for a requester that went away, an answer nobody reads); files that
-/// vanish or keep changing during the call are left out ([`scan_content`]).
+/// vanish or keep changing during the call are left out, and so are files named like
+/// text that are not, counted in a closing `[SKIPPED: …]` line ([`scan_content`]).
 pub fn search(view: &dyn RootView, args: &SearchArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
     match search_inner(view, args, stop, &mut counts) {
