@@ -19,7 +19,7 @@
 //! past its end. The look-behind side is untouched: the haystack is never cut at the
 //! front, so guards and `\b` see the real preceding character.
 
-use super::byteclass::{ByteClass, class_runs};
+use super::prepass::byteclass::{ByteClass, class_runs};
 use super::pyre::{FindCache, Finder, MatchAt, PyPattern};
 use aho_corasick::{AhoCorasick, MatchKind};
 
@@ -176,7 +176,7 @@ impl<P: MatchAt> Finder for LiteralGated<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::byteclass::DIGITS;
+    use crate::engine::prepass::byteclass::DIGITS;
     use crate::engine::pyre::Guard;
     use crate::engine::testgen::texts;
 

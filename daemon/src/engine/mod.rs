@@ -5,7 +5,6 @@
 //! contents, the salt) and persist nothing for it. That keeps the boundary easy to
 //! test exhaustively and safe to run on any thread.
 
-pub mod byteclass;
 pub mod config;
 pub mod detect;
 pub mod folded;
@@ -16,6 +15,7 @@ pub mod patterns;
 pub mod pipeline;
 pub mod placeholder;
 pub mod policy;
+pub mod prepass;
 pub mod pyre;
 #[cfg(test)]
 mod testgen;

@@ -7,10 +7,11 @@ use super::markers::{Markers, line_breaks};
 use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
 use super::patterns::{
     CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
-    PLACEHOLDER_GATE, PRIVATE_HOSTS, SPEAKER_LABEL, Seen, Stage,
+    PLACEHOLDER_GATE, PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
 };
 use super::placeholder::{self, Category, normalize_value};
 use super::policy::{DetectorProfile, Mode, Policy};
+use super::prepass::Seen;
 use super::pyre::{
     FindCache, Finder, Guard, PyPattern, Splicer, shadow, substitute, substitute_into,
 };

@@ -6,9 +6,12 @@
 //! Only the flag of the named client counts, on its own command (up to `|`, `;`, `&`):
 //! `-p` is a port for `ssh` and `docker run`, and `mysql -p` alone asks for a password.
 
-use super::util::{self, KeywordHits, WordIds};
+use super::lexical;
+use super::values;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::keywords::KeywordHits;
+use crate::engine::prepass::keywords::WordIds;
 
 /// Trigger words, found by the shared keyword scan (indexes into [`TRIGGER_WORDS`]).
 pub const TRIGGER_WORDS: &[&str] = &["mysql", "mariadb", "sshpass", "login", "redis-cli", "mongo"];
@@ -85,7 +88,7 @@ const CLIENTS: &[Client] = &[
 /// [`TRIGGER_WORDS`] under `ids`.
 #[inline(never)] // one frame per family in profiles
 pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidate>) {
-    if hits.present_words(ids).next().is_none() || !util::has_byte(text, b'-') {
+    if hits.present_words(ids).next().is_none() || !lexical::has_byte(text, b'-') {
         return;
     }
     let starts = hits.starts_of_words(ids, TRIGGER_WORDS, TRIGGER_WORDS);
@@ -94,7 +97,7 @@ pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidat
         if at < line_end {
             continue;
         }
-        let (ls, le) = util::line_around(text, at);
+        let (ls, le) = lexical::line_around(text, at);
         command_line(text, ls, le, out);
         line_end = le;
     }
@@ -181,7 +184,7 @@ fn flag_value(text: &str, client: &Client, args: &[(usize, usize)], out: &mut Ve
         };
         let (vs, ve) = unquoted(text, vs, ve);
         let value = &text[vs..ve];
-        if value.is_empty() || value.starts_with(['-', '$', '%']) || util::is_placeholder(value) {
+        if value.is_empty() || value.starts_with(['-', '$', '%']) || values::is_placeholder(value) {
             continue;
         }
         out.push(Candidate {
@@ -242,7 +245,7 @@ mod tests {
     use super::*;
 
     fn found(text: &str) -> Vec<String> {
-        let mut words = util::KeywordBuilder::default();
+        let mut words = crate::engine::prepass::keywords::KeywordBuilder::default();
         let ids = words.add(TRIGGER_WORDS);
         let hits = words.build().expect("few words").scan(text);
         let mut out = Vec::new();

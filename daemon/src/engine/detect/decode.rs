@@ -3,9 +3,11 @@
 //! (not PII); a finding inside marks the whole encoded segment. Values under `data:` of
 //! a Kubernetes `kind: Secret` manifest are base64 by definition and are redacted as is.
 
-use super::util::{LongRuns, Markers, marker};
 use super::{Candidate, DetectContext, Detector, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::literals::Literals;
+use crate::engine::prepass::runs::LongRuns;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -30,12 +32,12 @@ pub fn rescan(
     det: &Detector,
     text: &str,
     ctx: &DetectContext,
-    markers: &Markers,
+    literals: &Literals,
     runs: &LongRuns,
     cands: &mut Vec<Candidate>,
 ) {
     rescan_at(det, text, ctx, runs, cands, 0);
-    if markers.has(&marker::KIND_SECRET) || markers.has(&marker::KIND_SECRET_QUOTED) {
+    if literals.has(&literals::KIND_SECRET) || literals.has(&literals::KIND_SECRET_QUOTED) {
         k8s_secret_data(text, cands);
     }
 }
@@ -118,7 +120,7 @@ fn percent_escapes(text: &str) -> impl Iterator<Item = usize> + '_ {
 /// at least [`MIN_B64`] base64 bytes (the text's [`LongRuns`]), with up to two `=`
 /// after it.
 fn b64_runs(runs: &LongRuns) -> Vec<(usize, usize)> {
-    const { assert!(MIN_B64 == super::util::LONG_RUN) };
+    const { assert!(MIN_B64 == crate::engine::prepass::runs::LONG_RUN) };
     let b = runs.bytes();
     // `=` is outside the run class, so padding never starts the next run.
     runs.base64()
@@ -205,7 +207,7 @@ fn k8s_secret_data(text: &str, cands: &mut Vec<Candidate>) {
             } else if let Some((_, v)) = trimmed.split_once(": ") {
                 let v = v.trim().trim_matches(['"', '\'']);
                 if v.len() >= 4
-                    && !super::util::is_placeholder(v)
+                    && !super::values::is_placeholder(v)
                     && let Some(off) = body.rfind(v)
                 {
                     cands.push(Candidate {

@@ -2,9 +2,11 @@
 //! `$apr1$`, yescrypt, PBKDF2 (passlib and Django forms), LDAP `{SSHA}`/`{SHA}` and
 //! NTLM/LM pairs of `pwdump` lines. A hash is redacted whole: it can be cracked offline.
 
-use super::util::{self, Markers, marker};
+use super::lexical;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::literals::Literals;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -27,8 +29,10 @@ static PWDUMP: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Appends S6 candidates.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, markers: &Markers, out: &mut Vec<Candidate>) {
-    if util::has_byte(text, b'$') || markers.has(&marker::BRACE_S) || markers.has(&marker::BRACE_C)
+pub fn scan(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
+    if lexical::has_byte(text, b'$')
+        || literals.has(&literals::BRACE_S)
+        || literals.has(&literals::BRACE_C)
     {
         for m in HASH.find_iter(text) {
             out.push(Candidate {
@@ -40,7 +44,7 @@ pub fn scan(text: &str, markers: &Markers, out: &mut Vec<Candidate>) {
             });
         }
     }
-    if markers.has(&marker::TRIPLE_COLON) {
+    if literals.has(&literals::TRIPLE_COLON) {
         for caps in PWDUMP.captures_iter(text) {
             let (a, b) = (caps.get(1).expect("group"), caps.get(2).expect("group"));
             out.push(Candidate {

@@ -3,9 +3,14 @@
 //! `Authorization: Token …`/bare tokens, Digest `response=`, `curl -u user:pass`, and
 //! cookies whose name says session, sid, token, auth or jwt.
 
-use super::util::{self, KeywordHits, Markers, WordIds};
+use super::anchored;
+use super::lexical;
+use super::values;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::keywords::KeywordHits;
+use crate::engine::prepass::keywords::WordIds;
+use crate::engine::prepass::literals::Literals;
 use regex_automata::meta::Regex as MetaRegex;
 use regex_automata::util::captures::Captures;
 use std::sync::LazyLock;
@@ -110,7 +115,7 @@ pub fn scan(
     text: &str,
     hits: &KeywordHits,
     ids: WordIds,
-    markers: &Markers,
+    literals: &Literals,
     out: &mut Vec<Candidate>,
 ) {
     // Every search below needs one of the trigger words; most texts have none.
@@ -120,7 +125,7 @@ pub fn scan(
     // Each pattern is searched only where its match can start, next to a word the
     // keyword scan found, unless the text has a character that a case-insensitive
     // pattern equates with an ASCII letter and the scan does not.
-    let anywhere = markers.has_non_ascii_fold_of_ascii();
+    let anywhere = literals.has_non_ascii_fold_of_ascii();
     scan_with(text, hits, ids, anywhere, out);
 }
 
@@ -137,7 +142,7 @@ fn scan_with(
         if anywhere {
             re.captures_iter(text).for_each(|caps| found(&caps));
         } else {
-            util::captures_at_starts(re, text, starts, found);
+            anchored::captures_at_starts(re, text, starts, found);
         }
     };
     let word_starts = |words: &[&str]| hits.starts_of_words(ids, TRIGGER_WORDS, words);
@@ -158,7 +163,7 @@ fn scan_with(
         each(&AUTH_HEADER, starts, &mut |caps| {
             let tok = group(caps, 1);
             let value = &text[tok.range()];
-            if util::looks_random(value, 16, 3.0) && !util::is_placeholder(value) {
+            if values::looks_random(value, 16, 3.0) && !values::is_placeholder(value) {
                 out.push(cand(tok.start, tok.end, "S5.authorization"));
             }
         });
@@ -176,7 +181,7 @@ fn scan_with(
         for caps in CURL_USER.captures_iter(text) {
             let p = group(&caps, 1);
             let value = &text[p.range()];
-            if !util::is_placeholder(value) && !value.starts_with('$') {
+            if !values::is_placeholder(value) && !value.starts_with('$') {
                 out.push(cand(p.start, p.end, "S5.curl-user"));
             }
         }
@@ -202,19 +207,19 @@ fn scan_with(
             // A login call names less surely than a credential type that its second
             // argument is a password (`login("admin", "home")`): it must look like one.
             let at = caps.get_match().expect("a match").start();
-            let login = util::starts_with_ignore_ascii_case(&text[at..], "login");
+            let login = lexical::starts_with_ignore_ascii_case(&text[at..], "login");
             if accept_pair_password(value) && (!login || looks_like_password(value)) {
                 out.push(cand(p.start, p.end, detector));
             }
         });
     }
-    if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !util::has_byte(text, b'=') {
+    if !COOKIE_WORDS.iter().any(|w| lower_has(w)) || !lexical::has_byte(text, b'=') {
         return;
     }
     each(&COOKIE, cookie_starts(text, hits, ids), &mut |caps| {
         let v = group(caps, 2);
         let s = &text[v.range()];
-        if !s.contains("://") && util::looks_random(s, 12, 3.0) && !util::is_placeholder(s) {
+        if !s.contains("://") && values::looks_random(s, 12, 3.0) && !values::is_placeholder(s) {
             out.push(cand(v.start, v.end, "S5.cookie"));
         }
     });
@@ -253,7 +258,7 @@ fn cookie_starts(text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<usize> {
                 starts.push(i - 1);
                 break;
             } else if c >= 0x80 {
-                i = util::floor_boundary(text, i - 1);
+                i = lexical::floor_boundary(text, i - 1);
                 starts.push(i);
             } else {
                 break;
@@ -295,18 +300,18 @@ fn accept_pair_password(value: &str) -> bool {
         && !value.chars().any(char::is_whitespace)
         && !value.starts_with('/')
         && !value.contains("://")
-        && !util::is_placeholder(value)
+        && !values::is_placeholder(value)
 }
 
 /// Letters mixed with digits or symbols, or long: a password rather than a word.
 fn looks_like_password(value: &str) -> bool {
-    let (l, u, d, o) = util::char_classes(value);
+    let (l, u, d, o) = values::char_classes(value);
     (l + u > 0 && d + o > 0) || value.chars().count() >= 12
 }
 
 /// A credential after an auth scheme word, not prose ("Basic usage", "Bearer tokens").
 fn accept_scheme_token(scheme: &str, tok: &str) -> bool {
-    if util::is_placeholder(tok) || tok.eq_ignore_ascii_case("realm") {
+    if values::is_placeholder(tok) || tok.eq_ignore_ascii_case("realm") {
         return false;
     }
     if scheme == "basic"
@@ -317,7 +322,7 @@ fn accept_scheme_token(scheme: &str, tok: &str) -> bool {
     {
         return true;
     }
-    let (l, u, d, _) = util::char_classes(tok);
+    let (l, u, d, _) = values::char_classes(tok);
     d > 0 && (l + u) > 0 || (l > 0 && u > 0 && tok.len() >= 16)
 }
 
@@ -392,7 +397,7 @@ mod tests {
         let key = |c: &Candidate| (c.start, c.end, c.detector);
         let mut compared = 0;
         for text in crate::engine::testgen::texts(&pieces, 12000, 18, 21) {
-            if util::has_non_ascii_fold_of_ascii(&text) {
+            if crate::engine::prepass::literals::has_non_ascii_fold_of_ascii(&text) {
                 continue;
             }
             let hits = compiled.automaton.scan(&text);

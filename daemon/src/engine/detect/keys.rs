@@ -1,12 +1,13 @@
 //! S1: private key material — PEM blocks (any `… PRIVATE KEY` label, also written
 //! inside string literals with `\n` escapes or split across concatenated lines), PuTTY
 //! key files, age secret keys, base64-wrapped PEM (`LS0tLS1CRUdJTi…`) and the private
-//! members of JSON Web Keys. Whole blocks are redacted: the markers carry no secret but
+//! members of JSON Web Keys. Whole blocks are redacted: the literals carry no secret but
 //! leaving them would only announce what was removed.
 
-use super::util::{Markers, marker};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::literals::Literals;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -31,19 +32,19 @@ const MAX_PEM: usize = 64 * 1024;
 
 /// Appends S1 candidates.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, markers: &Markers, out: &mut Vec<Candidate>) {
-    if markers.has(&marker::BEGIN) {
+pub fn scan(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
+    if literals.has(&literals::BEGIN) {
         pem_blocks(text, out);
     }
-    if markers.has(&marker::PUTTY) {
+    if literals.has(&literals::PUTTY) {
         putty(text, out);
     }
-    if markers.has(&marker::AGE) {
+    if literals.has(&literals::AGE) {
         for m in AGE_KEY.find_iter(text) {
             out.push(cand(m.start(), m.end(), "S1.age"));
         }
     }
-    if markers.has(&marker::PEM_BASE64) {
+    if literals.has(&literals::PEM_BASE64) {
         for m in B64_PEM.find_iter(text) {
             if let Some(decoded) = super::decode::base64_decode(m.as_str())
                 && String::from_utf8_lossy(&decoded).contains("PRIVATE KEY")
@@ -52,7 +53,7 @@ pub fn scan(text: &str, markers: &Markers, out: &mut Vec<Candidate>) {
             }
         }
     }
-    if markers.has(&marker::KTY) {
+    if literals.has(&literals::KTY) {
         jwk(text, out);
     }
 }
@@ -72,7 +73,8 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
     while let Some(caps) = PEM_BEGIN.captures_at(text, from) {
         let begin = caps.get(0).expect("group 0");
         let label = caps.get(1).expect("label").as_str();
-        let window_end = super::util::floor_boundary(text, (begin.end() + MAX_PEM).min(text.len()));
+        let window_end =
+            super::lexical::floor_boundary(text, (begin.end() + MAX_PEM).min(text.len()));
         let window = &text[begin.end()..window_end];
         let end_marker = format!("END {label}");
         let body_len = window.find(&end_marker).unwrap_or(window.len());

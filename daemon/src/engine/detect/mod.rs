@@ -17,19 +17,27 @@
 //! `S7` keyword + entropy fallback, `S8` base64/hex/percent-encoded secrets,
 //! `P1`–`P5` validated PII (email, phone, card/IBAN/SSN, IP, names in structured places).
 
+mod anchored;
 mod cli;
 mod decode;
+mod filekind;
 mod hashes;
 mod http;
 mod keys;
+mod lexical;
+mod number_gates;
 mod pii;
 mod rulepack;
 mod structural;
 mod urls;
-mod util;
+mod values;
 
-use super::patterns::{GATE_WORDS, GateWords, SECRET_GATE_LITERALS, Seen, Shape, Shapes};
+use super::patterns::{GATE_WORDS, SECRET_GATE_LITERALS};
 use super::placeholder::Category;
+use super::prepass::{GateWords, Seen, Shape, Shapes};
+use crate::engine::prepass::keywords;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::runs;
 use std::sync::{Arc, LazyLock};
 
 /// Version of the detector layer, reported in receipts so a redaction can be traced to
@@ -113,39 +121,39 @@ struct Compiled {
 /// One pass finds the trigger words of every family, and the words the pipeline's
 /// stages look for; the ids each family's words got in it.
 struct Keywords {
-    automaton: util::KeywordScan,
-    rule_words: util::WordIds,
-    stem_words: util::WordIds,
-    pii_words: util::WordIds,
-    http_words: util::WordIds,
-    cli_words: util::WordIds,
-    marker_words: util::WordIds,
+    automaton: keywords::KeywordScan,
+    rule_words: keywords::WordIds,
+    stem_words: keywords::WordIds,
+    pii_words: keywords::WordIds,
+    http_words: keywords::WordIds,
+    cli_words: keywords::WordIds,
+    marker_words: keywords::WordIds,
     /// The pipeline's [`SECRET_GATE_LITERALS`], located (most are other families' words).
-    secret_gate_words: util::WordSet,
+    secret_gate_words: keywords::WordSet,
     /// The configured terms' first words the pipeline's terms stages start from.
-    term_words: util::WordSet,
+    term_words: keywords::WordSet,
     /// The allow list's first words the pipeline's allow stage starts from.
-    allow_words: util::WordSet,
+    allow_words: keywords::WordSet,
     /// The pipeline's [`GATE_WORDS`], presence only.
-    gate_words: util::WordIds,
+    gate_words: keywords::WordIds,
 }
 
 impl Keywords {
     /// The families' words, plus `term_words` and `allow_words` (lower-case ASCII) for
     /// the terms and allow stages. About a millisecond. `None` when the automaton would
-    /// be too large (see [`util::KeywordBuilder::build`]).
+    /// be too large (see [`keywords::KeywordBuilder::build`]).
     fn build(
         rules: &rulepack::RulePack,
         term_words: &[String],
         allow_words: &[String],
     ) -> Option<Keywords> {
-        let mut words = util::KeywordBuilder::default();
+        let mut words = keywords::KeywordBuilder::default();
         let rule_words = words.add(rules.keywords());
         let stem_words = words.add(structural::Structural::words());
         let pii_words = words.add(pii::Pii::words());
         let http_words = words.add(http::TRIGGER_WORDS);
         let cli_words = words.add(cli::TRIGGER_WORDS);
-        let marker_words = words.add(util::marker::words());
+        let marker_words = words.add(literals::words());
         let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
         let term_words = words.add_shared(term_words);
         let allow_words = words.add_shared(allow_words);
@@ -259,11 +267,11 @@ impl Detector {
     ) -> (Vec<Finding>, Seen) {
         let k = &*self.keywords;
         let hits = k.automaton.scan(text);
-        let markers = util::Markers::new(text, &hits, k.marker_words);
-        let stand_in = markers.has_ascii_fold_stand_in();
-        let runs = util::LongRuns::new(text);
+        let literals = literals::Literals::new(text, &hits, k.marker_words);
+        let stand_in = literals.has_ascii_fold_stand_in();
+        let runs = runs::LongRuns::new(text);
         let (mut cands, shapes) = self.candidates_with(text, ctx, 0, &hits, &runs);
-        decode::rescan(self, text, ctx, &markers, &runs, &mut cands);
+        decode::rescan(self, text, ctx, &literals, &runs, &mut cands);
         let seen = Seen {
             words: GateWords::scanned(stand_in, hits.present_words(k.gate_words)),
             secret_literal_starts: (literal_starts && !stand_in)
@@ -290,7 +298,7 @@ impl Detector {
         text: &str,
         ctx: &DetectContext,
         depth: u8,
-        runs: &util::LongRuns,
+        runs: &runs::LongRuns,
     ) -> Vec<Candidate> {
         let hits = self.keywords.automaton.scan(text);
         self.candidates_with(text, ctx, depth, &hits, runs).0
@@ -304,26 +312,26 @@ impl Detector {
         text: &str,
         ctx: &DetectContext,
         depth: u8,
-        hits: &util::KeywordHits,
-        runs: &util::LongRuns,
+        hits: &keywords::KeywordHits,
+        runs: &runs::LongRuns,
     ) -> (Vec<Candidate>, Shapes) {
         let (c, k) = (&*self.compiled, &*self.keywords);
-        let kind = util::FileKind::of(ctx.rel_path, ctx.prose);
+        let kind = filekind::FileKind::of(ctx.rel_path, ctx.prose);
         let mut out = Vec::new();
-        let markers = util::Markers::new(text, hits, k.marker_words);
-        keys::scan(text, &markers, &mut out);
+        let literals = literals::Literals::new(text, hits, k.marker_words);
+        keys::scan(text, &literals, &mut out);
         c.rules
             .scan_selected(text, ctx.rel_path, hits, k.rule_words, runs, &mut out);
-        let quoting = util::Quoting::of(ctx.rel_path);
+        let quoting = filekind::Quoting::of(ctx.rel_path);
         c.structural
-            .scan(text, kind, quoting, hits, k.stem_words, &markers, &mut out);
-        urls::scan(text, ctx.rel_path, &markers, &mut out);
-        http::scan(text, hits, k.http_words, &markers, &mut out);
+            .scan(text, kind, quoting, hits, k.stem_words, &literals, &mut out);
+        urls::scan(text, ctx.rel_path, &literals, &mut out);
+        http::scan(text, hits, k.http_words, &literals, &mut out);
         cli::scan(text, hits, k.cli_words, &mut out);
-        hashes::scan(text, &markers, &mut out);
+        hashes::scan(text, &literals, &mut out);
         let shapes = if depth == 0 {
             c.pii
-                .scan(text, kind, hits, k.pii_words, &markers, &mut out)
+                .scan(text, kind, hits, k.pii_words, &literals, &mut out)
         } else {
             Shapes::UNKNOWN
         };
@@ -335,8 +343,8 @@ impl Detector {
 /// are returned sorted by start. Spans are snapped outward to char boundaries.
 fn resolve(text: &str, mut cands: Vec<Candidate>) -> Vec<Finding> {
     for c in cands.iter_mut() {
-        c.start = util::floor_boundary(text, c.start);
-        c.end = util::ceil_boundary(text, c.end.min(text.len()));
+        c.start = lexical::floor_boundary(text, c.start);
+        c.end = lexical::ceil_boundary(text, c.end.min(text.len()));
     }
     cands.retain(|c| c.start < c.end);
     drop_contained(&mut cands);

@@ -10,11 +10,21 @@
 //! - P5 person names only in structured places: `Name <email>`, `Signed-off-by:` and other
 //!   trailers, `@author`, manifest author/maintainer fields, copyright lines.
 
-use super::util::{self, FileKind, KeywordHits, Markers, WordIds, line_around, marker};
+use super::anchored;
+use super::filekind::FileKind;
+use super::lexical;
+use super::lexical::line_around;
+use super::number_gates;
 use super::{Candidate, prio};
-use crate::engine::byteclass;
-use crate::engine::patterns::{PHONE_DIGITS, PHONE_RUN, Shape, Shapes};
+use crate::engine::patterns::{PHONE_DIGITS, PHONE_RUN};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::byteclass;
+use crate::engine::prepass::keywords;
+use crate::engine::prepass::keywords::KeywordHits;
+use crate::engine::prepass::keywords::WordIds;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::literals::Literals;
+use crate::engine::prepass::{Shape, Shapes};
 use regex::Regex;
 use regex_automata::meta::Regex as MetaRegex;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -324,7 +334,7 @@ fn re(src: &str) -> Regex {
     Regex::new(src).expect("static regex")
 }
 
-/// The same pattern for searches limited to a range ([`util::captures_near`]); the meta
+/// The same pattern for searches limited to a range ([`anchored::captures_near`]); the meta
 /// regex under `regex::Regex`, built with the same defaults.
 fn meta(src: &str) -> MetaRegex {
     MetaRegex::new(src).expect("static regex")
@@ -386,14 +396,14 @@ impl Pii {
         _kind: FileKind,
         hits: &KeywordHits,
         ids: WordIds,
-        markers: &Markers,
+        literals: &Literals,
         out: &mut Vec<Candidate>,
     ) -> Shapes {
-        if util::has_byte(text, b'@') {
+        if lexical::has_byte(text, b'@') {
             self.emails(text, out);
             self.names_with_email(text, out);
         }
-        self.names_structured(text, hits, ids, markers, out);
+        self.names_structured(text, hits, ids, literals, out);
         self.phones(text, hits, ids, out);
         let anchors = SeparatorAnchors::of(text);
         let gates = anchors.gates;
@@ -491,7 +501,7 @@ impl Pii {
         text: &str,
         hits: &KeywordHits,
         ids: WordIds,
-        markers: &Markers,
+        literals: &Literals,
         out: &mut Vec<Candidate>,
     ) {
         let lower_has = |word: &str| hits.has_word(ids, &WORDS[..PHONE_WORDS_FROM], word);
@@ -519,7 +529,7 @@ impl Pii {
                 }
             }
         }
-        if markers.has(&marker::AUTHOR_TAG) {
+        if literals.has(&literals::AUTHOR_TAG) {
             for caps in self.author_tag.captures_iter(text) {
                 let n = caps.get(1).expect("group");
                 if let Some((s, e)) = plausible_name(text, n.start(), n.end(), 1) {
@@ -532,7 +542,7 @@ impl Pii {
             || lower_has("contributor")
             || lower_has("developer")
         {
-            for (s, e) in self.manifest_authors(text, hits, ids, markers) {
+            for (s, e) in self.manifest_authors(text, hits, ids, literals) {
                 if let Some((s, e)) = plausible_name(text, s, e, 2) {
                     out.push(cand(s, e, Category::PERSON, "P5.manifest-author"));
                 }
@@ -556,20 +566,20 @@ impl Pii {
         text: &str,
         hits: &KeywordHits,
         ids: WordIds,
-        markers: &Markers,
+        literals: &Literals,
     ) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
         let mut name = |caps: &regex_automata::util::captures::Captures| {
             let n = caps.get_group(1).expect("group");
             found.push((n.start, n.end));
         };
-        if markers.has_non_ascii_fold_of_ascii() {
+        if literals.has_non_ascii_fold_of_ascii() {
             let caps = self.manifest_author.captures_iter(text);
             caps.for_each(|caps| name(&caps));
         } else {
             let words = ["author", "maintainer", "contributor", "developer", "owner"];
             let starts = hits.starts_of_words(ids, WORDS, &words);
-            util::captures_at_starts(&self.manifest_author, text, starts, name);
+            anchored::captures_at_starts(&self.manifest_author, text, starts, name);
         }
         found
     }
@@ -582,7 +592,7 @@ impl Pii {
     fn copyright_names(&self, text: &str, hits: &KeywordHits, ids: WordIds) -> Vec<(usize, usize)> {
         let mut found = Vec::new();
         let mut resume = 0;
-        for at in hits.starts_of(ids, util::word_index(WORDS, "copyright")) {
+        for at in hits.starts_of(ids, keywords::word_index(WORDS, "copyright")) {
             if at < resume {
                 continue;
             }
@@ -619,12 +629,12 @@ impl Pii {
         let context_words = hits
             .leftmost_first(ids.from(PHONE_WORDS_FROM))
             .into_iter()
-            .filter(|&(s, e, _)| util::is_word_bounded(text, s, e));
+            .filter(|&(s, e, _)| lexical::is_word_bounded(text, s, e));
         for (_, ctx_end, _) in context_words {
             // The number must follow the context word on the same line, within 40 bytes.
             let from = ctx_end;
             let line_end = text[from..].find('\n').map_or(text.len(), |i| from + i);
-            let to = super::util::floor_boundary(text, (from + 40).min(line_end));
+            let to = super::lexical::floor_boundary(text, (from + 40).min(line_end));
             // A number is taken with 7 or more ASCII digits, all inside this window.
             if b[from..to].iter().filter(|c| c.is_ascii_digit()).count() < 7 {
                 continue;
@@ -646,7 +656,7 @@ impl Pii {
         }
     }
 
-    /// Cards, in a text that passed [`util::card_and_iban_gates`].
+    /// Cards, in a text that passed [`number_gates::card_and_iban_gates`].
     fn cards(&self, text: &str, out: &mut Vec<Candidate>) {
         for caps in self.card.captures_iter(text) {
             let m = caps.get(1).expect("group");
@@ -656,7 +666,7 @@ impl Pii {
         }
     }
 
-    /// IBANs, in a text that passed [`util::card_and_iban_gates`].
+    /// IBANs, in a text that passed [`number_gates::card_and_iban_gates`].
     fn ibans(&self, text: &str, out: &mut Vec<Candidate>) {
         for caps in self.iban.captures_iter(text) {
             let m = caps.get(1).expect("group");
@@ -668,7 +678,7 @@ impl Pii {
 
     fn ssns(&self, text: &str, anchors: &[usize], out: &mut Vec<Candidate>) {
         let anchors = anchors.iter().copied();
-        util::captures_near(&self.ssn, text, anchors, NEAR_SEPARATOR, |caps| {
+        anchored::captures_near(&self.ssn, text, anchors, NEAR_SEPARATOR, |caps| {
             let group = |i| caps.get_group(i).expect("group");
             let (a, g, s) = (group(1), group(2), group(3));
             if valid_ssn(&text[a.range()], &text[g.range()], &text[s.range()]) {
@@ -678,7 +688,7 @@ impl Pii {
     }
 
     fn ipv4s(&self, text: &str, anchors: &[usize], out: &mut Vec<Candidate>) {
-        util::captures_near(
+        anchored::captures_near(
             &self.ipv4,
             text,
             anchors.iter().copied(),
@@ -697,7 +707,7 @@ impl Pii {
     }
 
     fn ipv6s(&self, text: &str, anchors: &[usize], out: &mut Vec<Candidate>) {
-        util::captures_near(
+        anchored::captures_near(
             &self.ipv6,
             text,
             anchors.iter().copied(),
@@ -831,7 +841,7 @@ struct SeparatorAnchors {
     /// the layer's own phones need context).
     phone_run: bool,
     /// The card and IBAN gates, read from the runs around ASCII digits.
-    gates: util::CardAndIbanGates,
+    gates: number_gates::CardAndIbanGates,
     /// The text holds a byte of 0x80 or above (digit-like but not an ASCII digit).
     non_ascii: bool,
 }
@@ -857,7 +867,7 @@ impl SeparatorAnchors {
             let digit_left = m.digit_like << 1 | digit_before_block;
             digit_before_block = m.digit_like >> 63;
             let digit_right =
-                m.digit_like >> 1 | right_of_last(m.dash | m.dot, after, util::digit_like);
+                m.digit_like >> 1 | right_of_last(m.dash | m.dot, after, lexical::digit_like);
             let hex_right = m.hex_or_colon >> 1 | right_of_last(m.colon, after, hex_or_colon);
             let digits_around = digit_left & digit_right;
             push_bits(&mut out.ssn, start, m.dash & digits_around, |_| true);
@@ -869,7 +879,7 @@ impl SeparatorAnchors {
             });
             if !out.phone_run {
                 let mut pairs = m.digit_like
-                    & (m.digit_like >> 1 | right_of_last(m.digit_like, after, util::digit_like));
+                    & (m.digit_like >> 1 | right_of_last(m.digit_like, after, lexical::digit_like));
                 while pairs != 0 && !out.phone_run {
                     let i = start + pairs.trailing_zeros() as usize;
                     pairs &= pairs - 1;
@@ -899,7 +909,7 @@ fn phone_run_at(b: &[u8], i: usize) -> (bool, usize) {
     let (start, end) = byteclass::run_extent(b, i, 0, |c| PHONE_RUN.has(c));
     let digits = b[start..end]
         .iter()
-        .filter(|&&c| util::digit_like(c))
+        .filter(|&&c| lexical::digit_like(c))
         .count();
     (digits >= PHONE_DIGITS, end)
 }
@@ -925,7 +935,7 @@ fn second_dot_follows(b: &[u8], i: usize) -> bool {
     let digits = b[i + 1..]
         .iter()
         .take(13)
-        .take_while(|&&c| util::digit_like(c))
+        .take_while(|&&c| lexical::digit_like(c))
         .count();
     b.get(i + 1 + digits) == Some(&b'.')
 }
@@ -1136,7 +1146,7 @@ fn exempt_v6(ip: Ipv6Addr) -> bool {
 
 /// `v1.2.3.4`, `version 1.2.3.4`, `Version=1.0.0.0`: a dotted version, not an address.
 fn version_context(text: &str, start: usize) -> bool {
-    let from = super::util::floor_boundary(text, start.saturating_sub(96));
+    let from = super::lexical::floor_boundary(text, start.saturating_sub(96));
     let before = text[from..start].to_ascii_lowercase();
     let line_part = before.rsplit('\n').next().unwrap_or("");
     let trimmed = line_part.trim_end_matches(['"', '\'', ' ', '=', ':', '(', '@']);
@@ -1155,12 +1165,12 @@ mod tests {
 
     fn found(text: &str) -> Vec<(String, &'static str)> {
         let mut out = Vec::new();
-        let mut words = util::KeywordBuilder::default();
+        let mut words = keywords::KeywordBuilder::default();
         let ids = words.add(Pii::words());
-        let marker_ids = words.add(util::marker::words());
+        let marker_ids = words.add(literals::words());
         let hits = words.build().expect("few words").scan(text);
-        let markers = Markers::new(text, &hits, marker_ids);
-        Pii::new().scan(text, FileKind::Code, &hits, ids, &markers, &mut out);
+        let literals = Literals::new(text, &hits, marker_ids);
+        Pii::new().scan(text, FileKind::Code, &hits, ids, &literals, &mut out);
         super::super::resolve(text, out)
             .into_iter()
             .map(|f| (text[f.start..f.end].to_owned(), f.category.as_str()))
@@ -1203,7 +1213,7 @@ mod tests {
         let mut found = 0;
         for text in crate::engine::testgen::texts(&pieces, 6000, 12, 6) {
             let hits = compiled.automaton.scan(&text);
-            let markers = Markers::new(&text, &hits, compiled.marker_words);
+            let literals = Literals::new(&text, &hits, compiled.marker_words);
             let mut whole = Vec::new();
             for caps in pii.manifest_author.captures_iter(&text) {
                 let n = caps.get_group(1).expect("group");
@@ -1211,7 +1221,7 @@ mod tests {
             }
             found += usize::from(!whole.is_empty());
             assert_eq!(
-                pii.manifest_authors(&text, &hits, compiled.pii_words, &markers),
+                pii.manifest_authors(&text, &hits, compiled.pii_words, &literals),
                 whole,
                 "{text:?}"
             );
@@ -1227,7 +1237,7 @@ mod tests {
                 b[i] == sep && (i == 0 || left(b[i - 1])) && b.get(i + 1).is_some_and(|&c| right(c))
             })
         };
-        let digit = util::digit_like;
+        let digit = lexical::digit_like;
         SeparatorAnchors {
             ssn: between(b'-', digit, digit).collect(),
             ipv4: between(b'.', digit, digit)
@@ -1236,7 +1246,7 @@ mod tests {
             ipv6: between(b':', |_| true, hex_or_colon)
                 .filter(|&i| ipv6_head_fits(b, i))
                 .collect(),
-            gates: util::card_and_iban_gates(text),
+            gates: number_gates::card_and_iban_gates(text),
             non_ascii: !text.is_ascii(),
             phone_run: b.split(|&c| !PHONE_RUN.has(c)).any(|run| {
                 run.windows(2).any(|w| digit(w[0]) && digit(w[1]))
@@ -1380,13 +1390,19 @@ mod tests {
                     );
                 }
                 let mut got = Vec::new();
-                util::captures_near(re, &text, anchors(&text).into_iter(), NEAR_SEPARATOR, |c| {
-                    got.push(
-                        (0..c.group_len())
-                            .map(|i| c.get_group(i))
-                            .collect::<Vec<_>>(),
-                    );
-                });
+                anchored::captures_near(
+                    re,
+                    &text,
+                    anchors(&text).into_iter(),
+                    NEAR_SEPARATOR,
+                    |c| {
+                        got.push(
+                            (0..c.group_len())
+                                .map(|i| c.get_group(i))
+                                .collect::<Vec<_>>(),
+                        );
+                    },
+                );
                 matched += usize::from(!want.is_empty());
                 assert_eq!(got, want, "{text:?}");
             }
@@ -1402,7 +1418,7 @@ mod tests {
     fn copyright_names_equal_the_pattern() {
         let pattern = Regex::new(&copyright_pattern()).unwrap();
         let pii = Pii::new();
-        let mut words = util::KeywordBuilder::default();
+        let mut words = keywords::KeywordBuilder::default();
         let ids = words.add(Pii::words());
         let scan = words.build().expect("few words");
         // A notice is one piece per slot; a slot's last choices break the pattern.

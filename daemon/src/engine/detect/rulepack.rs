@@ -15,10 +15,15 @@
 //! whose every match holds a long run of one byte class skips a text without such a run
 //! (rules that need the same class share one reading of the text).
 
-use super::util::{BASE64_BYTES, KeywordHits, LONG_RUN, LongRuns, WordIds, shannon_entropy};
+use super::values::shannon_entropy;
 use super::{Candidate, prio};
-use crate::engine::byteclass::{ByteClass, class_runs};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::byteclass::{ByteClass, class_runs};
+use crate::engine::prepass::keywords::KeywordHits;
+use crate::engine::prepass::keywords::WordIds;
+use crate::engine::prepass::runs::BASE64_BYTES;
+use crate::engine::prepass::runs::LONG_RUN;
+use crate::engine::prepass::runs::LongRuns;
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder};
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Deserialize;
@@ -731,7 +736,7 @@ impl RulePack {
     pub(super) fn anchored_search(&self, id: &str, text: &str) -> Option<(Spans, Spans)> {
         let rule = self.rule(id)?;
         let anchor = rule.anchor(&self.keyword_list)?;
-        let mut words = super::util::KeywordBuilder::default();
+        let mut words = crate::engine::prepass::keywords::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
         let starts = words
             .build()
@@ -924,7 +929,7 @@ impl RulePack {
     /// detector layer shares one keyword pass between families instead).
     #[cfg(test)]
     pub fn scan(&self, text: &str, rel_path: &str, out: &mut Vec<Candidate>) {
-        let mut words = super::util::KeywordBuilder::default();
+        let mut words = crate::engine::prepass::keywords::KeywordBuilder::default();
         let ids = words.add(&self.keyword_list);
         let hits = words.build().expect("few words").scan(text);
         self.scan_selected(text, rel_path, &hits, ids, &LongRuns::new(text), out);
@@ -1202,7 +1207,7 @@ stopwords = ["example"]
     /// or, inside [`BASE64_BYTES`], in the text's long runs.
     #[test]
     fn shared_run_answers_equal_fresh_ones() {
-        use crate::engine::byteclass::ALNUM;
+        use crate::engine::prepass::byteclass::ALNUM;
         let hex = ByteClass::new(b"0123456789abcdef", false);
         let base32 = ByteClass::new(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", false);
         let alnum = ByteClass::new(ALNUM, false);

@@ -14,9 +14,18 @@
 //! dropped. In source code a bare value is an expression, so it is kept only when it
 //! reads as a literal token.
 
-use super::util::{self, FileKind, KeywordHits, Markers, Quoting, WordIds, marker};
+use super::anchored;
+use super::filekind::FileKind;
+use super::filekind::Quoting;
+use super::lexical;
+use super::values;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::keywords;
+use crate::engine::prepass::keywords::KeywordHits;
+use crate::engine::prepass::keywords::WordIds;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::literals::Literals;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -408,28 +417,28 @@ impl Structural {
         quoting: Quoting,
         hits: &KeywordHits,
         stems: WordIds,
-        markers: &Markers,
+        literals: &Literals,
         out: &mut Vec<Candidate>,
     ) {
         let mut last_key_end = 0;
-        let mut literals = LiteralScan::new(quoting);
+        let mut strings = LiteralScan::new(quoting);
         for (start, end, _) in hits.leftmost_first(stems) {
             if start < last_key_end {
                 continue;
             }
             let (ks, ke) = key_token(text, start, end);
             last_key_end = ke;
-            self.key_at(text, ks, ke, kind, &mut literals, out);
+            self.key_at(text, ks, ke, kind, &mut strings, out);
         }
         // `(?i)identified` matches the ASCII case variants only (a unit test holds it).
-        let identified = markers.has_ignore_ascii_case(&marker::IDENTIFIED);
+        let identified = literals.has_ignore_ascii_case(&literals::IDENTIFIED);
         for caps in identified
             .then(|| self.identified_by.captures_iter(text))
             .into_iter()
             .flatten()
         {
             let v = caps.get(1).expect("group");
-            if !util::is_placeholder(v.as_str()) {
+            if !values::is_placeholder(v.as_str()) {
                 out.push(cand(
                     v.start(),
                     v.end(),
@@ -438,7 +447,7 @@ impl Structural {
                 ));
             }
         }
-        if markers.has(&marker::VALUE) {
+        if literals.has(&literals::VALUE) {
             self.key_value_pairs(text, kind, hits, stems, false, out);
         }
     }
@@ -470,8 +479,8 @@ impl Structural {
             return;
         }
         // A match that starts at a quote has the same groups from its `key`.
-        let starts = hits.starts_of(stems, util::word_index(STEMS, "key"));
-        util::captures_at_starts(&self.key_value_pair, text, starts, found);
+        let starts = hits.starts_of(stems, keywords::word_index(STEMS, "key"));
+        anchored::captures_at_starts(&self.key_value_pair, text, starts, found);
     }
 
     fn key_at(
@@ -493,7 +502,7 @@ impl Structural {
         let b = text.as_bytes();
         let mut pos = ks + key.trim_end_matches(['.', '-']).len();
         // A quoted key must be closed by the same quote.
-        let key_quote = util::quote_before(text, ks);
+        let key_quote = lexical::quote_before(text, ks);
         let mut open_quote = false;
         if let Some(q) = key_quote {
             if text[pos..].starts_with(q) {
@@ -601,10 +610,10 @@ impl Structural {
                 while p < b.len() && matches!(b[p], b' ' | b'\t') {
                     p += 1;
                 }
-                let Some(q) = util::quote_at(text, p) else {
+                let Some(q) = lexical::quote_at(text, p) else {
                     break;
                 };
-                let Some(close) = util::find_closing(text, p + q.len(), q) else {
+                let Some(close) = lexical::find_closing(text, p + q.len(), q) else {
                     break;
                 };
                 if accept(&text[p + q.len()..close], true, kind, class, name) {
@@ -683,7 +692,7 @@ impl LiteralScan {
     /// open a character literal (`'a`, `'static`) opens nothing.
     fn inside(&mut self, text: &str, pos: usize) -> bool {
         let b = text.as_bytes();
-        let line_start = util::line_start(text, pos);
+        let line_start = lexical::line_start(text, pos);
         let line = &b[line_start..pos];
         // Jumps from quote to quote (or escape) with memchr: most lines have none.
         let mut state: Option<u8> = None;
@@ -766,7 +775,7 @@ fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
             break;
         };
         let ok = if c.is_ascii() {
-            util::is_key_byte(c as u8)
+            lexical::is_key_byte(c as u8)
         } else {
             c.is_alphabetic()
         };
@@ -781,7 +790,7 @@ fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
             break;
         };
         let ok = if c.is_ascii() {
-            util::is_key_byte(c as u8)
+            lexical::is_key_byte(c as u8)
         } else {
             c.is_alphabetic()
         };
@@ -957,7 +966,7 @@ fn typed_value_start(text: &str, from: usize) -> Option<usize> {
 /// Whether the key at `ks` is a `case` label (`case "password":`, Swift's
 /// `case .password:`), whose `:` opens a statement rather than a type.
 fn is_case_label(text: &str, ks: usize) -> bool {
-    let before = text[util::line_start(text, ks)..ks]
+    let before = text[lexical::line_start(text, ks)..ks]
         .trim_end_matches(['"', '\'', '`', '.'])
         .trim_end();
     before.ends_with("case") || before.ends_with("default")
@@ -969,10 +978,10 @@ fn is_case_label(text: &str, ks: usize) -> bool {
 /// (the value must then be quoted, as `read_value` checks for the caller).
 fn declared_value_start(text: &str, ks: usize, sep_start: usize, pos: usize) -> Option<usize> {
     let b = text.as_bytes();
-    let line_start = util::line_start(text, ks);
+    let line_start = lexical::line_start(text, ks);
     let before = text[line_start..ks].trim();
     if pos > sep_start {
-        if before == "#define" && util::quote_at(text, pos).is_some() {
+        if before == "#define" && lexical::quote_at(text, pos).is_some() {
             return Some(pos);
         }
         if !matches!(before, "" | "var" | "const") {
@@ -1024,7 +1033,7 @@ fn block_scalar_lines(text: &str, ks: usize, pos: usize) -> Option<Vec<(usize, u
     }
     // Content must sit deeper than the key itself (`- password: |` in a list item: its
     // sibling keys are at the key's column, not the dash's).
-    let key_column = ks - util::line_start(text, ks);
+    let key_column = ks - lexical::line_start(text, ks);
     let mut lines = Vec::new();
     let mut at = line_end + 1;
     while at < b.len() && lines.len() < 64 {
@@ -1066,7 +1075,7 @@ fn paired_value_start(
     const REACH: usize = 400;
     const LINES: usize = 4;
     let b = text.as_bytes();
-    let line_start = util::line_start(text, ks);
+    let line_start = lexical::line_start(text, ks);
     let before = text[line_start..ks - key_quote.map_or(0, str::len)].trim_end();
     let window_end = (pos + REACH).min(b.len());
     if let Some(key) = before.strip_suffix([':', '=']) {
@@ -1091,11 +1100,11 @@ fn paired_value_start(
                 // The item ends: a JSON object or an HTML/XML tag closes, the next
                 // YAML item starts.
                 b'}' | b'>' | b'<' => return None,
-                b'-' if text[util::line_start(text, p)..p].trim().is_empty() => {
+                b'-' if text[lexical::line_start(text, p)..p].trim().is_empty() => {
                     return None;
                 }
                 b'v' | b'V'
-                    if (p == 0 || !util::is_key_byte(b[p - 1]))
+                    if (p == 0 || !lexical::is_key_byte(b[p - 1]))
                         && b[p..].len() >= 5
                         && b[p..p + 5].eq_ignore_ascii_case(b"value") =>
                 {
@@ -1132,7 +1141,7 @@ fn paired_value_start(
                 }
                 b'd' if depth == 1
                     && text[p..].starts_with("default")
-                    && !util::is_key_byte(b[p - 1]) =>
+                    && !lexical::is_key_byte(b[p - 1]) =>
                 {
                     let q = p + "default".len();
                     if let Some(after) = single_equals_at(b, q) {
@@ -1352,12 +1361,12 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
     {
         p += 1;
     }
-    if p > pos && util::quote_at(text, p).is_some_and(|q| q.len() == 1) {
+    if p > pos && lexical::quote_at(text, p).is_some_and(|q| q.len() == 1) {
         pos = p;
     }
-    if let Some(q) = util::quote_at(text, pos) {
+    if let Some(q) = lexical::quote_at(text, pos) {
         let vs = pos + q.len();
-        if let Some(close) = util::find_closing(text, vs, q) {
+        if let Some(close) = lexical::find_closing(text, vs, q) {
             return Some((vs, close, true));
         }
         // A string continued on the next lines: keep its first line when that line
@@ -1383,7 +1392,7 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
         }
         end += 1;
     }
-    let end = util::ceil_boundary(text, end);
+    let end = lexical::ceil_boundary(text, end);
     (end > pos).then_some((pos, end, false))
 }
 
@@ -1405,7 +1414,7 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     if v.chars().count() < 4 || v.len() > 4096 {
         return false;
     }
-    if util::is_placeholder(v) || looks_like_path(v) || is_dotted_name(v) || is_constant_name(v) {
+    if values::is_placeholder(v) || looks_like_path(v) || is_dotted_name(v) || is_constant_name(v) {
         return false;
     }
     if is_stand_in(v, class.password) {
@@ -1429,8 +1438,8 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
     {
         return false; // alphabet run
     }
-    if (util::starts_with_ignore_ascii_case(v, "http://")
-        || util::starts_with_ignore_ascii_case(v, "https://"))
+    if (lexical::starts_with_ignore_ascii_case(v, "http://")
+        || lexical::starts_with_ignore_ascii_case(v, "https://"))
         && !v.contains('@')
     {
         return false;
@@ -1460,12 +1469,12 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
                 {
                     return false;
                 }
-                if !util::looks_random(v, 12, 3.0) {
+                if !values::looks_random(v, 12, 3.0) {
                     return false;
                 }
             }
             FileKind::Prose => {
-                if util::is_one_of_ignore_ascii_case(util::PROSE_FILLER, v) {
+                if lexical::is_one_of_ignore_ascii_case(values::PROSE_FILLER, v) {
                     return false;
                 }
             }
@@ -1475,7 +1484,7 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
         return false;
     }
     if !class.password
-        && util::is_one_of_ignore_ascii_case(
+        && lexical::is_one_of_ignore_ascii_case(
             &[
                 "secret",
                 "token",
@@ -1490,7 +1499,7 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
         return false;
     }
     if tier == Tier::Weak
-        && (!util::looks_random(v, 8, 2.5)
+        && (!values::looks_random(v, 8, 2.5)
             || v.starts_with(['-', '_', '.', '/'])
             || v.ends_with(['-', '_', '.', '/']))
     {

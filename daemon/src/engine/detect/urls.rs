@@ -4,9 +4,11 @@
 //! Secret query parameters (`?token=`, `&sig=`, `X-Amz-Signature=`) and ODBC/ADO
 //! `Password=…;` pairs are key/value shapes and are found by S3.
 
-use super::util::{self, Markers, marker};
+use super::values;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::literals;
+use crate::engine::prepass::literals::Literals;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -37,8 +39,8 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Appends S4 candidates.
 #[inline(never)] // one frame per family in profiles
-pub fn scan(text: &str, rel_path: &str, markers: &Markers, out: &mut Vec<Candidate>) {
-    if markers.has(&marker::SCHEME) {
+pub fn scan(text: &str, rel_path: &str, literals: &Literals, out: &mut Vec<Candidate>) {
+    if literals.has(&literals::SCHEME) {
         for caps in USERINFO.captures_iter(text) {
             let pass = caps.get(2).expect("group");
             let host = caps.get(3).expect("group").as_str();
@@ -46,17 +48,17 @@ pub fn scan(text: &str, rel_path: &str, markers: &Markers, out: &mut Vec<Candida
                 out.push(cand(pass.start(), pass.end(), "S4.url-userinfo"));
             }
         }
-        if markers.has(&marker::WEBHOOKS) {
+        if literals.has(&literals::WEBHOOKS) {
             for caps in DISCORD_WEBHOOK.captures_iter(text) {
                 let t = caps.get(1).expect("group");
                 out.push(cand(t.start(), t.end(), "S4.discord-webhook"));
             }
         }
     }
-    if markers.has(&marker::MACHINE) && markers.has(&marker::PASSWORD) {
+    if literals.has(&literals::MACHINE) && literals.has(&literals::PASSWORD) {
         for caps in NETRC.captures_iter(text) {
             let p = caps.get(1).expect("group");
-            if !util::is_placeholder(p.as_str()) {
+            if !values::is_placeholder(p.as_str()) {
                 out.push(cand(p.start(), p.end(), "S4.netrc"));
             }
         }
@@ -79,7 +81,7 @@ fn cand(start: usize, end: usize, detector: &'static str) -> Candidate {
 
 fn accept_password(p: &str) -> bool {
     p.chars().count() >= 4
-        && !util::is_placeholder(p)
+        && !values::is_placeholder(p)
         && !p.starts_with('%')
         && !p.starts_with('{')
         && !p.starts_with('$')
@@ -102,7 +104,7 @@ fn pgpass(text: &str, out: &mut Vec<Candidate>) {
                 }
                 if b[i] == b':' {
                     fields += 1;
-                    if fields == 4 && i + 1 < b.len() && !util::is_placeholder(&body[i + 1..]) {
+                    if fields == 4 && i + 1 < b.len() && !values::is_placeholder(&body[i + 1..]) {
                         out.push(cand(pos + i + 1, pos + body.len(), "S4.pgpass"));
                     }
                 }
