@@ -6,6 +6,7 @@
 //! Only the flag of the named client counts, on its own command (up to `|`, `;`, `&`):
 //! `-p` is a port for `ssh` and `docker run`, and `mysql -p` alone asks for a password.
 
+use super::family::{Facts, Family, Sink};
 use super::lexical;
 use super::values;
 use super::{Candidate, prio};
@@ -238,6 +239,23 @@ fn tokens(text: &str, ls: usize, le: usize) -> Vec<(usize, usize)> {
         out.push((start, p.min(le)));
     }
     out
+}
+
+/// The family as the detector runs it.
+pub(crate) struct CliFlags;
+
+impl Family for CliFlags {
+    fn name(&self) -> &'static str {
+        "S3 secrets in command lines"
+    }
+
+    fn words(&self) -> Vec<&str> {
+        TRIGGER_WORDS.to_vec()
+    }
+
+    fn scan(&self, f: &Facts, words: WordIds, out: &mut Sink) {
+        scan(f.text, f.hits, words, &mut out.candidates);
+    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //! `$apr1$`, yescrypt, PBKDF2 (passlib and Django forms), LDAP `{SSHA}`/`{SHA}` and
 //! NTLM/LM pairs of `pwdump` lines. A hash is redacted whole: it can be cracked offline.
 
+use super::family::{Facts, Family, Sink};
 use super::lexical;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::keywords::WordIds;
 use crate::engine::prepass::literals;
 use crate::engine::prepass::literals::Literals;
 use regex::Regex;
@@ -55,5 +57,18 @@ pub fn scan(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
                 priority: prio::HASH,
             });
         }
+    }
+}
+
+/// The family as the detector runs it.
+pub(crate) struct PasswordHashes;
+
+impl Family for PasswordHashes {
+    fn name(&self) -> &'static str {
+        "S6 password hashes"
+    }
+
+    fn scan(&self, f: &Facts, _words: WordIds, out: &mut Sink) {
+        scan(f.text, f.literals, &mut out.candidates);
     }
 }

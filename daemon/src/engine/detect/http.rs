@@ -4,6 +4,7 @@
 //! cookies whose name says session, sid, token, auth or jwt.
 
 use super::anchored;
+use super::family::{Facts, Family, Sink};
 use super::lexical;
 use super::values;
 use super::{Candidate, prio};
@@ -326,6 +327,23 @@ fn accept_scheme_token(scheme: &str, tok: &str) -> bool {
     d > 0 && (l + u) > 0 || (l > 0 && u > 0 && tok.len() >= 16)
 }
 
+/// The family as the detector runs it.
+pub(crate) struct HttpAuth;
+
+impl Family for HttpAuth {
+    fn name(&self) -> &'static str {
+        "S5 HTTP authorization"
+    }
+
+    fn words(&self) -> Vec<&str> {
+        TRIGGER_WORDS.to_vec()
+    }
+
+    fn scan(&self, f: &Facts, words: WordIds, out: &mut Sink) {
+        scan(f.text, f.hits, words, f.literals, &mut out.candidates);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,7 +354,8 @@ mod tests {
     /// `proxy-`, digests, curl users, overlapping candidates.
     #[test]
     fn searching_from_trigger_words_equals_searching_the_whole_text() {
-        let compiled = &*super::super::COMPILED.keywords;
+        let detector = super::super::Detector::new();
+        let (compiled, family_words) = detector.pass_for("S5 HTTP authorization");
         let pieces = [
             "session",
             "SESS",
@@ -402,8 +421,8 @@ mod tests {
             }
             let hits = compiled.automaton.scan(&text);
             let (mut whole, mut near) = (Vec::new(), Vec::new());
-            scan_with(&text, &hits, compiled.http_words, true, &mut whole);
-            scan_with(&text, &hits, compiled.http_words, false, &mut near);
+            scan_with(&text, &hits, family_words, true, &mut whole);
+            scan_with(&text, &hits, family_words, false, &mut near);
             compared += usize::from(!whole.is_empty());
             assert_eq!(
                 near.iter().map(key).collect::<Vec<_>>(),

@@ -4,8 +4,10 @@
 //! members of JSON Web Keys. Whole blocks are redacted: the literals carry no secret but
 //! leaving them would only announce what was removed.
 
+use super::family::{Facts, Family, Sink};
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::keywords::WordIds;
 use crate::engine::prepass::literals;
 use crate::engine::prepass::literals::Literals;
 use regex::Regex;
@@ -207,4 +209,17 @@ fn enclosing_object(text: &str, pos: usize) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+/// The family as the detector runs it.
+pub(crate) struct PrivateKeys;
+
+impl Family for PrivateKeys {
+    fn name(&self) -> &'static str {
+        "S1 private keys"
+    }
+
+    fn scan(&self, f: &Facts, _words: WordIds, out: &mut Sink) {
+        scan(f.text, f.literals, &mut out.candidates);
+    }
 }

@@ -7,7 +7,7 @@
 //! finds them.
 //!
 //! What it is not for: replacing text, counting, or reproducing the reference's own
-//! stages (those live in `pipeline.rs`). Like the rest of the engine it does no IO:
+//! stages (those live in `engine::pipeline`). Like the rest of the engine it does no IO:
 //! the rule packs are compiled into the binary.
 //!
 //! Detector families (ids in [`Finding::detector`] start with the family):
@@ -16,10 +16,21 @@
 //! connection strings, `S5` HTTP authorization material, `S6` password hashes,
 //! `S7` keyword + entropy fallback, `S8` base64/hex/percent-encoded secrets,
 //! `P1`–`P5` validated PII (email, phone, card/IBAN/SSN, IP, names in structured places).
+//!
+//! Layout: [`family`] is the boundary every family implements (`keys`, `rulepack`,
+//! `structural`, `urls`, `http`, `cli`, `hashes`, `pii`); `decode` rescans decoded
+//! blobs with the whole set; `lexical`, `values`, `filekind`, `anchored` and
+//! `number_gates` are helpers the families share. The facts a family reads (keyword
+//! hits, gate literals, long runs) come from `engine::prepass`.
+//!
+//! Adding a family: one file with a type that implements [`family::Family`] (its
+//! words, its scan, a priority from [`prio`]), one line in [`builtin_families`], and a
+//! bump of the release in `release!` (the cache keys on it).
 
 mod anchored;
 mod cli;
 mod decode;
+mod family;
 mod filekind;
 mod hashes;
 mod http;
@@ -32,24 +43,40 @@ mod structural;
 mod urls;
 mod values;
 
-use super::patterns::{GATE_WORDS, SECRET_GATE_LITERALS};
 use super::placeholder::Category;
-use super::prepass::{GateWords, Seen, Shape, Shapes};
-use crate::engine::prepass::keywords;
-use crate::engine::prepass::literals;
-use crate::engine::prepass::runs;
+use super::prepass::keywords::KeywordHits;
+#[cfg(test)]
+use super::prepass::keywords::WordIds;
+use super::prepass::literals::Literals;
+use super::prepass::runs::LongRuns;
+use super::prepass::{KeywordPass, Seen, Shapes};
+use family::{Facts, Family, Sink};
+use filekind::{FileKind, Quoting};
 use std::sync::{Arc, LazyLock};
 
+/// The release of the detector layer and the vendored rule pack's, written once: the
+/// constants below are built from them. Bump the release whenever a rule or threshold
+/// changes output (the cache keys on [`DETECTOR_VERSION`]).
+macro_rules! release {
+    () => {
+        "0.1.7"
+    };
+}
+macro_rules! gitleaks {
+    () => {
+        "gitleaks-8.30.1"
+    };
+}
+
 /// Version of the detector layer, reported in receipts so a redaction can be traced to
-/// the rules that produced it. Bump it whenever a rule or threshold changes output.
-pub const DETECTOR_VERSION: &str = "redctx-detect/0.1.7+gitleaks-8.30.1";
+/// the rules that produced it.
+pub const DETECTOR_VERSION: &str = concat!("redctx-detect/", release!(), "+", gitleaks!());
 
 /// Name of the detector layer in receipts (`builtin_detector.name`).
 pub const DETECTOR_NAME: &str = "redctx-detect";
 
-/// Release of the detector layer in receipts (`builtin_detector.version`); the part of
-/// [`DETECTOR_VERSION`] between the name and the rule pack.
-pub const DETECTOR_RELEASE: &str = "0.1.7";
+/// Release of the detector layer in receipts (`builtin_detector.version`).
+pub const DETECTOR_RELEASE: &str = release!();
 
 /// The rule packs the layer runs, for receipts: `gitleaks-8.30.1 (N rules) + redctx (M
 /// rules)`, counting only the rules that are active (vendored rules that another family
@@ -57,7 +84,10 @@ pub const DETECTOR_RELEASE: &str = "0.1.7";
 pub fn rules_label() -> &'static str {
     static LABEL: LazyLock<String> = LazyLock::new(|| {
         let (gitleaks, ours) = rulepack::active_rule_counts();
-        format!("gitleaks-8.30.1 ({gitleaks} rules) + redctx ({ours} rules)")
+        format!(
+            concat!(gitleaks!(), " ({} rules) + redctx ({} rules)"),
+            gitleaks, ours
+        )
     });
     &LABEL
 }
@@ -109,88 +139,35 @@ pub(crate) mod prio {
     pub const GENERIC: u8 = 45;
 }
 
-/// Everything compiled once per process and shared by every [`Detector`] clone.
-struct Compiled {
-    rules: rulepack::RulePack,
-    structural: structural::Structural,
-    pii: pii::Pii,
-    /// The keyword pass of a detector that locates no configured terms.
-    keywords: Arc<Keywords>,
+/// The built-in families, in the order their candidates are gathered (the order breaks
+/// ties in overlap resolution, so it is part of the output). Each is compiled here;
+/// [`Detector::new`] shares one compiled set per process.
+pub(crate) fn builtin_families() -> Vec<Arc<dyn Family>> {
+    vec![
+        Arc::new(keys::PrivateKeys),
+        Arc::new(rulepack::RulePack::builtin()),
+        Arc::new(structural::Structural::new()),
+        Arc::new(urls::UrlCredentials),
+        Arc::new(http::HttpAuth),
+        Arc::new(cli::CliFlags),
+        Arc::new(hashes::PasswordHashes),
+        Arc::new(pii::Pii::new()),
+    ]
 }
 
-/// One pass finds the trigger words of every family, and the words the pipeline's
-/// stages look for; the ids each family's words got in it.
-struct Keywords {
-    automaton: keywords::KeywordScan,
-    rule_words: keywords::WordIds,
-    stem_words: keywords::WordIds,
-    pii_words: keywords::WordIds,
-    http_words: keywords::WordIds,
-    cli_words: keywords::WordIds,
-    marker_words: keywords::WordIds,
-    /// The pipeline's [`SECRET_GATE_LITERALS`], located (most are other families' words).
-    secret_gate_words: keywords::WordSet,
-    /// The configured terms' first words the pipeline's terms stages start from.
-    term_words: keywords::WordSet,
-    /// The allow list's first words the pipeline's allow stage starts from.
-    allow_words: keywords::WordSet,
-    /// The pipeline's [`GATE_WORDS`], presence only.
-    gate_words: keywords::WordIds,
-}
-
-impl Keywords {
-    /// The families' words, plus `term_words` and `allow_words` (lower-case ASCII) for
-    /// the terms and allow stages. About a millisecond. `None` when the automaton would
-    /// be too large (see [`keywords::KeywordBuilder::build`]).
-    fn build(
-        rules: &rulepack::RulePack,
-        term_words: &[String],
-        allow_words: &[String],
-    ) -> Option<Keywords> {
-        let mut words = keywords::KeywordBuilder::default();
-        let rule_words = words.add(rules.keywords());
-        let stem_words = words.add(structural::Structural::words());
-        let pii_words = words.add(pii::Pii::words());
-        let http_words = words.add(http::TRIGGER_WORDS);
-        let cli_words = words.add(cli::TRIGGER_WORDS);
-        let marker_words = words.add(literals::words());
-        let secret_gate_words = words.add_shared(SECRET_GATE_LITERALS.iter());
-        let term_words = words.add_shared(term_words);
-        let allow_words = words.add_shared(allow_words);
-        let gate_words = words.add_presence(GATE_WORDS.iter());
-        Some(Keywords {
-            automaton: words.build()?,
-            rule_words,
-            stem_words,
-            pii_words,
-            http_words,
-            cli_words,
-            marker_words,
-            secret_gate_words,
-            term_words,
-            allow_words,
-            gate_words,
-        })
-    }
-}
-
-static COMPILED: LazyLock<Arc<Compiled>> = LazyLock::new(|| {
-    let rules = rulepack::RulePack::builtin();
-    let keywords = Arc::new(Keywords::build(&rules, &[], &[]).expect("the built-in words fit"));
-    Arc::new(Compiled {
-        rules,
-        structural: structural::Structural::new(),
-        pii: pii::Pii::new(),
-        keywords,
-    })
+/// The built-in set, compiled on first use (tens of milliseconds) and shared by every
+/// engine that adds nothing to it.
+static BUILTIN: LazyLock<Detector> = LazyLock::new(|| {
+    Detector::of(builtin_families().into(), &[], &[]).expect("the built-in words fit")
 });
 
-/// The detector layer, compiled once. Cloning is a reference-count bump, so each worker
-/// thread may hold its own copy; `detect` takes `&self` and allocates only its output.
+/// A set of detector families and the one keyword pass over their words. Cloning is a
+/// reference-count bump, so each worker thread may hold its own copy; `detect` takes
+/// `&self` and allocates only its output.
 #[derive(Clone)]
 pub struct Detector {
-    compiled: Arc<Compiled>,
-    keywords: Arc<Keywords>,
+    families: Arc<[Arc<dyn Family>]>,
+    keywords: Arc<KeywordPass>,
 }
 
 impl Default for Detector {
@@ -203,19 +180,56 @@ impl std::fmt::Debug for Detector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Detector")
             .field("version", &DETECTOR_VERSION)
+            .field(
+                "families",
+                &self.families.iter().map(|f| f.name()).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
 
+/// The ASCII words of a list, lower-cased (others are left to the stages' own search).
+fn ascii_lower<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    words
+        .into_iter()
+        .filter(|w| !w.is_empty() && w.is_ascii())
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
 impl Detector {
-    /// The detector with every built-in rule. The first call compiles the rule packs
-    /// (tens of milliseconds); later calls share that work.
+    /// The detector with every built-in family.
     pub fn new() -> Detector {
-        let compiled = Arc::clone(&COMPILED);
-        Detector {
-            keywords: Arc::clone(&compiled.keywords),
-            compiled,
-        }
+        BUILTIN.clone()
+    }
+
+    /// `families` and one keyword pass over their words and the given stage words.
+    fn of(
+        families: Arc<[Arc<dyn Family>]>,
+        term_words: &[String],
+        allow_words: &[String],
+    ) -> Option<Detector> {
+        let keywords =
+            KeywordPass::build(families.iter().map(|f| f.words()), term_words, allow_words)?;
+        Some(Detector {
+            families,
+            keywords: Arc::new(keywords),
+        })
+    }
+
+    /// This detector with `extra` families after its own: their candidates meet the
+    /// built-in ones in overlap resolution, and their words join the shared pass.
+    /// `None` when the words no longer fit one automaton.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the plug-in detectors build on it; tests use it today"
+        )
+    )]
+    pub(crate) fn with_extra(&self, extra: Vec<Arc<dyn Family>>) -> Option<Detector> {
+        let families: Vec<_> = self.families.iter().cloned().chain(extra).collect();
+        Detector::of(families.into(), &[], &[])
     }
 
     /// [`Detector::new`] whose keyword pass also locates the first words of the
@@ -227,21 +241,12 @@ impl Detector {
         term_words: impl IntoIterator<Item = &'a str>,
         allow_words: impl IntoIterator<Item = &'a str>,
     ) -> Detector {
-        fn ascii<'a>(words: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-            words
-                .into_iter()
-                .filter(|w| !w.is_empty() && w.is_ascii())
-                .map(str::to_ascii_lowercase)
-                .collect()
+        let (words, allow) = (ascii_lower(term_words), ascii_lower(allow_words));
+        let detector = Detector::new();
+        if words.is_empty() && allow.is_empty() {
+            return detector;
         }
-        let (words, allow) = (ascii(term_words), ascii(allow_words));
-        let mut detector = Detector::new();
-        if !(words.is_empty() && allow.is_empty())
-            && let Some(keywords) = Keywords::build(&detector.compiled.rules, &words, &allow)
-        {
-            detector.keywords = Arc::new(keywords);
-        }
-        detector
+        Detector::of(Arc::clone(&detector.families), &words, &allow).unwrap_or(detector)
     }
 
     /// Finds the values to redact in `text`: non-overlapping, sorted by start, on char
@@ -253,7 +258,7 @@ impl Detector {
 
     /// [`Detector::detect`], and what the pipeline's stages need to know of the text:
     /// the layer's keyword pass reads every byte anyway, so the stages that need one of
-    /// the [`GATE_WORDS`] need not search a text that holds none, and the secret, terms
+    /// the gate words need not search a text that holds none, and the secret, terms
     /// and allow stages need not search it again for their literals (the secret ones
     /// listed when `literal_starts`: code mode rarely runs the secret stage and skips
     /// that list).
@@ -267,26 +272,11 @@ impl Detector {
     ) -> (Vec<Finding>, Seen) {
         let k = &*self.keywords;
         let hits = k.automaton.scan(text);
-        let literals = literals::Literals::new(text, &hits, k.marker_words);
-        let stand_in = literals.has_ascii_fold_stand_in();
-        let runs = runs::LongRuns::new(text);
+        let literals = Literals::new(text, &hits, k.literal_words);
+        let runs = LongRuns::new(text);
         let (mut cands, shapes) = self.candidates_with(text, ctx, 0, &hits, &runs);
         decode::rescan(self, text, ctx, &literals, &runs, &mut cands);
-        let seen = Seen {
-            words: GateWords::scanned(stand_in, hits.present_words(k.gate_words)),
-            secret_literal_starts: (literal_starts && !stand_in)
-                .then(|| hits.starts_of_set(&k.secret_gate_words)),
-            term_starts: (!stand_in && !k.term_words.is_empty())
-                .then(|| hits.starts_of_set(&k.term_words)),
-            allow_starts: (!stand_in && !k.allow_words.is_empty())
-                .then(|| hits.starts_of_set(&k.allow_words)),
-            fold_free: !stand_in,
-            // The decoder listed the long runs of base64 bytes, which hold every run of
-            // hex digits and dashes as long.
-            shapes: shapes
-                .knowing(Shape::LongHex, runs.may_hold(64))
-                .knowing(Shape::UuidLength, runs.may_hold(36)),
-        };
+        let seen = k.seen(&hits, &literals, &runs, shapes, literal_starts);
         (resolve(text, cands), seen)
     }
 
@@ -298,7 +288,7 @@ impl Detector {
         text: &str,
         ctx: &DetectContext,
         depth: u8,
-        runs: &runs::LongRuns,
+        runs: &LongRuns,
     ) -> Vec<Candidate> {
         let hits = self.keywords.automaton.scan(text);
         self.candidates_with(text, ctx, depth, &hits, runs).0
@@ -306,36 +296,47 @@ impl Detector {
 
     /// [`Detector::candidates`] with the text's keyword scan done, and the baseline's
     /// numeric shapes the families' passes saw in the text.
-    #[inline(never)] // one frame per family in profiles
+    #[inline(never)] // one frame in profiles
     fn candidates_with(
         &self,
         text: &str,
         ctx: &DetectContext,
         depth: u8,
-        hits: &keywords::KeywordHits,
-        runs: &runs::LongRuns,
+        hits: &KeywordHits,
+        runs: &LongRuns,
     ) -> (Vec<Candidate>, Shapes) {
-        let (c, k) = (&*self.compiled, &*self.keywords);
-        let kind = filekind::FileKind::of(ctx.rel_path, ctx.prose);
-        let mut out = Vec::new();
-        let literals = literals::Literals::new(text, hits, k.marker_words);
-        keys::scan(text, &literals, &mut out);
-        c.rules
-            .scan_selected(text, ctx.rel_path, hits, k.rule_words, runs, &mut out);
-        let quoting = filekind::Quoting::of(ctx.rel_path);
-        c.structural
-            .scan(text, kind, quoting, hits, k.stem_words, &literals, &mut out);
-        urls::scan(text, ctx.rel_path, &literals, &mut out);
-        http::scan(text, hits, k.http_words, &literals, &mut out);
-        cli::scan(text, hits, k.cli_words, &mut out);
-        hashes::scan(text, &literals, &mut out);
-        let shapes = if depth == 0 {
-            c.pii
-                .scan(text, kind, hits, k.pii_words, &literals, &mut out)
-        } else {
-            Shapes::UNKNOWN
+        let k = &*self.keywords;
+        let literals = Literals::new(text, hits, k.literal_words);
+        let facts = Facts {
+            text,
+            rel_path: ctx.rel_path,
+            kind: FileKind::of(ctx.rel_path, ctx.prose),
+            quoting: Quoting::of(ctx.rel_path),
+            hits,
+            literals: &literals,
+            runs,
         };
-        (out, shapes)
+        let mut sink = Sink {
+            candidates: Vec::new(),
+            shapes: Shapes::UNKNOWN,
+        };
+        for (family, &words) in self.families.iter().zip(&k.detector_words) {
+            if depth == 0 || family.scans_decoded() {
+                family.scan(&facts, words, &mut sink);
+            }
+        }
+        (sink.candidates, sink.shapes)
+    }
+
+    /// The shared pass and the ids the words of the family named `name` got in it.
+    #[cfg(test)]
+    pub(crate) fn pass_for(&self, name: &str) -> (&KeywordPass, WordIds) {
+        let i = self
+            .families
+            .iter()
+            .position(|f| f.name() == name)
+            .expect("a built-in family");
+        (&self.keywords, self.keywords.detector_words[i])
     }
 }
 

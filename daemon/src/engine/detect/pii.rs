@@ -11,6 +11,7 @@
 //!   trailers, `@author`, manifest author/maintainer fields, copyright lines.
 
 use super::anchored;
+use super::family::{Facts, Family, Sink};
 use super::filekind::FileKind;
 use super::lexical;
 use super::lexical::line_around;
@@ -755,6 +756,32 @@ fn captures_on_lines(re: &Regex, text: &str, lines: &[(usize, usize)]) -> Vec<(u
 
 /// The copyright-notice pattern whose group 1 [`Pii::copyright_names`] reports (kept as
 /// the definition the hand parser [`copyright_name_at`] is tested against).
+
+impl Family for Pii {
+    fn name(&self) -> &'static str {
+        "P1-P5 validated PII"
+    }
+
+    fn words(&self) -> Vec<&str> {
+        Pii::words().to_vec()
+    }
+
+    fn scans_decoded(&self) -> bool {
+        false
+    }
+
+    fn scan(&self, f: &Facts, words: WordIds, out: &mut Sink) {
+        out.shapes = self.scan(
+            f.text,
+            f.kind,
+            f.hits,
+            words,
+            f.literals,
+            &mut out.candidates,
+        );
+    }
+}
+
 #[cfg(test)]
 fn copyright_pattern() -> String {
     format!(
@@ -1181,7 +1208,8 @@ mod tests {
     /// a search of the whole text.
     #[test]
     fn manifest_authors_from_field_words_equal_the_whole_text_search() {
-        let compiled = &*super::super::COMPILED.keywords;
+        let detector = super::super::Detector::new();
+        let (compiled, family_words) = detector.pass_for("P1-P5 validated PII");
         let pii = Pii::new();
         let pieces = [
             "author",
@@ -1213,7 +1241,7 @@ mod tests {
         let mut found = 0;
         for text in crate::engine::testgen::texts(&pieces, 6000, 12, 6) {
             let hits = compiled.automaton.scan(&text);
-            let literals = Literals::new(&text, &hits, compiled.marker_words);
+            let literals = Literals::new(&text, &hits, compiled.literal_words);
             let mut whole = Vec::new();
             for caps in pii.manifest_author.captures_iter(&text) {
                 let n = caps.get_group(1).expect("group");
@@ -1221,7 +1249,7 @@ mod tests {
             }
             found += usize::from(!whole.is_empty());
             assert_eq!(
-                pii.manifest_authors(&text, &hits, compiled.pii_words, &literals),
+                pii.manifest_authors(&text, &hits, family_words, &literals),
                 whole,
                 "{text:?}"
             );

@@ -15,6 +15,7 @@
 //! whose every match holds a long run of one byte class skips a text without such a run
 //! (rules that need the same class share one reading of the text).
 
+use super::family::{Facts, Family, Sink};
 use super::values::shannon_entropy;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
@@ -337,6 +338,28 @@ fn leak(s: String) -> &'static str {
 }
 
 /// Every match of a regex, each with every group's span.
+
+impl Family for RulePack {
+    fn name(&self) -> &'static str {
+        "S2 provider tokens"
+    }
+
+    fn words(&self) -> Vec<&str> {
+        self.keywords().iter().map(String::as_str).collect()
+    }
+
+    fn scan(&self, f: &Facts, words: WordIds, out: &mut Sink) {
+        self.scan_selected(
+            f.text,
+            f.rel_path,
+            f.hits,
+            words,
+            f.runs,
+            &mut out.candidates,
+        );
+    }
+}
+
 #[cfg(test)]
 pub(super) type Spans = Vec<Vec<Option<(usize, usize)>>>;
 

@@ -15,6 +15,7 @@
 //! reads as a literal token.
 
 use super::anchored;
+use super::family::{Facts, Family, Sink};
 use super::filekind::FileKind;
 use super::filekind::Quoting;
 use super::lexical;
@@ -1576,6 +1577,28 @@ fn is_constant_name(v: &str) -> bool {
             >= 2
 }
 
+impl Family for Structural {
+    fn name(&self) -> &'static str {
+        "S3 values of sensitive keys"
+    }
+
+    fn words(&self) -> Vec<&str> {
+        Structural::words().to_vec()
+    }
+
+    fn scan(&self, f: &Facts, words: WordIds, out: &mut Sink) {
+        self.scan(
+            f.text,
+            f.kind,
+            f.quoting,
+            f.hits,
+            words,
+            f.literals,
+            &mut out.candidates,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1599,7 +1622,8 @@ mod tests {
     /// search of the whole text.
     #[test]
     fn key_value_pairs_from_key_words_equal_the_whole_text_search() {
-        let compiled = &*super::super::COMPILED.keywords;
+        let detector = super::super::Detector::new();
+        let (compiled, family_words) = detector.pass_for("S3 values of sensitive keys");
         let structural = Structural::new();
         let pieces = [
             "key",
@@ -1630,7 +1654,7 @@ mod tests {
                     &text,
                     FileKind::Config,
                     &hits,
-                    compiled.stem_words,
+                    family_words,
                     anywhere,
                     out,
                 );

@@ -896,7 +896,7 @@ fn reported_gate_words_are_those_the_text_holds() {
         let starts = crate::engine::patterns::tests::literal_starts_in(&text, &allow);
         assert_eq!(seen.allow_starts, starts, "in {text:?}");
         allow_located += seen.allow_starts.is_some_and(|s| s.len() > 1) as usize;
-        unknown += usize::from(seen.words == GateWords::UNKNOWN);
+        unknown += usize::from(seen.words == crate::engine::prepass::GateWords::UNKNOWN);
     }
     assert!(unknown > 0 && unknown < 600, "{unknown} unknown");
     assert!(
@@ -910,5 +910,76 @@ fn reported_gate_words_are_those_the_text_holds() {
     assert!(
         allow_located > 50,
         "{allow_located} texts with several allow words"
+    );
+}
+
+/// A family added to the built-in set: ticket keys (`OPS-1234`), found from the word
+/// `ops-` located by the shared keyword pass, at a priority below the built-in secrets.
+struct TicketKeys;
+
+impl family::Family for TicketKeys {
+    fn name(&self) -> &'static str {
+        "X1 ticket keys"
+    }
+
+    fn words(&self) -> Vec<&str> {
+        vec!["ops-"]
+    }
+
+    fn scan(&self, f: &family::Facts, words: WordIds, out: &mut family::Sink) {
+        for start in f.hits.starts_of(words, 0) {
+            let digits = f.text.as_bytes()[start + 4..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if digits > 0 && f.text.as_bytes()[start..start + 4].eq_ignore_ascii_case(b"ops-") {
+                out.candidates.push(Candidate {
+                    start,
+                    end: start + 4 + digits,
+                    category: Category::SENSITIVE,
+                    detector: "X1.ticket",
+                    priority: prio::GENERIC,
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn an_added_family_is_located_by_the_shared_pass_and_resolved_with_the_built_ins() {
+    let ctx = DetectContext {
+        rel_path: "notes.md",
+        prose: true,
+    };
+    let text = "Fixed in ops-4411 and OPS-7.\npassword = \"ops-9911Zq!xT2\"\nops- alone\n";
+    let built_in = Detector::new();
+    let extended = built_in
+        .with_extra(vec![Arc::new(TicketKeys)])
+        .expect("one more word fits");
+    let found: Vec<_> = extended
+        .detect(text, &ctx)
+        .into_iter()
+        .map(|f| (&text[f.start..f.end], f.detector))
+        .collect();
+    // Both tickets in prose are found; inside the password value the built-in
+    // assignment rule is more specific and keeps the whole value.
+    assert!(found.contains(&("ops-4411", "X1.ticket")), "{found:?}");
+    assert!(found.contains(&("OPS-7", "X1.ticket")), "{found:?}");
+    assert!(
+        found
+            .iter()
+            .any(|(v, d)| *v == "ops-9911Zq!xT2" && d.starts_with("S3")),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|(v, _)| v.starts_with("ops- ")),
+        "{found:?}"
+    );
+    // The built-in set is unchanged by the extension.
+    assert!(
+        built_in
+            .detect(text, &ctx)
+            .iter()
+            .all(|f| f.detector != "X1.ticket")
     );
 }

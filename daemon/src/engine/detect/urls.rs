@@ -4,9 +4,11 @@
 //! Secret query parameters (`?token=`, `&sig=`, `X-Amz-Signature=`) and ODBC/ADO
 //! `Password=…;` pairs are key/value shapes and are found by S3.
 
+use super::family::{Facts, Family, Sink};
 use super::values;
 use super::{Candidate, prio};
 use crate::engine::placeholder::Category;
+use crate::engine::prepass::keywords::WordIds;
 use crate::engine::prepass::literals;
 use crate::engine::prepass::literals::Literals;
 use regex::Regex;
@@ -112,5 +114,18 @@ fn pgpass(text: &str, out: &mut Vec<Candidate>) {
             }
         }
         pos += line.len();
+    }
+}
+
+/// The family as the detector runs it.
+pub(crate) struct UrlCredentials;
+
+impl Family for UrlCredentials {
+    fn name(&self) -> &'static str {
+        "S4 credentials in URLs"
+    }
+
+    fn scan(&self, f: &Facts, _words: WordIds, out: &mut Sink) {
+        scan(f.text, f.rel_path, f.literals, &mut out.candidates);
     }
 }
