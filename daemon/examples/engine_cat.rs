@@ -85,7 +85,7 @@ fn cat(engine: &Engine, root: &std::path::Path, path: &str) {
         )
         .expect("redact");
     let rpath = engine.redact_path(path).expect("path");
-    let n = redctx_daemon::engine::text::splitlines(&out.text, false).len();
+    let n = redctx_daemon::engine::python::text::splitlines(&out.text, false).len();
     print!(
         "--- {} {} lines 1-{} ---\n{}",
         engine.path_id(path),

@@ -26,12 +26,14 @@
 //! - `str()` of nested containers holding strings with non-printable characters outside
 //!   the common control and format ranges may escape differently from Python's `repr`.
 
-use super::pipeline::claimed_before_configured_terms;
-use super::placeholder::{self, Category, casefold, normalize_value};
-pub use super::policy::GitHubRepo;
-use super::policy::{AliasGroup, DetectorProfile, ExplicitCounts, Mode, Policy, SaltSource};
-use super::text::is_py_space;
-use super::wordlists::RESERVED_PLACEHOLDER_WORDS;
+use crate::engine::pipeline::claimed_before_configured_terms;
+use crate::engine::placeholder::{self, Category, casefold, normalize_value};
+pub use crate::engine::policy::GitHubRepo;
+use crate::engine::policy::{
+    AliasGroup, DetectorProfile, ExplicitCounts, Mode, Policy, SaltSource,
+};
+use crate::engine::python::text::is_py_space;
+use crate::engine::wordlists::RESERVED_PLACEHOLDER_WORDS;
 use std::collections::{HashMap, HashSet};
 use toml::Value;
 
@@ -524,7 +526,7 @@ pub fn split_env_terms(value: &str) -> Vec<String> {
 /// Terms of one term file: every line (Python `splitlines`) trimmed, blank lines and
 /// `#` comment lines dropped.
 pub fn read_term_lines(text: &str) -> Vec<String> {
-    super::text::splitlines(text, false)
+    crate::engine::python::text::splitlines(text, false)
         .into_iter()
         .map(py_strip)
         .filter(|line| !line.is_empty() && !line.starts_with('#'))

@@ -7,19 +7,14 @@
 
 pub mod config;
 pub mod detect;
-pub mod folded;
-pub mod gate;
-pub mod markers;
-pub mod names;
-pub mod patterns;
-pub mod pipeline;
+pub(crate) mod pipeline;
 pub mod placeholder;
 pub mod policy;
-pub mod prepass;
-pub mod pyre;
+pub(crate) mod prepass;
+pub mod python;
+pub(crate) mod stages;
 #[cfg(test)]
 mod testgen;
-pub mod text;
 pub mod wordlists;
 
 /// Version of the redaction output. Bump it whenever the same policy and input could

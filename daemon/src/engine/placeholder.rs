@@ -98,7 +98,7 @@ pub fn casefold(value: &str) -> String {
 /// runs of space/tab/CR/LF collapsed to one space when any such run is irregular,
 /// then case-folded. Hyphens and underscores are deliberately left alone.
 pub fn normalize_value(value: &str) -> String {
-    let stripped = value.trim_matches(crate::engine::text::is_py_space);
+    let stripped = value.trim_matches(crate::engine::python::text::is_py_space);
     let needs_collapse = stripped.contains(['\t', '\n', '\r']) || stripped.contains("  ");
     if !needs_collapse {
         return casefold(stripped);

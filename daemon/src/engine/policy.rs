@@ -2,7 +2,7 @@
 //! de-duplicated and validated. Built by `engine::config` from the config text, term
 //! files, environment overrides and the salt; immutable afterwards.
 
-use super::placeholder::Category;
+use crate::engine::placeholder::Category;
 
 /// How aggressively names are guessed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -145,13 +145,13 @@ pub struct Policy {
 
 impl Policy {
     /// A 256-bit digest of everything in this policy that can change redacted output,
-    /// plus [`super::ENGINE_VERSION`]. Caches use it as their namespace: equal
+    /// plus [`crate::engine::ENGINE_VERSION`]. Caches use it as their namespace: equal
     /// fingerprints mean byte-identical redactions. Bookkeeping that never reaches the
     /// output (salt source, counts, whether a config existed, GitHub tables) is left out.
     pub fn fingerprint(&self) -> [u8; 32] {
         let mut h = blake3::Hasher::new();
         h.update(b"redctx-policy\0");
-        h.update(&super::ENGINE_VERSION.to_le_bytes());
+        h.update(&crate::engine::ENGINE_VERSION.to_le_bytes());
         // Every field is tagged and every string length-prefixed, so no two different
         // policies serialize to the same bytes.
         let field = |h: &mut blake3::Hasher, tag: u8, value: &str| {

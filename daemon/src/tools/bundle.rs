@@ -5,7 +5,7 @@ use super::walk::Budget;
 use super::{Scanned, ToolError, ToolOutput, not_text_note, scan_content};
 use crate::cancel::Stop;
 use crate::engine::Counts;
-use crate::engine::text::{char_len, truncate_redacted};
+use crate::engine::python::text::{char_len, truncate_redacted};
 use crate::view::RootView;
 
 /// Arguments of `redctx_bundle` / `bundle`.

@@ -3,7 +3,7 @@
 use super::walk::Budget;
 use super::{ToolError, ToolOutput, check_text_file};
 use crate::engine::Counts;
-use crate::engine::text::{splitlines, truncate_redacted};
+use crate::engine::python::text::{splitlines, truncate_redacted};
 use crate::view::{Entry, RedactedDoc, RootView};
 
 /// The reference's default `max_chars` of read/head/tail.

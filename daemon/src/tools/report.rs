@@ -3,7 +3,7 @@
 
 use super::{ToolError, ToolOutput};
 use crate::engine::placeholder::{PLACEHOLDER_RE, ordinary_placeholder};
-use crate::engine::text::{char_len, is_py_space};
+use crate::engine::python::text::{char_len, is_py_space};
 use crate::engine::wordlists::{
     DEFAULT_ALLOW_TERMS, DEFAULT_EXCLUDE_DIRS, DEFAULT_EXCLUDE_GLOBS, MONTHS_AND_DAYS,
 };

@@ -11,7 +11,7 @@ use super::{Scanned, ToolError, ToolOutput, scan_content};
 use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
-use crate::engine::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
+use crate::engine::python::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
 use crate::view::{Entry, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;

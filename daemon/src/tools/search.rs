@@ -8,7 +8,7 @@ use super::walk::Budget;
 use super::{Scanned, ToolError, ToolOutput, merge_times, not_text_note, scan_content};
 use crate::cancel::Stop;
 use crate::engine::placeholder::casefold;
-use crate::engine::text::{is_py_space, splitlines};
+use crate::engine::python::text::{is_py_space, splitlines};
 use crate::engine::{Category, Counts};
 use crate::view::{Entry, RedactedDoc, RedactedPath, RootView};
 use aho_corasick::{AhoCorasick, AhoCorasickKind};

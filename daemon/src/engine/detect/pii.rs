@@ -17,7 +17,6 @@ use super::lexical;
 use super::lexical::line_around;
 use super::number_gates;
 use super::{Candidate, prio};
-use crate::engine::patterns::{PHONE_DIGITS, PHONE_RUN};
 use crate::engine::placeholder::Category;
 use crate::engine::prepass::byteclass;
 use crate::engine::prepass::keywords;
@@ -26,6 +25,7 @@ use crate::engine::prepass::keywords::WordIds;
 use crate::engine::prepass::literals;
 use crate::engine::prepass::literals::Literals;
 use crate::engine::prepass::{Shape, Shapes};
+use crate::engine::stages::patterns::{PHONE_DIGITS, PHONE_RUN};
 use regex::Regex;
 use regex_automata::meta::Regex as MetaRegex;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -809,7 +809,7 @@ fn copyright_name_at(text: &str, at: usize) -> Option<usize> {
         for _ in 0..4 {
             chars
                 .next()
-                .filter(|&(_, c)| crate::engine::text::is_py_digit(c))?;
+                .filter(|&(_, c)| crate::engine::python::text::is_py_digit(c))?;
         }
         Some(chars.next().map_or(text.len(), |(i, _)| pos + i))
     };

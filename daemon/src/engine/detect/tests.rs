@@ -881,19 +881,19 @@ fn reported_gate_words_are_those_the_text_holds() {
     let (mut unknown, mut located, mut term_located, mut allow_located) = (0, 0, 0, 0);
     for text in crate::engine::testgen::texts(&pieces, 600, 12, 23) {
         let (_, seen) = d.detect_and_see(&text, &ctx, true);
-        let expected = crate::engine::patterns::tests::gate_words_in(&text);
+        let expected = crate::engine::stages::patterns::tests::gate_words_in(&text);
         assert_eq!(seen.words, expected, "in {text:?}");
-        let starts = crate::engine::patterns::tests::secret_literal_starts_in(&text);
+        let starts = crate::engine::stages::patterns::tests::secret_literal_starts_in(&text);
         assert_eq!(seen.secret_literal_starts, starts, "in {text:?}");
         located += seen.secret_literal_starts.is_some_and(|s| s.len() > 1) as usize;
         assert_eq!(seen.term_starts, None, "no terms to locate");
         assert_eq!(seen.allow_starts, None, "no allow list to locate");
         let (_, seen) = with_terms.detect_and_see(&text, &ctx, false);
         assert_eq!(seen.secret_literal_starts, None, "not asked for");
-        let starts = crate::engine::patterns::tests::literal_starts_in(&text, &terms);
+        let starts = crate::engine::stages::patterns::tests::literal_starts_in(&text, &terms);
         assert_eq!(seen.term_starts, starts, "in {text:?}");
         term_located += seen.term_starts.is_some_and(|s| s.len() > 1) as usize;
-        let starts = crate::engine::patterns::tests::literal_starts_in(&text, &allow);
+        let starts = crate::engine::stages::patterns::tests::literal_starts_in(&text, &allow);
         assert_eq!(seen.allow_starts, starts, "in {text:?}");
         allow_located += seen.allow_starts.is_some_and(|s| s.len() > 1) as usize;
         unknown += usize::from(seen.words == crate::engine::prepass::GateWords::UNKNOWN);

@@ -102,7 +102,7 @@ impl<'a> Literals<'a> {
     }
 
     /// Whether the text holds one of the four characters of [`LONG_S`]'s list,
-    /// read from the scan ([`crate::engine::gate::has_ascii_fold_stand_in`] reads the
+    /// read from the scan ([`crate::engine::stages::gate::has_ascii_fold_stand_in`] reads the
     /// text).
     pub fn has_ascii_fold_stand_in(&self) -> bool {
         self.has_non_ascii_fold_of_ascii()
@@ -118,7 +118,7 @@ impl<'a> Literals<'a> {
 /// the tests, from the text.
 #[cfg(test)]
 pub fn has_non_ascii_fold_of_ascii(text: &str) -> bool {
-    crate::engine::text::has_any_char(text, &['\u{17F}', '\u{212A}'])
+    crate::engine::python::text::has_any_char(text, &['\u{17F}', '\u{212A}'])
 }
 
 #[cfg(test)]
@@ -186,7 +186,7 @@ mod tests {
             let hits = scan.scan(&text);
             let literals = Literals::new(&text, &hits, ids);
             let fold = has_non_ascii_fold_of_ascii(&text);
-            let stand_in = crate::engine::gate::has_ascii_fold_stand_in(&text);
+            let stand_in = crate::engine::stages::gate::has_ascii_fold_stand_in(&text);
             assert_eq!(literals.has_non_ascii_fold_of_ascii(), fold, "{text:?}");
             assert_eq!(literals.has_ascii_fold_stand_in(), stand_in, "{text:?}");
             seen[usize::from(fold)] += 1;

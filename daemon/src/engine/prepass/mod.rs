@@ -15,7 +15,7 @@ pub(crate) mod seen;
 
 pub use seen::{GateWords, Seen, Shape, Shapes};
 
-use crate::engine::patterns::{GATE_WORDS, SECRET_GATE_LITERALS};
+use crate::engine::stages::patterns::{GATE_WORDS, SECRET_GATE_LITERALS};
 use keywords::{KeywordBuilder, KeywordHits, KeywordScan, WordIds, WordSet};
 use literals::Literals;
 use runs::LongRuns;

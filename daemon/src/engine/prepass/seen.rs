@@ -2,8 +2,8 @@
 //! it holds, where their literals start, and which numeric shapes it may hold. A stage
 //! whose needs are absent does not search the text at all.
 
-use crate::engine::gate::has_ascii_fold_stand_in;
-use crate::engine::patterns::GATE_WORDS;
+use crate::engine::stages::gate::has_ascii_fold_stand_in;
+use crate::engine::stages::patterns::GATE_WORDS;
 
 /// A set of [`GATE_WORDS`] (matched up to ASCII case): those one of which every match of
 /// a stage holds, or those a text holds.
@@ -118,7 +118,7 @@ impl Shapes {
 pub struct Seen {
     /// The [`GATE_WORDS`] the text holds.
     pub words: GateWords,
-    /// Every start of a [`SECRET_GATE_LITERALS`](crate::engine::patterns::SECRET_GATE_LITERALS) literal in the text (up to ASCII
+    /// Every start of a [`SECRET_GATE_LITERALS`](crate::engine::stages::patterns::SECRET_GATE_LITERALS) literal in the text (up to ASCII
     /// case), ascending, without repeats; `None` when unknown, or when the text holds a
     /// character IGNORECASE equates with an ASCII letter (the gates then search with the
     /// plain pattern). Offsets in the text as given; the pipeline moves them through

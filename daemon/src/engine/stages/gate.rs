@@ -19,8 +19,8 @@
 //! past its end. The look-behind side is untouched: the haystack is never cut at the
 //! front, so guards and `\b` see the real preceding character.
 
-use super::prepass::byteclass::{ByteClass, class_runs};
-use super::pyre::{FindCache, Finder, MatchAt, PyPattern};
+use crate::engine::prepass::byteclass::{ByteClass, class_runs};
+use crate::engine::python::re::{FindCache, Finder, MatchAt, PyPattern};
 use aho_corasick::{AhoCorasick, MatchKind};
 
 /// `inner`'s first match starting in the run `hay[run_start..run_end]`, for a pattern
@@ -177,7 +177,7 @@ impl<P: MatchAt> Finder for LiteralGated<P> {
 mod tests {
     use super::*;
     use crate::engine::prepass::byteclass::DIGITS;
-    use crate::engine::pyre::Guard;
+    use crate::engine::python::re::Guard;
     use crate::engine::testgen::texts;
 
     /// Every match, from every start, equals the ungated pattern's.

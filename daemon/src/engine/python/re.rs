@@ -14,7 +14,7 @@
 //! Patterns that need more than that (proper-name runs, headings) are hand-written in
 //! `names.rs`.
 
-use super::text::{is_py_digit, is_py_word, is_regex_word};
+use crate::engine::python::text::{is_py_digit, is_py_word, is_regex_word};
 use regex_automata::{Anchored, Input, meta};
 
 /// Python's whitespace class `\s` (Unicode `White_Space` plus `\x1c`–`\x1f`).
@@ -274,11 +274,6 @@ impl PyPattern {
         let found = self.raw_match(hay, at, true)?;
         self.accepts(hay, found).then_some(found)
     }
-
-    /// Whether the pattern matches anywhere in `hay`.
-    pub fn is_match(&self, hay: &str) -> bool {
-        self.find_at(hay, 0).is_some()
-    }
 }
 
 /// Python's IGNORECASE also equates `İ` (U+0130) and `ı` (U+0131) with `i`/`I`, which
@@ -445,7 +440,7 @@ pub struct FindCache {
     /// rewrites since ([`Splicer::move_starts`]); starts of other words too are
     /// harmless (each candidate is checked). `None`: the gate searches.
     ///
-    /// [`LiteralGated`]: super::gate::LiteralGated
+    /// [`LiteralGated`]: crate::engine::stages::gate::LiteralGated
     pub literal_starts: Option<Vec<usize>>,
     /// `(from, q)`: the haystack's first non-ASCII byte at or after `from` is at `q`
     /// (its length or more when there is none), so it is for every position up to `q`
@@ -590,7 +585,7 @@ fn push_shadow(out: &mut String, text: &str) {
                 });
             }
         } else {
-            let stand_in = if super::text::is_py_space(c) {
+            let stand_in = if crate::engine::python::text::is_py_space(c) {
                 '\x1c'
             } else {
                 '\x07'

@@ -2,7 +2,7 @@
 //! every capitalized word of a text (hundreds of thousands per MB in strict mode), so an
 //! ASCII word is folded into a stack buffer instead of a fresh `String`.
 
-use super::placeholder::casefold;
+use crate::engine::placeholder::casefold;
 use foldhash::HashSet;
 
 /// Longest ASCII word folded on the stack; longer words take the allocating path.

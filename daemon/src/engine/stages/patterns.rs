@@ -1,16 +1,23 @@
 //! The reference's built-in baseline patterns (spec 5.4), rewritten for [`PyPattern`]
 //! so that every match equals Python's. Compiled once per process.
 
-use super::gate::{LiteralGated, RunGated, find_in_run};
-use super::placeholder::Category;
-use super::prepass::byteclass::{ALNUM, ByteClass, DIGITS, run_extent};
-use super::prepass::{GateWords, Shape};
-use super::pyre::{Alternation, FindCache, Finder, Guard, MatchAt, PY_SPACE, PyPattern};
-use super::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
+use crate::engine::placeholder::Category;
+use crate::engine::prepass::byteclass::{ALNUM, ByteClass, DIGITS, run_extent};
+use crate::engine::prepass::{GateWords, Shape};
+use crate::engine::python::re::{
+    Alternation, FindCache, Finder, Guard, MatchAt, PY_SPACE, PyPattern,
+};
+use crate::engine::stages::gate::{LiteralGated, RunGated, find_in_run};
+use crate::engine::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
 use std::sync::LazyLock;
 
 /// One baseline stage: what it matches and what it redacts as.
 pub struct Stage {
+    /// The reference's name for the stage (tests and debugging find stages by it).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "read by tests and in a debugger")
+    )]
     pub name: &'static str,
     pub category: Category,
     pub finder: Box<dyn Finder + Send + Sync>,
@@ -513,12 +520,8 @@ fn is_scheme(s: &str) -> bool {
         && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
 }
 
-/// Whether a URL or hostname points into a private network (by suffix or RFC 1918 IPv4).
-pub fn is_private_host(matched: &str) -> bool {
-    private_host(matched, true)
-}
-
-/// [`is_private_host`]; `by_address: false` looks at the suffix only.
+/// Whether a URL or hostname points into a private network: by its suffix, or, when
+/// `by_address`, as an RFC 1918 IPv4 address.
 fn private_host(matched: &str, by_address: bool) -> bool {
     let host = crate::engine::placeholder::casefold(host_of(matched));
     if PRIVATE_HOST_SUFFIXES.iter().any(|s| host.ends_with(s)) {
@@ -532,7 +535,7 @@ fn private_host(matched: &str, by_address: bool) -> bool {
 
 /// URLs, then bare hostnames, then URLs of any other scheme (connection strings such as
 /// `postgresql://db.corp:5432/app`, `redis://cache.internal`), whose host is private (see
-/// [`is_private_host`]).
+/// [`private_host`]).
 pub struct PrivateHosts {
     url: PyPattern,
     domain: PyPattern,
@@ -634,6 +637,7 @@ impl PrivateHosts {
     }
 
     /// The stage for a text whose words are not known.
+    #[cfg(test)]
     pub fn search_any(&self) -> PrivateHostSearch<'_> {
         PrivateHostSearch {
             hosts: self,
@@ -866,8 +870,12 @@ fn legacy_suffix_unicode(rest: &str) -> bool {
     // `(?!_\d{2}\])` with Unicode digits.
     let mut it = rest.chars();
     it.next() == Some('_')
-        && it.next().is_some_and(super::text::is_py_digit)
-        && it.next().is_some_and(super::text::is_py_digit)
+        && it
+            .next()
+            .is_some_and(crate::engine::python::text::is_py_digit)
+        && it
+            .next()
+            .is_some_and(crate::engine::python::text::is_py_digit)
         && it.next() == Some(']')
 }
 
@@ -878,7 +886,7 @@ pub static PLACEHOLDER_GATE: LazyLock<GateWords> =
 /// Path redaction: placeholders kept whole, other 3+ character ASCII tokens examined.
 pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
     let placeholder = PyPattern::new(
-        &super::placeholder::placeholder_pattern_source().replace("[0-9]{2}", r"\d{2}"),
+        &crate::engine::placeholder::placeholder_pattern_source().replace("[0-9]{2}", r"\d{2}"),
         Guard::None,
     );
     let token = PyPattern::new(r"\b[A-Za-z][A-Za-z0-9]{2,}\b", Guard::NotOpenBracket)
@@ -889,7 +897,7 @@ pub static PATH_TOKENS: LazyLock<(PyPattern, PyPattern)> = LazyLock::new(|| {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::engine::gate::has_ascii_fold_stand_in;
+    use crate::engine::stages::gate::has_ascii_fold_stand_in;
 
     /// The gate words `text` holds, found the plain way.
     pub(crate) fn gate_words_in(text: &str) -> GateWords {
@@ -977,7 +985,7 @@ pub(crate) mod tests {
                     continue;
                 }
                 ruled_out += 1;
-                let shadowed = crate::engine::pyre::shadow(&hay);
+                let shadowed = crate::engine::python::re::shadow(&hay);
                 for h in [&hay, &shadowed] {
                     assert_eq!(finder.find_from(h, 0), None, "{name} in {h:?}");
                 }
@@ -1001,7 +1009,7 @@ pub(crate) mod tests {
             "\u{e000}\u{e002}\u{e001}ghp_abcdefghijklmnopqrstuvwxyz",
             "no tokens here, only ask- and xoxb-short",
         ] {
-            let hay = crate::engine::pyre::shadow(hay);
+            let hay = crate::engine::python::re::shadow(hay);
             let mut start = 0;
             while start <= hay.len() {
                 assert_eq!(
@@ -1098,7 +1106,7 @@ pub(crate) mod tests {
             let code_stage = CODE_STAGES.iter().find(|s| s.name == name);
             for hay in &hays {
                 let hay = if pattern.uses_word_boundary() {
-                    crate::engine::pyre::shadow(hay)
+                    crate::engine::python::re::shadow(hay)
                 } else {
                     hay.clone()
                 };

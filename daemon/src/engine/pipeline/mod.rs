@@ -1,25 +1,27 @@
 //! The redaction pipeline (spec 5.4): stage order, markers, placeholders, path redaction.
 
-use super::detect::{DetectContext, Detector, Finding};
-use super::folded::FoldedSet;
-use super::gate::{LiteralGated, has_ascii_fold_stand_in};
-use super::markers::{Markers, line_breaks};
-use super::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
-use super::patterns::{
+use crate::engine::detect::{DetectContext, Detector, Finding};
+use crate::engine::stages::folded::FoldedSet;
+use crate::engine::stages::gate::{LiteralGated, has_ascii_fold_stand_in};
+pub(crate) mod markers;
+
+use crate::engine::placeholder::{self, Category, normalize_value};
+use crate::engine::policy::{DetectorProfile, Mode, Policy};
+use crate::engine::prepass::Seen;
+use crate::engine::python::re::{
+    FindCache, Finder, Guard, PyPattern, Splicer, shadow, substitute, substitute_into,
+};
+use crate::engine::python::text::is_py_space;
+use crate::engine::stages::names::{ACRONYM, ByHeading, IDENTITY_NAME, ProperNames, TITLECASE};
+use crate::engine::stages::patterns::{
     CODE_STAGES, EARLY_STAGES, EXTENDED_STAGES, IDENTITY_LINE, ORG_SUFFIX, PATH_TOKENS,
     PLACEHOLDER_GATE, PRIVATE_HOSTS, SPEAKER_LABEL, Stage,
 };
-use super::placeholder::{self, Category, normalize_value};
-use super::policy::{DetectorProfile, Mode, Policy};
-use super::prepass::Seen;
-use super::pyre::{
-    FindCache, Finder, Guard, PyPattern, Splicer, shadow, substitute, substitute_into,
-};
-use super::text::is_py_space;
-use super::wordlists::{
+use crate::engine::wordlists::{
     COMMON_CAPITALIZED_WORDS, DEFAULT_ALLOW_TERMS, HEADING_TERMS, MONTHS_AND_DAYS,
     PATH_ALLOW_TERMS, RESERVED_PLACEHOLDER_WORDS,
 };
+use markers::{Markers, line_breaks};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -1773,7 +1775,7 @@ mod tests {
         ];
         for hay in crate::engine::testgen::texts(&pieces, 400, 14, 29) {
             for gated in [&with_non_ascii, &ascii_terms, &allow] {
-                let mut cache = crate::engine::pyre::FindCache::default();
+                let mut cache = crate::engine::python::re::FindCache::default();
                 let mut start = 0;
                 while start <= hay.len() {
                     assert_eq!(
@@ -1888,9 +1890,12 @@ mod tests {
             for text in crate::engine::testgen::texts(&pieces, 500, 10, 41) {
                 let mut scanned = Working::new(text.clone());
                 scanned.starts = LiteralStarts {
-                    secret: crate::engine::patterns::tests::secret_literal_starts_in(&text),
-                    terms: crate::engine::patterns::tests::literal_starts_in(&text, &words),
-                    allow: crate::engine::patterns::tests::literal_starts_in(&text, &allow_words),
+                    secret: crate::engine::stages::patterns::tests::secret_literal_starts_in(&text),
+                    terms: crate::engine::stages::patterns::tests::literal_starts_in(&text, &words),
+                    allow: crate::engine::stages::patterns::tests::literal_starts_in(
+                        &text,
+                        &allow_words,
+                    ),
                 };
                 let mut searching = Working::new(text.clone());
                 for (i, w) in [&mut scanned, &mut searching].into_iter().enumerate() {
@@ -2148,7 +2153,10 @@ mod tests {
                 },
             )
             .unwrap();
-        assert_eq!(crate::engine::text::splitlines(&r.text, false)[5], "target");
+        assert_eq!(
+            crate::engine::python::text::splitlines(&r.text, false)[5],
+            "target"
+        );
         assert!(!r.text.contains("MIIB"));
         let plain = engine
             .redact(
@@ -2160,6 +2168,9 @@ mod tests {
                 },
             )
             .unwrap();
-        assert_eq!(crate::engine::text::splitlines(&plain.text, false).len(), 3);
+        assert_eq!(
+            crate::engine::python::text::splitlines(&plain.text, false).len(),
+            3
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! them. The block choice and encoding are the reference's, because a marker can end up
 //! inside a value that a later stage hashes (a URL that swallowed a secret's marker).
 
-use super::pipeline::EngineError;
+use crate::engine::pipeline::EngineError;
 use std::rc::Rc;
 
 const PUA_MIN: u32 = 0xE000;

@@ -2,7 +2,7 @@
 //! whitespace and word characters, how text splits into lines, and how output is cut
 //! without breaking a placeholder.
 
-use super::placeholder::PLACEHOLDER_RE;
+use crate::engine::placeholder::PLACEHOLDER_RE;
 use std::sync::LazyLock;
 
 /// Python `str.isspace()` for one character.
@@ -168,7 +168,7 @@ pub fn truncate_redacted(text: &str, max_chars: usize) -> String {
 /// Whether `text` holds one of `chars`, which are non-ASCII and begin with at most three
 /// distinct UTF-8 lead bytes: one vectorised pass over those bytes (a `contains` per
 /// character reads the text once each). The engine reads these characters from the
-/// keyword pass or [`super::gate::has_ascii_fold_stand_in`]; tests read them here.
+/// keyword pass or [`crate::engine::stages::gate::has_ascii_fold_stand_in`]; tests read them here.
 #[cfg(test)]
 pub fn has_any_char(text: &str, chars: &[char]) -> bool {
     let mut leads: Vec<u8> = chars

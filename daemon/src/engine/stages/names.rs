@@ -1,9 +1,9 @@
 //! Hand-written matchers for the two reference patterns that need real backtracking:
 //! markdown heading lines and multi-word proper names (spec 5.4 step 7).
 
-use super::patterns::IDENTITY_LABEL;
-use super::pyre::Finder;
-use super::text::{is_py_space, is_py_word};
+use crate::engine::python::re::Finder;
+use crate::engine::python::text::{is_py_space, is_py_word};
+use crate::engine::stages::patterns::IDENTITY_LABEL;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn capitalized_runs_equal_their_regex_on_the_word_class_shadow() {
-        use crate::engine::pyre::{Guard, PyPattern, shadow};
+        use crate::engine::python::re::{Guard, PyPattern, shadow};
         let cases = [
             (&TITLECASE, r"\b[A-Z][a-z][A-Za-z'.-]{2,}\b"),
             (&ACRONYM, r"\b[A-Z][A-Z0-9]{2,}\b"),
