@@ -231,6 +231,165 @@ mod tests {
         assert_eq!(ContentKind::of_name("x.env"), ContentKind::Text);
     }
 
+    /// Spec 6.3 (suffix list, `.gitignore` by name, case-folded suffix) and spec 8
+    /// (document formats, legacy `.doc`/`.ppt`); dotfiles have no suffix (pathlib).
+    #[test]
+    fn names_classify_per_spec() {
+        use ContentKind::*;
+        use DocumentFormat::*;
+        let table: &[(&str, ContentKind)] = &[
+            ("main.py", Text),
+            ("notes.txt", Text),
+            ("data.jsonl", Text),
+            ("x.env", Text),
+            (".gitignore", Text),
+            ("sub.gitignore", Text),
+            // Dotfiles: no suffix, so the bytes decide (`.gitignore` is the named exception).
+            (".bashrc", Sniffed),
+            (".env", Sniffed),
+            (".GITIGNORE", Sniffed),
+            (".doc", Sniffed),
+            // Upper-case suffixes fold to the listed ones, also through full case folding.
+            ("README.MD", Text),
+            ("Config.YAML", Text),
+            ("run.\u{17f}h", Text),             // `ſ` folds to `s`: `.sh`
+            ("wide.\u{ff2d}\u{ff24}", Sniffed), // full-width `ＭＤ` folds to full-width
+            ("report.pdf", Document(Pdf)),
+            ("a.docx", Document(Docx)),
+            ("Deck.PPTX", Document(Pptx)),
+            ("b.xlsx", Document(Xlsx)),
+            ("C.XLS", Document(Xls)),
+            ("x.txt.docx", Document(Docx)),
+            ("x.docx.txt", Text),
+            ("old.doc", LegacyOffice),
+            ("OLD.PPT", LegacyOffice),
+            ("slides.ppt", LegacyOffice),
+            // Not on the reference's list: sniffed, source code included.
+            ("lib.rs", Sniffed),
+            ("archive.tar.gz", Sniffed),
+            ("Makefile", Sniffed),
+            ("name.", Sniffed),
+        ];
+        for &(name, kind) in table {
+            assert_eq!(ContentKind::of_name(name), kind, "{name:?}");
+            assert_eq!(
+                ContentKind::of_path(&format!("d/e/{name}")),
+                kind,
+                "{name:?}"
+            );
+        }
+        assert_eq!(ContentKind::of_path("notes.txt/Makefile"), Sniffed);
+    }
+
+    /// Spec 6.1 and 8: what each kind means for listing, indexing and reading.
+    #[test]
+    fn kinds_say_how_they_are_served() {
+        use ContentKind::*;
+        let pdf = Document(DocumentFormat::Pdf);
+        assert_eq!(Text.text_by_name(), Some(true));
+        assert_eq!(pdf.text_by_name(), Some(false));
+        assert_eq!(LegacyOffice.text_by_name(), None);
+        assert_eq!(Sniffed.text_by_name(), None);
+        assert!(Text.is_indexed() && Sniffed.is_indexed());
+        assert!(!pdf.is_indexed() && !LegacyOffice.is_indexed());
+        assert_eq!(Text.refusal(), None);
+        assert_eq!(Sniffed.refusal(), None);
+        assert_eq!(
+            pdf.refusal().map(|e| e.to_string()).as_deref(),
+            Some(
+                "Document extraction is disabled. Install the documents extra and start with \
+                 --documents."
+            )
+        );
+        assert_eq!(
+            LegacyOffice.refusal().map(|e| e.to_string()).as_deref(),
+            Some(
+                "Legacy .doc and .ppt files are unsupported. Export them as .docx, .pptx, or \
+                 PDF first."
+            )
+        );
+        for glob in ["*.docx", "*.pptx", "*.pdf", "*.xlsx", "*.xls"] {
+            assert!(is_document_glob(glob), "{glob}");
+        }
+        for glob in [
+            "*.doc", "*.ppt", "*.PDF", ".pdf", "*.png", "x*.pdf", "*.pdf*",
+        ] {
+            assert!(!is_document_glob(glob), "{glob}");
+        }
+    }
+
+    /// Spec 6.3: no NUL in the first 4,096 bytes, and strict UTF-8 (BOM allowed) or more
+    /// than 85% of `\n \r \t` and 32..=126; empty is text.
+    #[test]
+    fn bytes_sniff_per_spec() {
+        // 4,104 bytes: the 4,096th byte is the first of a three-byte character.
+        let cjk_cut = "日本語".repeat(456);
+        let mut nul_late = vec![b'a'; SNIFF_BYTES];
+        nul_late.push(0);
+        let mut ascii_cut = vec![b'a'; SNIFF_BYTES - 1];
+        ascii_cut.extend_from_slice("é".as_bytes()); // cut after its first byte
+        let two_byte_whole = "é".repeat(2049); // the prefix ends between characters
+        let table: &[(&str, &[u8], bool)] = &[
+            ("empty", b"", true),
+            ("ascii", b"fn main() {}\n", true),
+            ("utf-8", "naïve café\n".as_bytes(), true),
+            ("nul byte", b"abc\0def", false),
+            ("lone nul", b"\0", false),
+            ("nul after the sniffed prefix", &nul_late, true),
+            ("utf-8 bom", b"\xef\xbb\xbfhello\n", true),
+            (
+                "bom then multi-byte utf-8",
+                "\u{feff}日本語".as_bytes(),
+                true,
+            ),
+            ("utf-8 cut at 4,096, mostly ascii", &ascii_cut, true),
+            ("utf-8 cut at 4,096, multi-byte", cjk_cut.as_bytes(), false),
+            ("utf-8 whole at 4,096", two_byte_whole.as_bytes(), true),
+            (
+                "latin-1, mostly printable",
+                b"caf\xe9 au lait and cr\xe8me br\xfbl\xe9e for dessert\n",
+                true,
+            ),
+            (
+                "latin-1, 85% printable",
+                b"abcdefghijklmnopq\xe9\xe8\xea",
+                false,
+            ),
+            (
+                "latin-1, 90% printable",
+                b"abcdefghijklmnopqr\xe9\xe8",
+                true,
+            ),
+            ("latin-1, mostly high bytes", b"\xe9\xe8\xea a", false),
+            ("utf-16le with bom", b"\xff\xfeh\0i\0\n\0", false),
+            ("utf-16be with bom", b"\xfe\xff\0h\0i\0\n", false),
+        ];
+        for &(case, bytes, text) in table {
+            assert_eq!(sniff(bytes), text, "{case}");
+        }
+    }
+
+    /// A file named like text is listed without reading, and its bytes are still checked
+    /// when it is read (spec 6.3: "a `.txt` with NULs is listed as readable but fails on
+    /// read").
+    #[test]
+    fn text_names_are_still_sniffed_on_read() {
+        let kind = ContentKind::of_name("notes.txt");
+        assert_eq!(kind.text_by_name(), Some(true));
+        assert_eq!(kind.refusal(), None);
+        assert!(!sniff(b"a\0b"));
+    }
+
+    /// Spec 6.3: decode UTF-8 with BOM stripping and U+FFFD replacement.
+    #[test]
+    fn decode_strips_one_bom_and_replaces() {
+        assert_eq!(decode(b"\xef\xbb\xbfhi"), "hi");
+        assert_eq!(decode(b"\xef\xbb\xbf\xef\xbb\xbfhi"), "\u{feff}hi");
+        assert_eq!(decode(b"caf\xe9"), "caf\u{fffd}");
+        assert_eq!(decode(b"a\xffb"), "a\u{fffd}b");
+        assert!(matches!(decode(b"plain"), Cow::Borrowed("plain")));
+    }
+
     #[test]
     fn line_count_matches_stat_rule() {
         assert_eq!(count_lines(b""), 0);
