@@ -9,7 +9,9 @@
 //!    the name `.gitignore`) is text without reading; `.docx .pptx .pdf .xlsx .xls` are
 //!    [`ContentKind::Document`]s; `.doc`/`.ppt` are [`ContentKind::LegacyOffice`], always
 //!    refused; anything else is [`ContentKind::Sniffed`]. Suffixes are Python's
-//!    `PurePath.suffix`, case-folded (without allocating for an ASCII suffix).
+//!    `PurePath.suffix`, case-folded (without allocating for an ASCII suffix). The text
+//!    list is `engine::wordlists::TEXT_EXTENSIONS`, with the reference's other lists; the
+//!    document and legacy suffixes are defined here.
 //! 2. **The bytes** ([`sniff`]): the first [`SNIFF_BYTES`] bytes hold no NUL and either
 //!    decode as strict UTF-8 (BOM allowed) or are more than 85% printable ASCII. A sniffed
 //!    file is listed as text by this check; every file read for its content (text by name
