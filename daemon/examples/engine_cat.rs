@@ -69,11 +69,11 @@ fn cat(engine: &Engine, root: &std::path::Path, path: &str) {
     let bytes = std::fs::read(root.join(path)).expect("read");
     // As the daemon: a file that fails the text sniff is not read as text (its bytes
     // may even fill every marker block, which the engine refuses).
-    if !redctx_daemon::fs::looks_like_text(&bytes) {
+    if !redctx_daemon::fs::content::sniff(&bytes) {
         eprintln!("engine_cat: skipped, not text: {}", engine.path_id(path));
         return;
     }
-    let text = redctx_daemon::fs::decode_text(&bytes);
+    let text = redctx_daemon::fs::content::decode(&bytes);
     let out = engine
         .redact(
             &text,

@@ -20,7 +20,7 @@
 
 use crate::engine::placeholder::casefold;
 use crate::engine::{Engine, RedactOptions};
-use crate::fs::{self, is_prose_path};
+use crate::fs::{self, ContentKind, content, is_prose_path};
 use crate::root::{RootOptions, ServedRoot};
 use crate::server::Cancel;
 use crate::tools::{self, Budget, ToolError};
@@ -91,7 +91,7 @@ pub fn run(
         }
         report.files += 1;
         report.visible_bytes += entry.size;
-        if !fs::text::is_legacy_office_name(entry.name()) && view.is_text(&entry) {
+        if ContentKind::of_name(entry.name()) != ContentKind::LegacyOffice && view.is_text(&entry) {
             text_files.push(entry);
         }
     }
@@ -109,10 +109,10 @@ pub fn run(
         let meta = std::fs::symlink_metadata(&path).map_err(|_| ViewError::Missing)?;
         budget.consume_file(meta.len())?;
         let (bytes, _) = fs::read_verified(&path, fresh.limits().max_raw_bytes_per_file)?;
-        if !fs::looks_like_text(&bytes) {
+        if !content::sniff(&bytes) {
             return Err(ViewError::NotText.into());
         }
-        let text = fs::decode_text(&bytes).into_owned();
+        let text = content::decode(&bytes).into_owned();
         report.text_characters += text.chars().count() as u64;
         texts.push((entry.rel.clone(), bytes.len() as u64, text));
     }

@@ -12,7 +12,7 @@ use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
 use crate::engine::{Counts, Engine, RedactOptions};
-use crate::fs::{self, StatKey, is_prose_path};
+use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
 use crate::view::{
     Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
@@ -416,10 +416,10 @@ impl ServedRoot {
         // read, which are not advised).
         let advised = |k: usize| {
             let (rel, stat) = &files[todo[k]];
-            let name = rel.rsplit('/').next().unwrap_or(rel);
-            if self.never_read(rel, stat) {
+            let kind = ContentKind::of_path(rel);
+            if self.never_read(kind, stat) {
                 0
-            } else if fs::has_text_extension(name) {
+            } else if kind == ContentKind::Text {
                 stat.size
             } else {
                 // Sniffed first (`.rs`, `.go`, `.c` too: the reference's suffix list is
@@ -472,7 +472,7 @@ impl ServedRoot {
             .filter(|(rel, stat)| {
                 stat.is_regular()
                     && (512..=(96 << 10)).contains(&stat.size)
-                    && fs::has_text_extension(rel.rsplit('/').next().unwrap_or(rel))
+                    && ContentKind::of_path(rel) == ContentKind::Text
             })
             .collect();
         let step = (text_files.len() / MAX_FILES).max(1);
@@ -488,7 +488,7 @@ impl ServedRoot {
             ) else {
                 continue;
             };
-            let text = fs::decode_text(&bytes);
+            let text = content::decode(&bytes);
             let _ = self.engine.redact(
                 &text,
                 RedactOptions {
@@ -556,7 +556,7 @@ impl ServedRoot {
             let i = order[next];
             next += 1;
             let stat = &files[i].1;
-            if !rec.trusted_for(stat) || self.never_read(rel, stat) {
+            if !rec.trusted_for(stat) || self.never_read(ContentKind::of_path(rel), stat) {
                 // Changed, or metadata only (index_one says so without reading).
                 todo.push(i);
                 return;
@@ -622,26 +622,23 @@ impl ServedRoot {
         todo
     }
 
-    /// Whether the indexing pass keeps `rel` as metadata only, without reading it: not a
-    /// regular file, over the per-file limit, or a document format.
-    fn never_read(&self, rel: &str, stat: &StatKey) -> bool {
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        !stat.is_regular()
-            || stat.size > self.limits.max_raw_bytes_per_file
-            || fs::text::is_document_name(name)
-            || fs::text::is_legacy_office_name(name)
+    /// Whether the indexing pass keeps a file of `kind` with `stat` as metadata only,
+    /// without reading it: not a regular file, over the per-file limit, or a kind the
+    /// pass does not read (documents, legacy Office: [`ContentKind::is_indexed`]).
+    fn never_read(&self, kind: ContentKind, stat: &StatKey) -> bool {
+        !stat.is_regular() || stat.size > self.limits.max_raw_bytes_per_file || !kind.is_indexed()
     }
 
     fn index_one(&self, rel: &str, stat: &StatKey) -> Outcome {
-        if self.never_read(rel, stat) {
+        let kind = ContentKind::of_path(rel);
+        if self.never_read(kind, stat) {
             return Outcome::Skipped;
         }
-        let name = rel.rsplit('/').next().unwrap_or(rel);
         // The cache was consulted for this file by `reuse_cached`; `load` consults it
         // again (a tool call may have stored it since) and says whether it read.
-        if !fs::has_text_extension(name) {
+        if kind.text_by_name().is_none() {
             let observed = now_ns();
-            if !fs::text::sniff_file(&fs::abs_path(&self.root, rel)) {
+            if !content::sniff_file(&fs::abs_path(&self.root, rel)) {
                 if let Some(cache) = &self.cache {
                     let settled = is_settled(stat, observed, self.racy_window_ns);
                     cache.put(
@@ -752,7 +749,7 @@ impl ServedRoot {
         self.counters.content_reads.fetch_add(1, Ordering::Relaxed);
         self.index.note(rel, stat);
         let settled = is_settled(&stat, observed, self.racy_window_ns);
-        if !fs::looks_like_text(&bytes) {
+        if !content::sniff(&bytes) {
             if let Some(cache) = &self.cache {
                 cache.put(
                     &self.root_key,
@@ -764,7 +761,7 @@ impl ServedRoot {
             return Err(ViewError::NotText);
         }
         let hash = cache::content_hash(&self.hash_key, &bytes);
-        let lines = fs::text::count_lines(&bytes);
+        let lines = content::count_lines(&bytes);
         let key = self.content_key(&hash, rel);
         let epoch = self.cache.as_ref().map_or(0, |c| c.sweep_epoch());
         let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
@@ -795,7 +792,7 @@ impl ServedRoot {
     }
 
     fn redact_record(&self, bytes: &[u8], rel: &str) -> Result<ContentRecord, ViewError> {
-        let text = fs::decode_text(bytes);
+        let text = content::decode(bytes);
         let options = RedactOptions {
             preserve_line_count: true,
             prose: is_prose_path(rel),
@@ -936,14 +933,10 @@ impl RootView for ServedRoot {
         if file.kind == EntryKind::Dir {
             return false;
         }
-        let name = file.name();
         // Legacy .doc/.ppt files are sniffed like any other file (stat counts their
         // lines); renderers refuse to print them with their own message.
-        if fs::text::is_document_name(name) {
-            return false;
-        }
-        if fs::has_text_extension(name) {
-            return true;
+        if let Some(text) = ContentKind::of_name(file.name()).text_by_name() {
+            return text;
         }
         let path = fs::abs_path(&self.root, &file.rel);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -963,18 +956,15 @@ impl RootView for ServedRoot {
         {
             return rec.text.is_some();
         }
-        let flag = fs::text::sniff_file(&path);
+        let flag = content::sniff_file(&path);
         self.index.set_text_flag(&file.rel, &stat, flag);
         flag
     }
 
     fn content(&self, file: &Entry, preserve_line_count: bool) -> Result<RedactedDoc, ViewError> {
-        let name = file.name();
-        if fs::text::is_legacy_office_name(name) {
-            return Err(ViewError::LegacyOffice);
-        }
-        if fs::text::is_document_name(name) {
-            return Err(ViewError::DocumentsDisabled);
+        // Documents are refused here until extraction exists (their arm of the classifier).
+        if let Some(refusal) = ContentKind::of_name(file.name()).refusal() {
+            return Err(refusal);
         }
         let loaded = self.load(&file.rel)?;
         let (text, counts) = loaded.content.variant(preserve_line_count);
@@ -993,7 +983,7 @@ impl RootView for ServedRoot {
             Err(ViewError::NotText) => {
                 let path = fs::abs_path(&self.root, &file.rel);
                 let (bytes, _) = fs::read_verified(&path, self.limits.max_raw_bytes_per_file)?;
-                Ok(fs::text::count_lines(&bytes))
+                Ok(content::count_lines(&bytes))
             }
             Err(err) => Err(err),
         }

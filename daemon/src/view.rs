@@ -213,7 +213,8 @@ pub trait RootView: Send + Sync {
             .collect()
     }
 
-    /// Whether a file is served as text (extension list or content sniff, spec 6.3).
+    /// Whether a file is served as text: by its name, else by the content sniff (spec 6.3,
+    /// `fs::content`).
     fn is_text(&self, file: &Entry) -> bool;
 
     /// Redacted content, never stale: the file is re-checked against the disk before

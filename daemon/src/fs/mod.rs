@@ -1,21 +1,33 @@
 //! Filesystem policy of a served root: path input and containment, exclusion and
-//! never-serve rules, `.gitignore`, text detection, verified reads and listing order
-//! (spec section 6).
+//! never-serve rules, `.gitignore`, content classification (text, document or neither,
+//! and decoding), verified reads and listing order (spec section 6).
 //!
-//! Invariant: nothing here redacts or caches; functions answer "may this path be served"
-//! and "what are its bytes", and their errors are the fixed texts of [`ViewError`]
-//! (`crate::view::ViewError`), which never carry a path.
+//! Invariant: nothing here redacts or caches; functions answer "may this path be served",
+//! "what kind of content is this" and "what are its bytes", and their errors are the fixed
+//! texts of [`ViewError`] (`crate::view::ViewError`), which never carry a path.
 
+pub mod content;
 pub mod fnmatch;
 pub mod gitignore;
 pub mod paths;
 pub mod protected;
+pub mod read;
 pub mod rules;
-pub mod text;
 
+pub use content::{ContentKind, DocumentFormat};
 pub use gitignore::GitignoreRules;
 pub use paths::{PathInput, abs_path, parse_input, validate_components};
+pub use read::{StatKey, prefetch, read_verified};
 pub use rules::{FsRules, is_prose_path, reference_order_key};
-pub use text::{
-    StatKey, decode_text, has_text_extension, looks_like_text, prefetch, read_verified,
-};
+
+/// The classifier's former home, kept only for `service.rs` (being edited elsewhere when
+/// the classifier moved): new code asks [`content::ContentKind`].
+#[doc(hidden)]
+pub mod text {
+    use super::content::ContentKind;
+
+    /// Whether a name is a legacy `.doc`/`.ppt` file ([`ContentKind::LegacyOffice`]).
+    pub fn is_legacy_office_name(name: &str) -> bool {
+        ContentKind::of_name(name) == ContentKind::LegacyOffice
+    }
+}

@@ -161,7 +161,7 @@ pub fn is_prose_path(rel: &str) -> bool {
         "credits",
     ];
     let name = casefold(rel.rsplit('/').next().unwrap_or(rel));
-    let suffix = super::text::python_suffix(&name);
+    let suffix = super::content::python_suffix(&name);
     if !suffix.is_empty() && PROSE_SUFFIXES.contains(&suffix) {
         return true;
     }

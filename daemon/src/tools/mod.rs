@@ -44,6 +44,7 @@ pub use walk::{Budget, DEFAULT_TOTAL_RAW_BYTES, DEFAULT_TRAVERSAL_ENTRIES, Walk,
 
 use crate::cancel::{Stop, Stopped};
 use crate::engine::{Counts, EngineError};
+use crate::fs::ContentKind;
 use crate::view::{Entry, EntryKind, RedactedDoc, RootView, ViewError};
 
 /// The answer of one tool call, ready for the protocol layer to wrap.
@@ -135,32 +136,6 @@ impl From<EngineError> for ToolError {
     }
 }
 
-/// `Path.suffix` of Python's pathlib: the last `.xxx` of the name, `""` for dotfiles
-/// and names ending in a dot.
-pub(crate) fn py_suffix(name: &str) -> &str {
-    match name.rfind('.') {
-        Some(i) if i > 0 && i < name.len() - 1 => &name[i..],
-        _ => "",
-    }
-}
-
-fn suffix_folded(entry: &Entry) -> String {
-    crate::engine::placeholder::casefold(py_suffix(entry.name()))
-}
-
-/// Legacy `.doc`/`.ppt`: never served, even with document extraction.
-pub(crate) fn is_legacy_office(entry: &Entry) -> bool {
-    matches!(suffix_folded(entry).as_str(), ".doc" | ".ppt")
-}
-
-/// Office/PDF documents that need `--documents` to be served.
-pub(crate) fn is_document(entry: &Entry) -> bool {
-    matches!(
-        suffix_folded(entry).as_str(),
-        ".docx" | ".pptx" | ".pdf" | ".xlsx" | ".xls"
-    )
-}
-
 /// The checks of the reference's `validate_path(expected="text")`, in its order, for a
 /// resolved entry: a directory is not a file; legacy Office and disabled documents have
 /// their own messages; anything else the view does not serve as text is refused.
@@ -168,14 +143,13 @@ pub(crate) fn check_text_file(view: &dyn RootView, entry: &Entry) -> Result<(), 
     if entry.kind != EntryKind::File {
         return Err(ViewError::NotAFile.into());
     }
-    if is_legacy_office(entry) {
+    let kind = ContentKind::of_name(entry.name());
+    if kind == ContentKind::LegacyOffice {
         return Err(ViewError::LegacyOffice.into());
     }
     if !view.is_text(entry) {
-        if is_document(entry) {
-            return Err(ViewError::DocumentsDisabled.into());
-        }
-        return Err(ViewError::NotText.into());
+        // A document's own refusal, else the generic one.
+        return Err(kind.refusal().unwrap_or(ViewError::NotText).into());
     }
     Ok(())
 }

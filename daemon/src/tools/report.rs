@@ -8,6 +8,7 @@ use crate::engine::wordlists::{
     DEFAULT_ALLOW_TERMS, DEFAULT_EXCLUDE_DIRS, DEFAULT_EXCLUDE_GLOBS, MONTHS_AND_DAYS,
 };
 use crate::engine::{Counts, Policy, RedactOptions};
+use crate::fs::content::is_document_glob;
 use crate::view::{RootView, ViewError};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
@@ -31,8 +32,6 @@ pub struct DoctorArgs {
     pub extra: Vec<(String, String)>,
 }
 
-const DOCUMENT_GLOBS: [&str; 5] = ["*.docx", "*.pptx", "*.pdf", "*.xlsx", "*.xls"];
-
 /// `doctor`: the reference's keys in its order (spec 3.3), counts only, never a term.
 /// `config_loaded` prints Python's `True`/`False`. After the reference's keys (and its
 /// optional `detectors:` line) come ours: `builtin_detectors: true|false` (our secret/PII
@@ -54,7 +53,7 @@ pub fn doctor(view: &dyn RootView, args: &DoctorArgs) -> ToolOutput {
     let globs: BTreeSet<&str> = DEFAULT_EXCLUDE_GLOBS
         .iter()
         .copied()
-        .filter(|glob| !(args.documents && DOCUMENT_GLOBS.contains(glob)))
+        .filter(|glob| !(args.documents && is_document_glob(glob)))
         .chain(policy.exclude_globs.iter().map(String::as_str))
         .collect();
     let mut out = String::new();

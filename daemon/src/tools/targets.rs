@@ -1,8 +1,9 @@
 //! The file scope of search, retrieve and bundle (the reference's `iter_target_files`).
 
+use super::ToolError;
 use super::glob::{Pattern, matches_any};
 use super::walk::{Budget, walk};
-use super::{ToolError, is_document, is_legacy_office};
+use crate::fs::ContentKind;
 use crate::view::{Entry, EntryKind, RootView};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -48,8 +49,10 @@ pub(crate) fn target_files(
         if entry.kind != EntryKind::File || seen.contains(&entry.rel) {
             return;
         }
-        if is_legacy_office(&entry) || (is_document(&entry) && !view.is_text(&entry)) {
-            return;
+        match ContentKind::of_name(entry.name()) {
+            ContentKind::LegacyOffice => return,
+            ContentKind::Document(_) if !view.is_text(&entry) => return,
+            _ => {}
         }
         if text_only && !view.is_text(&entry) {
             return;

@@ -1,95 +1,13 @@
-//! Text detection, verified reads and decoding (spec 6.3).
-//!
-//! A file is served as text when its suffix is on the reference's list, or when its first
-//! 4,096 bytes hold no NUL and either decode as strict UTF-8 (BOM allowed) or are more than
-//! 85% printable ASCII. Like the reference, a UTF-8 sequence cut by the 4,096-byte boundary
-//! makes the strict decode fail, so such a prefix falls back to the printable ratio.
+//! Verified reads: the stat that identifies a version of a file ([`StatKey`]), whole-file
+//! reads that refuse a torn read ([`read_verified`]), the first bytes for the content sniff
+//! ([`read_prefix`]), and read-ahead hints ([`prefetch`]). What the bytes are is decided by
+//! [`super::content`].
 
-use crate::engine::wordlists::TEXT_EXTENSIONS;
 use crate::view::ViewError;
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
-
-/// Bytes examined by the content sniff.
-pub const TEXT_SNIFF_BYTES: usize = 4096;
-
-const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
-
-/// Document formats the reference extracts only with `--documents` (we do not extract).
-pub const DOCUMENT_EXTENSIONS: &[&str] = &[".docx", ".pptx", ".pdf", ".xlsx", ".xls"];
-
-/// Legacy Office formats the reference always refuses.
-pub const LEGACY_OFFICE_EXTENSIONS: &[&str] = &[".doc", ".ppt"];
-
-/// Python's `PurePath.suffix`: the last `.`-suffix of a name, empty for dotfiles such as
-/// `.env` and for names ending in a dot.
-pub fn python_suffix(name: &str) -> &str {
-    match name.rfind('.') {
-        Some(i) if i > 0 && i < name.len() - 1 => &name[i..],
-        _ => "",
-    }
-}
-
-fn folded_suffix(name: &str) -> String {
-    crate::engine::placeholder::casefold(python_suffix(name))
-}
-
-/// Whether a name is text by its suffix alone (no read needed).
-pub fn has_text_extension(name: &str) -> bool {
-    name == ".gitignore" || TEXT_EXTENSIONS.contains(&folded_suffix(name).as_str())
-}
-
-/// Whether a name is a document the reference would extract (`.pdf`, `.docx`, …).
-pub fn is_document_name(name: &str) -> bool {
-    DOCUMENT_EXTENSIONS.contains(&folded_suffix(name).as_str())
-}
-
-/// Whether a name is a legacy `.doc` / `.ppt` file.
-pub fn is_legacy_office_name(name: &str) -> bool {
-    LEGACY_OFFICE_EXTENSIONS.contains(&folded_suffix(name).as_str())
-}
-
-/// The content sniff over (at most) the first [`TEXT_SNIFF_BYTES`] bytes.
-pub fn looks_like_text(content: &[u8]) -> bool {
-    let chunk = &content[..content.len().min(TEXT_SNIFF_BYTES)];
-    if chunk.contains(&0) {
-        return false;
-    }
-    if chunk.is_empty() {
-        return true;
-    }
-    if std::str::from_utf8(chunk.strip_prefix(UTF8_BOM).unwrap_or(chunk)).is_ok() {
-        return true;
-    }
-    let textish = chunk
-        .iter()
-        .filter(|&&b| matches!(b, b'\n' | b'\r' | b'\t' | 32..=126))
-        .count();
-    // Same float comparison as the reference (both divisions are correctly rounded).
-    textish as f64 / chunk.len() as f64 > 0.85
-}
-
-/// Decodes file bytes as the reference does: strip one UTF-8 BOM, then replace each
-/// maximal invalid subpart with U+FFFD (CPython's `errors="replace"` and Rust's lossy
-/// decoding follow the same Unicode recommendation). Valid UTF-8, nearly every source
-/// file, is borrowed rather than copied.
-pub fn decode_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
-    String::from_utf8_lossy(body)
-}
-
-/// `\n` count, plus one when the content is non-empty and does not end with `\n`
-/// (the reference's `lines:` of `stat`).
-pub fn count_lines(bytes: &[u8]) -> u64 {
-    let newlines = memchr::memchr_iter(b'\n', bytes).count() as u64;
-    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-        newlines + 1
-    } else {
-        newlines
-    }
-}
 
 /// The stat fields that identify one version of a file's content.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -224,53 +142,19 @@ fn read_bounded(file: &mut File, expected: u64, max_bytes: u64) -> Result<Vec<u8
     Ok(data)
 }
 
-/// The content sniff of a file on disk (first [`TEXT_SNIFF_BYTES`] bytes), without
-/// following a symlink. Unreadable files are not text.
-pub fn sniff_file(path: &Path) -> bool {
-    let Ok(file) = std::fs::OpenOptions::new()
+/// The first `len` bytes of a regular file on disk (fewer when it is shorter), without
+/// following a symlink or blocking on a FIFO; `None` when it cannot be opened or read or
+/// is not a regular file.
+pub fn read_prefix(path: &Path, len: usize) -> Option<Vec<u8>> {
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
-    else {
-        return false;
-    };
-    match file.metadata() {
-        Ok(meta) if meta.is_file() => {}
-        _ => return false,
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
     }
-    let mut prefix = Vec::with_capacity(TEXT_SNIFF_BYTES);
-    if file
-        .take(TEXT_SNIFF_BYTES as u64)
-        .read_to_end(&mut prefix)
-        .is_err()
-    {
-        return false;
-    }
-    looks_like_text(&prefix)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suffix_follows_pathlib() {
-        assert_eq!(python_suffix(".env"), "");
-        assert_eq!(python_suffix("a.tar.gz"), ".gz");
-        assert_eq!(python_suffix("a."), "");
-        assert_eq!(python_suffix("noext"), "");
-        assert!(has_text_extension("README.MD"));
-        assert!(has_text_extension(".gitignore"));
-        assert!(!has_text_extension(".env"));
-        assert!(has_text_extension("x.env"));
-    }
-
-    #[test]
-    fn line_count_matches_stat_rule() {
-        assert_eq!(count_lines(b""), 0);
-        assert_eq!(count_lines(b"a"), 1);
-        assert_eq!(count_lines(b"a\n"), 1);
-        assert_eq!(count_lines(b"a\nb"), 2);
-        assert_eq!(count_lines(b"\r\n\r\n"), 2);
-    }
+    let mut prefix = Vec::with_capacity(len);
+    file.take(len as u64).read_to_end(&mut prefix).ok()?;
+    Some(prefix)
 }
