@@ -7,7 +7,7 @@
 //! `redctx_read` header is assembled here from `path_id` and `redact_path`, the way
 //! the read tool renders it, and the receipt covers the content and the header path.
 
-use redctx_daemon::engine::text::splitlines;
+use redctx_daemon::engine::python::text::splitlines;
 use redctx_daemon::engine::{
     AliasGroup, Category, Counts, DetectorProfile, Engine, Mode, Policy, RedactOptions,
 };

@@ -30,9 +30,9 @@ struct Args {
     #[arg(long)]
     log_stderr: bool,
     /// TEST ONLY: serve the fake backend instead of real redaction (also
-    /// REDCTX_FAKE_BACKEND=1). Debug builds only: a release `redctxd`, the one users
-    /// install, has neither the flag nor the variable.
-    #[cfg(debug_assertions)]
+    /// REDCTX_FAKE_BACKEND=1). Only with the `test-backend` feature, which the test
+    /// suites turn on: a `redctxd` built to run has neither the flag nor the variable.
+    #[cfg(feature = "test-backend")]
     #[arg(long, hide = true)]
     fake_backend: bool,
 }
@@ -125,9 +125,9 @@ fn run(args: Args) -> Result<(), String> {
 type Made = (Arc<dyn Backend>, Option<Arc<Cache>>);
 
 fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Made, String> {
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(feature = "test-backend"))]
     let _ = args;
-    #[cfg(debug_assertions)]
+    #[cfg(feature = "test-backend")]
     {
         let fake_env = std::env::var_os("REDCTX_FAKE_BACKEND").is_some_and(|v| v == "1");
         if args.fake_backend || fake_env {

@@ -9,9 +9,11 @@
 //!
 //! Entry points: [`bind`] claims the socket (refusing to take over a live daemon),
 //! [`serve`] answers clients until it is told to stop, [`shutdown_signal`] resolves on
-//! SIGTERM/SIGINT. [`fake::FakeBackend`] is a test double.
+//! SIGTERM/SIGINT. `fake::FakeBackend` is a test double, compiled only with the
+//! `test-backend` feature.
 
 mod conn;
+#[cfg(feature = "test-backend")]
 pub mod fake;
 mod socket;
 
