@@ -30,8 +30,8 @@ pub const SERVER_NAME: &str = "redacted-context";
 /// Human title reported in `serverInfo`.
 pub const SERVER_TITLE: &str = "Redacted Context";
 
-/// Instructions sent with `initialize` / `server/discover`: [`INSTRUCTIONS_HEAD`], the
-/// tool list rendered from [`TOOL_ROLES`], then [`INSTRUCTIONS_TAIL`].
+/// Instructions sent with `initialize` / `server/discover`: `INSTRUCTIONS_HEAD`, the
+/// tool list rendered from `TOOL_ROLES`, then `INSTRUCTIONS_TAIL`.
 pub fn instructions() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {

@@ -3,7 +3,7 @@
 //! Each tool's contract (name, title, arguments with their JSON types, defaults, bounds
 //! and which are required) is defined once, in `redctx_proto::tools`; the daemon reads
 //! calls through the same definition. This module adds what the shim owns: how a tool
-//! is described to an agent ([`prose`]: our own words stating the reference's facts, spec
+//! is described to an agent (`prose`: our own words stating the reference's facts, spec
 //! 3.2), the rendering of a contract into the published input schema (the reference's,
 //! byte for byte), the annotations and output schema, and [`validate`], which checks a
 //! call against the contract the way the reference's validator checks its schema. The

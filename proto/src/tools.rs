@@ -589,7 +589,10 @@ mod tests {
             }
         );
         let r = RetrieveArgs::from_json(&json!({"max_results": -3, "max_chars": u64::MAX}));
-        assert_eq!((r.max_results, r.max_chars), (-3, defaults::RETRIEVE_MAX_CHARS));
+        assert_eq!(
+            (r.max_results, r.max_chars),
+            (-3, defaults::RETRIEVE_MAX_CHARS)
+        );
         let s = SearchArgs::from_json(&json!({"paths": ["a", 1, null, "b"], "glob": "*.md"}));
         assert_eq!((s.paths, s.glob), (vec!["a".into(), "b".into()], vec![]));
         assert_eq!(
