@@ -11,6 +11,7 @@
 
 use crate::daemon::{ClientError, Link};
 use crate::tools;
+use redctx_proto::tools as name;
 use redctx_proto::{Caller, ErrorKind, ErrorReply, Request, Response, RootSpec};
 use rmcp::model::{
     Annotations, CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
@@ -22,24 +23,68 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Server name reported in `serverInfo` (the reference's, so clients see the same server).
 pub const SERVER_NAME: &str = "redacted-context";
 /// Human title reported in `serverInfo`.
 pub const SERVER_TITLE: &str = "Redacted Context";
 
-/// Instructions sent with `initialize` / `server/discover`.
-pub const INSTRUCTIONS: &str = "This server gives read-only access to a confidential local \
+/// Instructions sent with `initialize` / `server/discover`: `INSTRUCTIONS_HEAD`, the
+/// tool list rendered from `TOOL_ROLES`, then `INSTRUCTIONS_TAIL`.
+pub fn instructions() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let roles: Vec<String> = TOOL_ROLES
+            .iter()
+            .enumerate()
+            .map(|(i, (names, role))| {
+                let and = if i + 1 == TOOL_ROLES.len() {
+                    "and "
+                } else {
+                    ""
+                };
+                format!("{and}{} {role}", names.join(" and "))
+            })
+            .collect();
+        format!(
+            "{INSTRUCTIONS_HEAD} Tools: {}. {INSTRUCTIONS_TAIL}",
+            roles.join(", ")
+        )
+    })
+}
+
+const INSTRUCTIONS_HEAD: &str = "This server gives read-only access to a confidential local \
 directory through redacted views. Every result (file text, paths, search hits, errors) has \
 sensitive values replaced by stable placeholders such as [PERSON_<hex>], and files are named by \
 opaque @p_<id> references: pass those references back to the tools instead of guessing real \
-names. Tools: redctx_tree and redctx_list for structure, redctx_stat for metadata, redctx_read for \
-one file or a line range, redctx_bundle for several files at once, redctx_search for exact or \
-regex matches on single lines, redctx_retrieve for ranked passages with line citations answering \
-a multi-word question, redctx_doctor and redctx_audit to inspect the redaction setup, and \
-redctx_refresh_index if a reference stops resolving. The same redacted files are also available \
-as redctx://p_<id> resources. Changes to the local redaction config or term files apply before the \
+names.";
+
+/// Every tool of the contract (`redctx_proto::tools::SPECS`) once, in the order the
+/// instructions introduce them, with what it is for; tools sharing a role are named
+/// together.
+const TOOL_ROLES: &[(&[&str], &str)] = &[
+    (&[name::TREE, name::LIST], "for structure"),
+    (&[name::STAT], "for metadata"),
+    (&[name::READ], "for one file or a line range"),
+    (&[name::BUNDLE], "for several files at once"),
+    (
+        &[name::SEARCH],
+        "for exact or regex matches on single lines",
+    ),
+    (
+        &[name::RETRIEVE],
+        "for ranked passages with line citations answering a multi-word question",
+    ),
+    (
+        &[name::DOCTOR, name::AUDIT],
+        "to inspect the redaction setup",
+    ),
+    (&[name::REFRESH_INDEX], "if a reference stops resolving"),
+];
+
+const INSTRUCTIONS_TAIL: &str = "The same redacted files are also available as \
+redctx://p_<id> resources. Changes to the local redaction config or term files apply before the \
 next request; if the config cannot be reloaded, tools report that access is blocked until the \
 operator repairs it.";
 
@@ -179,7 +224,7 @@ impl ServerHandler for Shim {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
             .with_server_info(server_info())
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions())
     }
 
     /// Like the reference, `server/discover` offers only the stateless 2026-07-28 era;
@@ -210,14 +255,14 @@ impl ServerHandler for Shim {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        let Some(tool) = tools::find(&name) else {
+        let Some(spec) = name::spec(&name) else {
             // Fixed, unlike the reference's `Unknown tool: <name>` (COMPAT.md): no error
             // text carries agent input.
             return Err(McpError::invalid_params("Unknown tool.", None));
         };
         let args = request.arguments.unwrap_or_default();
         let root = (*self.root).clone();
-        let req = match tools::validate(&tool.input_schema, &args) {
+        let req = match tools::validate(spec, &args) {
             Ok(()) => Request::CallTool {
                 root,
                 tool: name,
@@ -326,5 +371,35 @@ impl ServerHandler for Shim {
             Response::Error(e) => Err(mcp_error(e)),
             other => Err(unexpected(&other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_instructions_introduce_every_tool_once() {
+        let mut introduced: Vec<&str> = TOOL_ROLES
+            .iter()
+            .flat_map(|(names, _)| names.iter().copied())
+            .collect();
+        introduced.sort_unstable();
+        let mut all = name::ALL;
+        all.sort_unstable();
+        assert_eq!(introduced, all);
+        for tool in name::ALL {
+            assert_eq!(instructions().matches(tool).count(), 1, "{tool}");
+        }
+        assert!(instructions().contains(
+            "Tools: redctx_tree and redctx_list for structure, redctx_stat for metadata, "
+        ));
+        assert!(instructions().ends_with(
+            "redctx_doctor and redctx_audit to inspect the redaction setup, and \
+redctx_refresh_index if a reference stops resolving. The same redacted files are also \
+available as redctx://p_<id> resources. Changes to the local redaction config or term \
+files apply before the next request; if the config cannot be reloaded, tools report \
+that access is blocked until the operator repairs it."
+        ));
     }
 }

@@ -1,12 +1,16 @@
 //! The MCP tool catalogue of `redctx mcp` and the argument validation of spec 3.1.
 //!
-//! The catalogue is data: names, titles, input schemas and annotations follow the
-//! reference (spec 3.2) so agents and prompts written for it keep working; descriptions
-//! are our own words stating the same facts. The input schemas double as the validation
-//! rules: [`validate`] walks them the way the reference's validator does, so the schema an
-//! agent sees and the checks it meets can never drift apart.
+//! Each tool's contract (name, title, arguments with their JSON types, defaults, bounds
+//! and which are required) is defined once, in `redctx_proto::tools`; the daemon reads
+//! calls through the same definition. This module adds what the shim owns: how a tool
+//! is described to an agent (`prose`: our own words stating the reference's facts, spec
+//! 3.2), the rendering of a contract into the published input schema (the reference's,
+//! byte for byte), the annotations and output schema, and [`validate`], which checks a
+//! call against the contract the way the reference's validator checks its schema. The
+//! schema an agent sees and the checks it meets come from one table, so they cannot drift
+//! apart.
 
-use redctx_proto::tools::{self as name, defaults};
+use redctx_proto::tools::{self as name, ArgDefault, ArgSpec, ArgType, ToolSpec};
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 use std::sync::{Arc, OnceLock};
@@ -30,8 +34,73 @@ fn obj(v: Value) -> JsonObject {
     }
 }
 
-fn schema(properties: Value, required: &[&str]) -> JsonObject {
+/// What the shim says about one tool.
+struct Prose {
+    /// The tool's `description`.
+    description: &'static str,
+    /// `(argument, description)` for every published argument.
+    args: &'static [(&'static str, &'static str)],
+}
+
+/// The published JSON schema of one argument. Key order is the reference's: type, items,
+/// enum, maxLength, default, minimum, maximum, description.
+fn property(arg: &ArgSpec, description: &str) -> Value {
+    let mut p = JsonObject::new();
+    let ty = match arg.ty {
+        ArgType::String | ArgType::StringOneOf(_) => "string",
+        ArgType::Integer => "integer",
+        ArgType::Boolean => "boolean",
+        ArgType::StringArray => "array",
+    };
+    p.insert("type".into(), json!(ty));
+    if arg.ty == ArgType::StringArray {
+        p.insert("items".into(), json!({"type": "string"}));
+    }
+    if let ArgType::StringOneOf(values) = arg.ty {
+        p.insert("enum".into(), json!(values));
+    }
+    if let Some(n) = arg.max_length {
+        p.insert("maxLength".into(), json!(n));
+    }
+    if let Some(d) = arg.default {
+        let d = match d {
+            ArgDefault::String(s) => json!(s),
+            ArgDefault::Integer(n) => json!(n),
+            ArgDefault::Boolean(b) => json!(b),
+            ArgDefault::EmptyArray => json!([]),
+        };
+        p.insert("default".into(), d);
+    }
+    if let Some(n) = arg.minimum {
+        p.insert("minimum".into(), json!(n));
+    }
+    if let Some(n) = arg.maximum {
+        p.insert("maximum".into(), json!(n));
+    }
+    p.insert("description".into(), json!(description));
+    Value::Object(p)
+}
+
+/// The input schema `tools/list` publishes for `spec`: a closed object of its published
+/// arguments, in contract order.
+fn input_schema(spec: &ToolSpec, prose: &Prose) -> JsonObject {
+    let described = |name: &str| {
+        prose
+            .args
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, d)| *d)
+    };
+    let properties: JsonObject = spec
+        .published()
+        .map(|a| (a.name.to_owned(), property(a, described(a.name))))
+        .collect();
     let mut s = obj(json!({"type": "object", "properties": properties}));
+    let required: Vec<&str> = spec
+        .published()
+        .filter(|a| a.required)
+        .map(|a| a.name)
+        .collect();
     if !required.is_empty() {
         s.insert("required".into(), json!(required));
     }
@@ -108,11 +177,16 @@ fn read_only() -> ToolAnnotations {
         .open_world(false)
 }
 
-fn tool(name: &'static str, title: &str, description: &'static str, input: JsonObject) -> Tool {
-    Tool::new(name, description, Arc::new(input))
-        .with_title(title)
-        .with_raw_output_schema(Arc::new(output_schema()))
-        .with_annotations(read_only())
+fn tool(spec: &ToolSpec) -> Tool {
+    let prose = prose(spec.name);
+    Tool::new(
+        spec.name,
+        prose.description,
+        Arc::new(input_schema(spec, &prose)),
+    )
+    .with_title(spec.title)
+    .with_raw_output_schema(Arc::new(output_schema()))
+    .with_annotations(read_only())
 }
 
 /// The tools `redctx mcp` offers, in `tools/list` order.
@@ -121,125 +195,98 @@ pub fn catalogue() -> &'static [Tool] {
     TOOLS.get_or_init(build)
 }
 
-/// Look a tool up by name.
-pub fn find(name: &str) -> Option<&'static Tool> {
-    catalogue().iter().find(|t| t.name == name)
+fn build() -> Vec<Tool> {
+    name::SPECS.iter().map(|spec| tool(spec)).collect()
 }
 
-fn build() -> Vec<Tool> {
-    vec![
-        tool(
-            name::TREE,
-            "Tree",
-            "Indented outline of the directory hierarchy below `path`. Each line is `@p_<id> <name>` \
+/// How the shim describes `tool` to an agent: the tool, then each published argument
+/// (every one the contract publishes, in any order).
+fn prose(tool: &str) -> Prose {
+    match tool {
+        name::TREE => Prose {
+            description: "Indented outline of the directory hierarchy below `path`. Each line is `@p_<id> <name>` \
 with the name redacted, indented two spaces per level; directories end with `/`, and the first line \
 is the starting directory shown as `./`. Good for getting your bearings; use `redctx_list` for entry \
 kinds, sizes and full redacted paths, and `redctx_search` or `redctx_retrieve` to find content. \
 Excluded, protected (config, term files, `.env*`, keys) and symlinked entries never appear. Reuse \
 the `@p_<id>` references in later calls rather than typing names; on a very large root, lower \
 `max_depth` or start from a subdirectory.",
-            schema(
-                json!({
-                    "path": {
-                        "type": "string",
-                        "default": ".",
-                        "description": "Where to start: a root-relative path or an `@p_<id>` reference (a path shown \
+            args: &[
+                (
+                    "path",
+                    "Where to start: a root-relative path or an `@p_<id>` reference (a path shown \
                 with a placeholder in it only by its reference). \
-                Defaults to `.`, the root. Paths that leave the root are refused; a file prints only its own entry."
-                    },
-                    "max_depth": {
-                        "type": "integer",
-                        "default": defaults::TREE_MAX_DEPTH,
-                        "minimum": 0,
-                        "description": "How many levels below `path` to show; 0 shows `path` alone. Defaults to 3."
-                    }
-                }),
-                &[],
-            ),
-        ),
-        tool(
-            name::LIST,
-            "List",
-            "Directory entries as tab-separated lines: the `@p_<id>` reference, `file` or `dir`, the \
+                Defaults to `.`, the root. Paths that leave the root are refused; a file prints only its own entry.",
+                ),
+                (
+                    "max_depth",
+                    "How many levels below `path` to show; 0 shows `path` alone. Defaults to 3.",
+                ),
+            ],
+        },
+        name::LIST => Prose {
+            description: "Directory entries as tab-separated lines: the `@p_<id>` reference, `file` or `dir`, the \
 size in bytes (`-` for directories) and the redacted root-relative path. Lists the direct children \
 by default, or with `recursive` the whole subtree beginning with `path` itself. Use it to collect \
 ids, sizes and full paths; `redctx_tree` gives a more compact outline. Excluded, protected and \
 symlinked entries are left out and paths are redacted, so hand the returned `@p_<id>` values to \
 `redctx_read`, `redctx_stat` or `redctx_bundle` instead of retyping names.",
-            schema(
-                json!({
-                    "path": {
-                        "type": "string",
-                        "default": ".",
-                        "description": "Directory to list: a root-relative path or an `@p_<id>` reference (a path \
+            args: &[
+                (
+                    "path",
+                    "Directory to list: a root-relative path or an `@p_<id>` reference (a path \
                 shown with a placeholder in it only by its reference). \
-                Defaults to `.`, the root. A file yields just its own entry."
-                    },
-                    "recursive": {
-                        "type": "boolean",
-                        "default": false,
-                        "description": "List the entire subtree, starting with `path` itself, rather than \
-                only its direct children. Defaults to false."
-                    },
-                    "max_depth": {
-                        "type": "integer",
-                        "minimum": 0,
-                        "description": "Only with `recursive`: how many levels below `path` to descend; 0 \
-                lists `path` alone. Unlimited by default, and ignored without `recursive`."
-                    }
-                }),
-                &[],
-            ),
-        ),
-        tool(
-            name::READ,
-            "Read",
-            "Redacted text of one file, or of an inclusive 1-based range of its lines, after a header \
+                Defaults to `.`, the root. A file yields just its own entry.",
+                ),
+                (
+                    "recursive",
+                    "List the entire subtree, starting with `path` itself, rather than \
+                only its direct children. Defaults to false.",
+                ),
+                (
+                    "max_depth",
+                    "Only with `recursive`: how many levels below `path` to descend; 0 \
+                lists `path` alone. Unlimited by default, and ignored without `recursive`.",
+                ),
+            ],
+        },
+        name::READ => Prose {
+            description: "Redacted text of one file, or of an inclusive 1-based range of its lines, after a header \
 line `--- @p_<id> <redacted path> lines S-E ---`. Redaction keeps the original line numbering. Text \
 longer than `max_chars` is cut, never inside a placeholder, and ends with a `[TRUNCATED]` line. Use \
 it to read one file or cite exact lines; `redctx_bundle` loads several whole files in one call, and \
 `redctx_search` or `redctx_retrieve` help find the lines first. Binary, excluded and protected files \
 are refused, and so are files above the server's per-file byte limit (5 MB by default).",
-            schema(
-                json!({
-                    "path": {
-                        "type": "string",
-                        "description": "The file: an `@p_<id>` reference from earlier output, or a \
-                root-relative path with nothing redacted in it."
-                    },
-                    "start_line": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "First line to return, 1-based and inclusive; defaults to 1. It may \
-                not lie after `end_line`, or after the file's last line when `end_line` is left out."
-                    },
-                    "end_line": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "description": "Last line to return, 1-based and inclusive; defaults to the last \
-                line, and larger values are clamped to it."
-                    },
-                    "max_chars": {
-                        "type": "integer",
-                        "default": defaults::READ_MAX_CHARS,
-                        "minimum": 1,
-                        "description": "Most characters of file text returned once the line range is \
-                applied; anything longer is cut and ends with `[TRUNCATED]`. Defaults to 120000."
-                    },
-                    "line_numbers": {
-                        "type": "boolean",
-                        "default": false,
-                        "description": "Put each line's number in the file and a tab in front of it. \
-                Defaults to false."
-                    }
-                }),
-                &["path"],
-            ),
-        ),
-        tool(
-            name::SEARCH,
-            "Search",
-            "Find lines of redacted text that contain `query` (a literal substring or, with `regex`, a \
+            args: &[
+                (
+                    "path",
+                    "The file: an `@p_<id>` reference from earlier output, or a \
+                root-relative path with nothing redacted in it.",
+                ),
+                (
+                    "start_line",
+                    "First line to return, 1-based and inclusive; defaults to 1. It may \
+                not lie after `end_line`, or after the file's last line when `end_line` is left out.",
+                ),
+                (
+                    "end_line",
+                    "Last line to return, 1-based and inclusive; defaults to the last \
+                line, and larger values are clamped to it.",
+                ),
+                (
+                    "max_chars",
+                    "Most characters of file text returned once the line range is \
+                applied; anything longer is cut and ends with `[TRUNCATED]`. Defaults to 120000.",
+                ),
+                (
+                    "line_numbers",
+                    "Put each line's number in the file and a tab in front of it. \
+                Defaults to false.",
+                ),
+            ],
+        },
+        name::SEARCH => Prose {
+            description: "Find lines of redacted text that contain `query` (a literal substring or, with `regex`, a \
 pattern in Rust `regex` crate syntax) and print them grep-style as `@p_<id>:<line>:<redacted path>:<text>`; \
 context lines put `-` instead of `:` after the id. Prints `No matches.` when nothing matches. Use it \
 for exact words, identifiers or patterns and for nearby lines; use `redctx_retrieve` for ranked \
@@ -250,50 +297,39 @@ output, such as `[PERSON_<hex>]`. Aliases declared for one entity share its hex 
 for every person-typed form, or the bare `<hex>` for all forms. Output stops after `max_results` \
 lines with a `[TRUNCATED]` line. Files above the server's per-file byte limit (5 MB by default) \
 fail the call; narrow `paths` or `glob` then.",
-            schema(
-                json!({
-                    "query": {
-                        "type": "string",
-                        "description": "What to find within a single line of redacted output: a literal \
-                substring, or a regular expression when `regex` is true. A placeholder copied from earlier output works."
-                    },
-                    "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
-                    "ignore_case": {
-                        "type": "boolean",
-                        "default": defaults::SEARCH_IGNORE_CASE,
-                        "description": "Ignore case, for literal and regex queries alike. Defaults to true."
-                    },
-                    "regex": {
-                        "type": "boolean",
-                        "default": false,
-                        "description": "Treat `query` as a regular expression matched against each line, in \
+            args: &[
+                (
+                    "query",
+                    "What to find within a single line of redacted output: a literal \
+                substring, or a regular expression when `regex` is true. A placeholder copied from earlier output works.",
+                ),
+                ("paths", PATHS_DESC),
+                (
+                    "ignore_case",
+                    "Ignore case, for literal and regex queries alike. Defaults to true.",
+                ),
+                (
+                    "regex",
+                    "Treat `query` as a regular expression matched against each line, in \
                 Rust `regex` syntax (RE2-like: no backreferences or look-around; matching time is linear, so no \
                 pattern can hang the search). Defaults to false. A pattern that does not compile fails with \
-                `Invalid regex.`."
-                    },
-                    "context": {
-                        "type": "integer",
-                        "default": defaults::SEARCH_CONTEXT,
-                        "minimum": 0,
-                        "description": "Lines to show before and after each match. Defaults to 0. Context \
-                lines count toward `max_results`."
-                    },
-                    "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
-                    "max_results": {
-                        "type": "integer",
-                        "default": defaults::SEARCH_MAX_RESULTS,
-                        "minimum": 1,
-                        "description": "Most output lines (matches and context lines together); reaching it \
-                ends the output with `[TRUNCATED]`. Defaults to 200."
-                    }
-                }),
-                &["query"],
-            ),
-        ),
-        tool(
-            name::RETRIEVE,
-            "Retrieve",
-            "Rank passages of redacted text (blocks of up to 24 lines) by how many different query words \
+                `Invalid regex.`.",
+                ),
+                (
+                    "context",
+                    "Lines to show before and after each match. Defaults to 0. Context \
+                lines count toward `max_results`.",
+                ),
+                ("glob", GLOB_DESC),
+                (
+                    "max_results",
+                    "Most output lines (matches and context lines together); reaching it \
+                ends the output with `[TRUNCATED]`. Defaults to 200.",
+                ),
+            ],
+        },
+        name::RETRIEVE => Prose {
+            description: "Rank passages of redacted text (blocks of up to 24 lines) by how many different query words \
 they contain, then by BM25 relevance, and return the best under headers \
 `--- @p_<id> <redacted path> lines S-E score=<n> ---` followed by the passage text. Use it to look up \
 a topic when you do not know the exact wording; use `redctx_search` for an exact string or regex with \
@@ -301,152 +337,106 @@ context lines. Words match whole and case-insensitively on redacted text, with n
 embeddings. Only passages that fit completely within `max_chars` are returned, with a \
 `[TRUNCATED: ...]` note when more matched. The whole root is ranked unless `paths` or `glob` narrow \
 it.",
-            schema(
-                json!({
-                    "query": {
-                        "type": "string",
-                        "maxLength": 2000,
-                        "description": "Words describing what you are after, for example `retention policy \
+            args: &[
+                (
+                    "query",
+                    "Words describing what you are after, for example `retention policy \
                 exceptions`. Common stop words are ignored; 1 to 64 distinct searchable words are required, and a \
-                placeholder counts as one word."
-                    },
-                    "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
-                    "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
-                    "max_results": {
-                        "type": "integer",
-                        "default": defaults::RETRIEVE_MAX_RESULTS,
-                        "minimum": 1,
-                        "maximum": 50,
-                        "description": "Most passages to return. Defaults to 8."
-                    },
-                    "max_chars": {
-                        "type": "integer",
-                        "default": defaults::RETRIEVE_MAX_CHARS,
-                        "minimum": 256,
-                        "maximum": 100000,
-                        "description": "Character budget of the whole answer; passages that would not fit \
-                completely are left out. Defaults to 12000."
-                    }
-                }),
-                &["query"],
-            ),
-        ),
-        tool(
-            name::STAT,
-            "Stat",
-            "Metadata of one file or directory as `key: value` lines: `id` (its `@p_<id>`), `path` \
+                placeholder counts as one word.",
+                ),
+                ("paths", PATHS_DESC),
+                ("glob", GLOB_DESC),
+                ("max_results", "Most passages to return. Defaults to 8."),
+                (
+                    "max_chars",
+                    "Character budget of the whole answer; passages that would not fit \
+                completely are left out. Defaults to 12000.",
+                ),
+            ],
+        },
+        name::STAT => Prose {
+            description: "Metadata of one file or directory as `key: value` lines: `id` (its `@p_<id>`), `path` \
 (redacted), `type` (`file` or `directory`), `size_bytes`, and `lines` for text files. Use it to size \
 up a file before choosing a `redctx_read` line range, or to get the opaque id of a known path; \
 `redctx_list` covers many entries at once. Excluded and protected paths are refused.",
-            schema(
-                json!({
-                    "path": {
-                        "type": "string",
-                        "description": "A file or directory: an `@p_<id>` reference, or a root-relative path \
-                with nothing redacted in it."
-                    }
-                }),
-                &["path"],
-            ),
-        ),
-        tool(
-            name::BUNDLE,
-            "Bundle",
-            "Several redacted text files in one answer, each between `--- BEGIN @p_<id> <redacted path> ---` \
+            args: &[(
+                "path",
+                "A file or directory: an `@p_<id>` reference, or a root-relative path \
+                with nothing redacted in it.",
+            )],
+        },
+        name::BUNDLE => Prose {
+            description: "Several redacted text files in one answer, each between `--- BEGIN @p_<id> <redacted path> ---` \
 and `--- END @p_<id> ---`. Use it to bring a folder or a `glob` selection into context at once; use \
 `redctx_read` for a single file or a line range, since bundles carry no line numbers. A file longer \
 than `max_chars_per_file` is cut with `[TRUNCATED]`, and when `max_files` or `max_total_chars` stops \
 the bundle before the last file it ends with `[TRUNCATED: file or total character limit reached]`. \
 A file in scope above the server's per-file byte limit (5 MB by default) fails the call.",
-            schema(
-                json!({
-                    "paths": {"type": "array", "items": {"type": "string"}, "default": [], "description": PATHS_DESC},
-                    "glob": {"type": "array", "items": {"type": "string"}, "default": [], "description": GLOB_DESC},
-                    "max_files": {
-                        "type": "integer",
-                        "default": defaults::BUNDLE_MAX_FILES,
-                        "minimum": 1,
-                        "description": "Most files to include. Defaults to 80."
-                    },
-                    "max_chars_per_file": {
-                        "type": "integer",
-                        "default": defaults::BUNDLE_MAX_CHARS_PER_FILE,
-                        "minimum": 1,
-                        "description": "Most redacted characters kept from each file; longer files end with \
-                `[TRUNCATED]`. Defaults to 30000."
-                    },
-                    "max_total_chars": {
-                        "type": "integer",
-                        "default": defaults::BUNDLE_MAX_TOTAL_CHARS,
-                        "minimum": 1,
-                        "description": "No further file is started once this many file characters have been \
-                written, so the total can exceed it by up to one file. Defaults to 300000."
-                    }
-                }),
-                &[],
-            ),
-        ),
-        tool(
-            name::DOCTOR,
-            "Doctor",
-            "Summary of the redaction setup in force as `key: value` lines: whether a config file was \
+            args: &[
+                ("paths", PATHS_DESC),
+                ("glob", GLOB_DESC),
+                ("max_files", "Most files to include. Defaults to 80."),
+                (
+                    "max_chars_per_file",
+                    "Most redacted characters kept from each file; longer files end with \
+                `[TRUNCATED]`. Defaults to 30000.",
+                ),
+                (
+                    "max_total_chars",
+                    "No further file is started once this many file characters have been \
+                written, so the total can exceed it by up to one file. Defaults to 300000.",
+                ),
+            ],
+        },
+        name::DOCTOR => Prose {
+            description: "Summary of the redaction setup in force as `key: value` lines: whether a config file was \
 loaded, the mode, the detector profile, where the salt comes from, how many clients, organizations, \
 people, other terms, alias groups, aliases and allow terms are configured, the exclusion counts, and \
 any extra detectors by name and version. It prints counts only, never the terms, and reads no files \
 of the root. Use it to see which policy applies; `redctx_audit` actually tests redaction and \
 containment. While the local policy cannot be loaded it is blocked like every other tool until the \
 operator repairs the config.",
-            schema(json!({}), &[]),
-        ),
-        tool(
-            name::AUDIT,
-            "Audit",
-            "Run safety checks and print one line per check, `<category>: <name> <STATUS>` followed by \
+            args: &[],
+        },
+        name::AUDIT => Prose {
+            description: "Run safety checks and print one line per check, `<category>: <name> <STATUS>` followed by \
 details, with STATUS one of PASS, WARN, FAIL or NOT_TESTED (or a JSON report with `format`). The \
 checks cover symlinks and reparse points under the root (listed by opaque id), the vault salt, the \
 configured private terms and overly broad allow entries, a synthetic secret-leak test of the \
 redactor, and whether controlled writes are enabled. Use it to confirm the setup is safe; \
 `redctx_doctor` is the quick count-only summary that scans nothing. It walks the whole root, never \
 prints sensitive terms, and returns the full report with `isError: true` when any check FAILs.",
-            schema(
-                json!({
-                    "format": {
-                        "type": "string",
-                        "enum": ["text", "json"],
-                        "default": "text",
-                        "description": "`text` (the default): one line per check, then up to 10 opaque \
+            args: &[(
+                "format",
+                "`text` (the default): one line per check, then up to 10 opaque \
                 references for flagged entries. `json`: `{\"checks\": [{\"category\", \"name\", \"status\", \"detail\", \
-                \"refs\"?}]}`."
-                    }
-                }),
-                &[],
-            ),
-        ),
-        tool(
-            name::REFRESH_INDEX,
-            "Refresh Index",
-            "Rescan the root to rebuild the index that resolves `@p_<id>` references and drop cached \
+                \"refs\"?}]}`.",
+            )],
+        },
+        name::REFRESH_INDEX => Prose {
+            description: "Rescan the root to rebuild the index that resolves `@p_<id>` references and drop cached \
 redacted content; answers `Refreshed path index.`. The daemon watches the root and normally notices \
 changes by itself, so this is only needed when a reference shown by `redctx_list`, `redctx_tree` or \
 `redctx_search` is reported as `Unknown path id`. It changes no files.",
-            schema(json!({}), &[]),
-        ),
-    ]
+            args: &[],
+        },
+        _ => Prose {
+            description: "",
+            args: &[],
+        },
+    }
 }
 
-/// Check `args` against `input_schema` exactly as the reference does (spec 3.1); the
-/// error is the fixed message the client sees. Order: unexpected keys (sorted), missing
-/// required keys, then each argument in the order the client sent them.
-pub fn validate(input_schema: &JsonObject, args: &JsonObject) -> Result<(), String> {
-    let empty = JsonObject::new();
-    let props = input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+/// Check `args` against `spec` exactly as the reference checks its schema (spec 3.1);
+/// the error is the fixed message the client sees. Order: unexpected keys (sorted),
+/// missing required keys, then each argument in the order the client sent them. Only
+/// `minimum` is checked: `maximum` and `maxLength` are published but left to the tool.
+pub fn validate(spec: &ToolSpec, args: &JsonObject) -> Result<(), String> {
+    let published = |key: &str| spec.published().find(|a| a.name == key);
     let mut unexpected: Vec<&str> = args
         .keys()
         .map(String::as_str)
-        .filter(|k| !props.contains_key(*k))
+        .filter(|k| published(k).is_none())
         .collect();
     if !unexpected.is_empty() {
         unexpected.sort_unstable();
@@ -455,66 +445,58 @@ pub fn validate(input_schema: &JsonObject, args: &JsonObject) -> Result<(), Stri
             unexpected.join(", ")
         ));
     }
-    if let Some(Value::Array(required)) = input_schema.get("required") {
-        let missing: Vec<&str> = required
-            .iter()
-            .filter_map(Value::as_str)
-            .filter(|r| !args.contains_key(*r))
-            .collect();
-        if !missing.is_empty() {
-            return Err(format!(
-                "Missing required argument(s): {}.",
-                missing.join(", ")
-            ));
-        }
+    let missing: Vec<&str> = spec
+        .published()
+        .filter(|a| a.required && !args.contains_key(a.name))
+        .map(|a| a.name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "Missing required argument(s): {}.",
+            missing.join(", ")
+        ));
     }
     for (name, value) in args {
-        if let Some(Value::Object(s)) = props.get(name) {
-            check_value(name, value, s)?;
+        if let Some(arg) = published(name) {
+            check_value(name, value, arg.ty, arg.minimum)?;
         }
     }
     Ok(())
 }
 
-fn check_value(name: &str, value: &Value, schema: &JsonObject) -> Result<(), String> {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("string") if !value.is_string() => return Err(format!("{name} must be a string.")),
-        Some("integer") => {
+fn check_value(name: &str, value: &Value, ty: ArgType, minimum: Option<i64>) -> Result<(), String> {
+    match ty {
+        ArgType::String | ArgType::StringOneOf(_) if !value.is_string() => {
+            return Err(format!("{name} must be a string."));
+        }
+        ArgType::Integer => {
             // JSON booleans are never integers; `1.0` is a float, as in the reference.
             let Some(n) = as_integer(value) else {
                 return Err(format!("{name} must be an integer."));
             };
-            if let Some(min) = schema.get("minimum").and_then(as_integer)
-                && n < min
+            if let Some(min) = minimum
+                && n < i128::from(min)
             {
                 return Err(format!("{name} must be at least {min}."));
             }
         }
-        Some("boolean") if !value.is_boolean() => return Err(format!("{name} must be a boolean.")),
-        Some("array") => {
+        ArgType::Boolean if !value.is_boolean() => {
+            return Err(format!("{name} must be a boolean."));
+        }
+        ArgType::StringArray => {
             let Some(items) = value.as_array() else {
                 return Err(format!("{name} must be an array."));
             };
-            if let Some(Value::Object(item_schema)) = schema.get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    check_value(&format!("{name}[{i}]"), item, item_schema)?;
-                }
+            for (i, item) in items.iter().enumerate() {
+                check_value(&format!("{name}[{i}]"), item, ArgType::String, None)?;
             }
         }
         _ => {}
     }
-    if let Some(Value::Array(allowed)) = schema.get("enum")
-        && !allowed.contains(value)
+    if let ArgType::StringOneOf(allowed) = ty
+        && !value.as_str().is_some_and(|v| allowed.contains(&v))
     {
-        let list: Vec<String> = allowed
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| v.to_string())
-            })
-            .collect();
-        return Err(format!("{name} must be one of: {}.", list.join(", ")));
+        return Err(format!("{name} must be one of: {}.", allowed.join(", ")));
     }
     Ok(())
 }
@@ -534,7 +516,7 @@ mod tests {
 
     #[test]
     fn every_default_the_prose_states_is_the_schemas_own() {
-        // Schema defaults come from `redctx_proto::tools::defaults`, which the daemon
+        // Schema defaults come from the contract (`redctx_proto::tools`), which the daemon
         // applies too; a description that repeats its default in words must say the same.
         let mut checked = 0;
         for tool in catalogue() {
@@ -565,16 +547,22 @@ mod tests {
     }
 
     #[test]
-    fn the_server_instructions_name_every_tool() {
-        for name in redctx_proto::tools::ALL {
-            assert!(crate::mcp::INSTRUCTIONS.contains(name), "{name}");
+    fn every_published_argument_is_described_once_and_nothing_else() {
+        for spec in name::SPECS {
+            let prose = prose(spec.name);
+            assert!(prose.description.len() > 20, "{}", spec.name);
+            let mut described: Vec<&str> = prose.args.iter().map(|(n, _)| *n).collect();
+            let mut published: Vec<&str> = spec.published().map(|a| a.name).collect();
+            described.sort_unstable();
+            published.sort_unstable();
+            assert_eq!(described, published, "{}", spec.name);
         }
     }
     use super::*;
 
     fn check(tool: &str, args: Value) -> Result<(), String> {
-        let t = find(tool).unwrap();
-        validate(&t.input_schema, args.as_object().unwrap())
+        let spec = redctx_proto::tools::spec(tool).unwrap();
+        validate(spec, args.as_object().unwrap())
     }
 
     #[test]

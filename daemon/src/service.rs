@@ -3,9 +3,11 @@
 //!
 //! For every request this module (1) finds or registers the root, (2) runs the live
 //! policy check of spec 5.13 (stat the config and term files; reload, or block with the
-//! fixed message), (3) takes the current snapshot ([`ServedRoot`]) and (4) hands the
-//! typed arguments to a renderer in [`crate::tools`]. The socket layer above knows
-//! nothing about redaction; the renderers below know nothing about roots or policies.
+//! fixed message), (3) takes the current snapshot ([`ServedRoot`]) and (4) reads the
+//! arguments into the tool's typed struct from its contract ([`redctx_proto::tools`]:
+//! names, defaults and the lenient reading of wrong types live there, not here) and hands
+//! them to a renderer in [`crate::tools`]. The socket layer above knows nothing about
+//! redaction; the renderers below know nothing about roots or policies.
 
 use crate::agent_view::AgentView;
 use crate::cache::Cache;
@@ -19,12 +21,12 @@ use crate::server::{Backend, Cancel};
 use crate::tools::{self, Budget, ToolOutput};
 use crate::view::{EntryKind, Limits, RootView, ViewError};
 use crate::watch::{WatchOptions, Watcher};
-use redctx_proto::tools::{self as name, defaults};
+use redctx_proto::tools::{self as contract, AuditFormat};
 use redctx_proto::{
     BenchmarkParams, BenchmarkReport, Caller, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
     ResourceText, RootInfo, RootSpec, ToolResult,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -405,42 +407,6 @@ impl Service {
     }
 }
 
-/// Typed access to an already-validated JSON arguments object.
-struct Args(Map<String, Value>);
-
-impl Args {
-    fn parse(json: &str) -> Args {
-        match serde_json::from_str(json) {
-            Ok(Value::Object(m)) => Args(m),
-            _ => Args(Map::new()),
-        }
-    }
-    fn str(&self, key: &str, default: &str) -> String {
-        self.0
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or(default)
-            .to_owned()
-    }
-    fn int(&self, key: &str) -> Option<u64> {
-        self.0.get(key).and_then(Value::as_u64)
-    }
-    fn bool(&self, key: &str, default: bool) -> bool {
-        self.0.get(key).and_then(Value::as_bool).unwrap_or(default)
-    }
-    fn list(&self, key: &str) -> Vec<String> {
-        self.0
-            .get(key)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
 fn usize_of(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
@@ -492,7 +458,7 @@ const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 fn run_tool(
     root: &ServedRoot,
     tool: &str,
-    args: &Args,
+    args: &Value,
     caller: Caller,
     cancel: &Cancel,
 ) -> Option<ToolOutput> {
@@ -506,119 +472,105 @@ fn run_tool(
     };
     let stop = Stop::on(cancel);
     Some(match tool {
-        name::TREE => tools::tree(
-            view,
-            &tools::TreeArgs {
-                path: args.str("path", "."),
-                max_depth: Some(args.int("max_depth").unwrap_or(defaults::TREE_MAX_DEPTH) as u32),
-            },
-        ),
-        name::LIST => tools::list(
-            view,
-            &tools::ListArgs {
-                path: args.str("path", "."),
-                recursive: args.bool("recursive", false),
-                max_depth: args.int("max_depth").map(|d| d as u32),
-            },
-        ),
-        name::READ => {
-            let max_chars = usize_of(args.int("max_chars").unwrap_or(defaults::READ_MAX_CHARS));
-            let line_numbers = args.bool("line_numbers", false);
-            let path = args.str("path", "");
-            match (args.int("head"), args.int("tail")) {
-                (Some(lines), _) => tools::head(
-                    view,
-                    &tools::LinesArgs {
-                        path,
-                        lines,
-                        max_chars,
-                        line_numbers,
-                    },
-                ),
-                (None, Some(lines)) => tools::tail(
-                    view,
-                    &tools::LinesArgs {
-                        path,
-                        lines,
-                        max_chars,
-                        line_numbers,
-                    },
-                ),
+        contract::TREE => {
+            let a = contract::TreeArgs::from_json(args);
+            tools::tree(
+                view,
+                &tools::TreeArgs {
+                    path: a.path,
+                    max_depth: Some(a.max_depth as u32),
+                },
+            )
+        }
+        contract::LIST => {
+            let a = contract::ListArgs::from_json(args);
+            tools::list(
+                view,
+                &tools::ListArgs {
+                    path: a.path,
+                    recursive: a.recursive,
+                    max_depth: a.max_depth.map(|d| d as u32),
+                },
+            )
+        }
+        contract::READ => {
+            let a = contract::ReadArgs::from_json(args);
+            let max_chars = usize_of(a.max_chars);
+            let lines = |lines| tools::LinesArgs {
+                path: a.path.clone(),
+                lines,
+                max_chars,
+                line_numbers: a.line_numbers,
+            };
+            match (a.head, a.tail) {
+                (Some(n), _) => tools::head(view, &lines(n)),
+                (None, Some(n)) => tools::tail(view, &lines(n)),
                 (None, None) => tools::read(
                     view,
                     &tools::ReadArgs {
-                        path,
-                        start_line: args.int("start_line"),
-                        end_line: args.int("end_line"),
+                        path: a.path.clone(),
+                        start_line: a.start_line,
+                        end_line: a.end_line,
                         max_chars,
-                        line_numbers,
+                        line_numbers: a.line_numbers,
                     },
                 ),
             }
         }
-        name::SEARCH => tools::search(
-            view,
-            &tools::SearchArgs {
-                query: args.str("query", ""),
-                paths: args.list("paths"),
-                ignore_case: args.bool("ignore_case", defaults::SEARCH_IGNORE_CASE),
-                regex: args.bool("regex", false),
-                context: usize_of(args.int("context").unwrap_or(defaults::SEARCH_CONTEXT)),
-                glob: args.list("glob"),
-                max_results: usize_of(
-                    args.int("max_results")
-                        .unwrap_or(defaults::SEARCH_MAX_RESULTS),
-                ),
-                max_files: args.int("max_files"),
-            },
-            &stop.within(SEARCH_DEADLINE),
-        ),
-        name::RETRIEVE => tools::retrieve(
-            view,
-            &tools::RetrieveArgs {
-                query: args.str("query", ""),
-                paths: args.list("paths"),
-                glob: args.list("glob"),
-                max_results: args
-                    .0
-                    .get("max_results")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(defaults::RETRIEVE_MAX_RESULTS),
-                max_chars: args
-                    .0
-                    .get("max_chars")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(defaults::RETRIEVE_MAX_CHARS),
-                max_files: args.int("max_files"),
-                max_passages: None,
-            },
-            &stop.within(SEARCH_DEADLINE),
-        ),
-        name::STAT => tools::stat(view, &args.str("path", "")),
-        name::BUNDLE => tools::bundle(
-            view,
-            &tools::BundleArgs {
-                paths: args.list("paths"),
-                glob: args.list("glob"),
-                max_files: usize_of(args.int("max_files").unwrap_or(defaults::BUNDLE_MAX_FILES)),
-                max_chars_per_file: usize_of(
-                    args.int("max_chars_per_file")
-                        .unwrap_or(defaults::BUNDLE_MAX_CHARS_PER_FILE),
-                ),
-                max_total_chars: usize_of(
-                    args.int("max_total_chars")
-                        .unwrap_or(defaults::BUNDLE_MAX_TOTAL_CHARS),
-                ),
-            },
-            &stop,
-        ),
-        name::DOCTOR => tools::doctor(view, &tools::DoctorArgs::default()),
-        name::AUDIT => {
+        contract::SEARCH => {
+            let a = contract::SearchArgs::from_json(args);
+            tools::search(
+                view,
+                &tools::SearchArgs {
+                    query: a.query,
+                    paths: a.paths,
+                    ignore_case: a.ignore_case,
+                    regex: a.regex,
+                    context: usize_of(a.context),
+                    glob: a.glob,
+                    max_results: usize_of(a.max_results),
+                    max_files: a.max_files,
+                },
+                &stop.within(SEARCH_DEADLINE),
+            )
+        }
+        contract::RETRIEVE => {
+            let a = contract::RetrieveArgs::from_json(args);
+            tools::retrieve(
+                view,
+                &tools::RetrieveArgs {
+                    query: a.query,
+                    paths: a.paths,
+                    glob: a.glob,
+                    max_results: a.max_results,
+                    max_chars: a.max_chars,
+                    max_files: a.max_files,
+                    max_passages: None,
+                },
+                &stop.within(SEARCH_DEADLINE),
+            )
+        }
+        contract::STAT => tools::stat(view, &contract::StatArgs::from_json(args).path),
+        contract::BUNDLE => {
+            let a = contract::BundleArgs::from_json(args);
+            tools::bundle(
+                view,
+                &tools::BundleArgs {
+                    paths: a.paths,
+                    glob: a.glob,
+                    max_files: usize_of(a.max_files),
+                    max_chars_per_file: usize_of(a.max_chars_per_file),
+                    max_total_chars: usize_of(a.max_total_chars),
+                },
+                &stop,
+            )
+        }
+        contract::DOCTOR => tools::doctor(view, &tools::DoctorArgs::default()),
+        contract::AUDIT => {
             let (links, broken_links) = scan_links(root);
-            let format = if args.str("format", "text") == "json" {
-                tools::AuditFormat::Json
-            } else {
-                tools::AuditFormat::Text
+            let format = match contract::AuditArgs::from_json(args).format {
+                AuditFormat::Json => tools::AuditFormat::Json,
+                AuditFormat::Text => tools::AuditFormat::Text,
             };
             tools::audit(
                 view,
@@ -630,7 +582,7 @@ fn run_tool(
                 },
             )
         }
-        name::REFRESH_INDEX => tools::refresh_index(|| {
+        contract::REFRESH_INDEX => tools::refresh_index(|| {
             root.rescan_dir(".");
             // The reference rebuilds its path index under the traversal budget: the root
             // plus every indexed entry must fit.
@@ -670,7 +622,9 @@ impl Backend for Service {
         caller: Caller,
         cancel: &Cancel,
     ) -> ToolResult {
-        let args = Args::parse(arguments_json);
+        // Read per tool by its contract (`redctx_proto::tools`); not JSON, or not an
+        // object, reads as `{}`.
+        let args: Value = serde_json::from_str(arguments_json).unwrap_or(Value::Null);
         match self.with_root(spec, |root| {
             let policy = root.engine().policy();
             let head = (policy.detector_profile.as_str(), policy.detectors);

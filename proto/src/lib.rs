@@ -4,9 +4,10 @@
 //! their binary framing, and where that socket lives. Both binaries link this crate, so a
 //! message shape can only change in one place.
 //!
-//! What it is not for: redaction, MCP or JSON. Tool arguments and receipts travel as JSON
-//! *strings* because postcard cannot carry `serde_json::Value`; only the client parses MCP
-//! JSON and only the daemon knows what a tool does.
+//! What it is not for: redaction or MCP. Tool arguments and receipts travel as JSON
+//! *strings* because postcard cannot carry `serde_json::Value`; [`tools`] holds each
+//! tool's contract (names, argument types, defaults, bounds) and the typed reading of its
+//! arguments, but only the client speaks MCP and only the daemon knows what a tool does.
 //!
 //! # Conversation
 //! ```text
