@@ -478,7 +478,7 @@ fn run_tool(
                 view,
                 &tools::TreeArgs {
                     path: a.path,
-                    max_depth: Some(a.max_depth as u32),
+                    max_depth: Some(u32::try_from(a.max_depth).unwrap_or(u32::MAX)),
                 },
             )
         }
@@ -489,7 +489,7 @@ fn run_tool(
                 &tools::ListArgs {
                     path: a.path,
                     recursive: a.recursive,
-                    max_depth: a.max_depth.map(|d| d as u32),
+                    max_depth: a.max_depth.map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
                 },
             )
         }
@@ -680,7 +680,8 @@ impl Backend for Service {
             for item in tools::walk(view, start, None, false, &mut budget) {
                 let (entry, _) =
                     item.map_err(|_| resource_error("Resource listing limit exceeded."))?;
-                let legacy = crate::fs::text::is_legacy_office_name(entry.name());
+                let legacy = crate::fs::ContentKind::of_name(entry.name())
+                    == crate::fs::ContentKind::LegacyOffice;
                 if entry.kind != EntryKind::File || legacy || !view.is_text(&entry) {
                     continue;
                 }
@@ -730,7 +731,7 @@ impl Backend for Service {
                 ViewError::UnknownId(_) | ViewError::Missing | ViewError::Excluded => not_found(),
                 other => resource_error(&other.to_string()),
             })?;
-            let legacy = crate::fs::text::is_legacy_office_name(entry.name());
+            let legacy = crate::fs::ContentKind::of_name(entry.name()) == crate::fs::ContentKind::LegacyOffice;
             if entry.kind != EntryKind::File || legacy || !view.is_text(&entry) {
                 return Err(not_found());
             }

@@ -224,3 +224,47 @@ fn random_tool_arguments_always_get_a_safe_answer() {
         started.elapsed()
     );
 }
+
+/// Bounds past what the daemon's own types hold answer as the largest bound, as the
+/// reference's unbounded integers do: a depth past `u32::MAX` is no limit (it used to
+/// wrap to 0 and show the root alone), a context past any file shows the whole file.
+#[test]
+fn bounds_past_the_native_types_answer_as_no_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("a/b/c")).unwrap();
+    std::fs::write(root.join("a/b/c/deep.txt"), "one\nneedle\nthree\n").unwrap();
+    let spec = RootSpec {
+        path: root.canonicalize().unwrap(),
+        ..RootSpec::default()
+    };
+    let service = Service::new(
+        None,
+        EnvOverrides {
+            state_dir: Some(dir.path().join("vault")),
+            ..EnvOverrides::default()
+        },
+    );
+    let call = |tool: &str, args: Value| {
+        let result = service.call_tool(
+            &spec,
+            tool,
+            &args.to_string(),
+            Caller::Agent,
+            &Cancel::new(),
+        );
+        assert!(!result.is_error, "{tool} {args}: {}", result.text);
+        result.text
+    };
+    for huge in [json!(1u64 << 32), json!(u64::MAX)] {
+        assert_eq!(
+            call("redctx_tree", json!({"max_depth": huge})),
+            call("redctx_tree", json!({"max_depth": 1000})),
+        );
+        assert_eq!(
+            call("redctx_search", json!({"query": "needle", "context": huge})),
+            call("redctx_search", json!({"query": "needle", "context": 1000})),
+        );
+    }
+    assert!(call("redctx_tree", json!({"max_depth": u64::MAX})).contains("deep"));
+}

@@ -19,15 +19,3 @@ pub use gitignore::GitignoreRules;
 pub use paths::{PathInput, abs_path, parse_input, validate_components};
 pub use read::{StatKey, prefetch, read_verified};
 pub use rules::{FsRules, is_prose_path, reference_order_key};
-
-/// The classifier's former home, kept only for `service.rs` (being edited elsewhere when
-/// the classifier moved): new code asks [`content::ContentKind`].
-#[doc(hidden)]
-pub mod text {
-    use super::content::ContentKind;
-
-    /// Whether a name is a legacy `.doc`/`.ppt` file ([`ContentKind::LegacyOffice`]).
-    pub fn is_legacy_office_name(name: &str) -> bool {
-        ContentKind::of_name(name) == ContentKind::LegacyOffice
-    }
-}

@@ -226,7 +226,7 @@ fn file_lines(
             break;
         }
         let from = m.saturating_sub(context);
-        let to = (m + context + 1).min(lines.len());
+        let to = m.saturating_add(context).saturating_add(1).min(lines.len());
         for (index, line) in lines.iter().enumerate().take(to).skip(from) {
             if emitted[index] {
                 continue;

@@ -386,6 +386,26 @@ fn search_matches_the_reference() {
     );
 }
 
+/// An agent may send any context (the schema has no maximum): the largest one answers as
+/// a context longer than every file, instead of overflowing past the last line.
+#[test]
+fn the_largest_context_answers_as_a_context_longer_than_every_file() {
+    let view = corpus_a();
+    let with = |context| {
+        search(
+            &view,
+            &SearchArgs {
+                context,
+                ..grep("line")
+            },
+            &Stop::never(),
+        )
+        .text
+    };
+    assert_eq!(with(usize::MAX), with(1_000_000));
+    assert!(with(usize::MAX).contains("-"), "context lines are shown");
+}
+
 #[test]
 fn a_file_named_like_text_that_is_not_is_skipped_and_counted_where_the_reference_failed() {
     let view = corpus_a().text_ext_binary("docs/broken.md", b"line\0line");
