@@ -754,9 +754,6 @@ fn captures_on_lines(re: &Regex, text: &str, lines: &[(usize, usize)]) -> Vec<(u
     found
 }
 
-/// The copyright-notice pattern whose group 1 [`Pii::copyright_names`] reports (kept as
-/// the definition the hand parser [`copyright_name_at`] is tested against).
-
 impl Family for Pii {
     fn name(&self) -> &'static str {
         "P1-P5 validated PII"
@@ -782,6 +779,8 @@ impl Family for Pii {
     }
 }
 
+/// The copyright-notice pattern whose group 1 [`Pii::copyright_names`] reports (kept as
+/// the definition the hand parser [`copyright_name_at`] is tested against).
 #[cfg(test)]
 fn copyright_pattern() -> String {
     format!(

@@ -337,8 +337,6 @@ fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
 
-/// Every match of a regex, each with every group's span.
-
 impl Family for RulePack {
     fn name(&self) -> &'static str {
         "S2 provider tokens"
@@ -360,6 +358,7 @@ impl Family for RulePack {
     }
 }
 
+/// Every match of a regex, each with every group's span.
 #[cfg(test)]
 pub(super) type Spans = Vec<Vec<Option<(usize, usize)>>>;
 
