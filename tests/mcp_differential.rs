@@ -8,8 +8,7 @@
 //! comment naming the COMPAT reason. Every other difference fails the test with a
 //! precise report (case, field, first differing line, both sides).
 //!
-//! Oracle: `REDCTX_ORACLE_PYTHON` names the venv's Python and `redctx-mcp` is its
-//! sibling; else `<repo>/.venv-oracle/bin/redctx-mcp` (`scripts/setup-oracle.sh`).
+//! Oracle: the reference's `redctx-mcp`, found by `redctx_test_support::Oracle`;
 //! `REDCTX_SKIP_ORACLE=1` skips (prints SKIPPED).
 //!
 //! Both run with their defaults: our built-in secret/PII detector layer is on and finds
@@ -35,26 +34,7 @@ const SALT: &str = "spec-salt";
 
 /// Where the reference's `redctx-mcp` is, or None when skipped.
 fn oracle_mcp() -> Option<PathBuf> {
-    if std::env::var("REDCTX_SKIP_ORACLE").as_deref() == Ok("1") {
-        return None;
-    }
-    let candidate = match std::env::var_os("REDCTX_ORACLE_PYTHON") {
-        Some(py) => PathBuf::from(py)
-            .parent()
-            .map(|d| d.join("redctx-mcp"))
-            .unwrap_or_default(),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-oracle/bin/redctx-mcp"),
-    };
-    if candidate.is_file() {
-        Some(candidate)
-    } else {
-        panic!(
-            "reference redctx-mcp not found at {}: run `scripts/setup-oracle.sh` \
-             (or set REDCTX_ORACLE_PYTHON to the Python of a venv with \
-             redacted-context-mcp==0.10.1, or REDCTX_SKIP_ORACLE=1 to skip locally)",
-            candidate.display()
-        )
-    }
+    redctx_test_support::Oracle::find().program("redctx-mcp")
 }
 
 /// One compared answer.

@@ -6,8 +6,7 @@
 //!   `tool=<tool> root=<root> args=<json>`): argument mapping, exit codes, where text is
 //!   printed, daemon management, `status`, `roots`;
 //! - differential, against the reference CLI (`redctx` of redacted-context-mcp 0.10.1,
-//!   from `.venv-oracle`, `$REDCTX_ORACLE_PYTHON`'s directory or `/tmp/refvenv`) on the
-//!   same root: stdout and exit code of each command must be identical.
+//!   found by `redctx_test_support::Oracle`) on the same root: stdout and exit code of each command must be identical.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -409,21 +408,7 @@ fn daemon_install_writes_a_user_unit_or_says_systemd_is_missing() {
 
 /// The reference `redctx`, or `None` when `REDCTX_SKIP_ORACLE=1`.
 fn reference_cli() -> Option<PathBuf> {
-    if std::env::var("REDCTX_SKIP_ORACLE").as_deref() == Ok("1") {
-        return None;
-    }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut candidates = Vec::new();
-    if let Some(py) = std::env::var_os("REDCTX_ORACLE_PYTHON") {
-        candidates.push(Path::new(&py).with_file_name("redctx"));
-    }
-    candidates.push(repo.join(".venv-oracle/bin/redctx"));
-    match candidates.into_iter().find(|c| c.is_file()) {
-        Some(c) => Some(c),
-        None => panic!(
-            "reference CLI not found: run `scripts/setup-oracle.sh` (or REDCTX_SKIP_ORACLE=1 to skip locally)"
-        ),
-    }
+    redctx_test_support::Oracle::find().program("redctx")
 }
 
 /// Fixture A's file (spec 14.2 / 17), and files with nothing to redact.

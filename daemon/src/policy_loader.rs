@@ -766,21 +766,7 @@ mod tests {
     /// (`scripts/setup-oracle.sh`). `None` only with `REDCTX_SKIP_ORACLE=1`; a missing
     /// oracle otherwise fails the test with the fix, never passes it silently.
     fn oracle_python() -> Option<PathBuf> {
-        if std::env::var("REDCTX_SKIP_ORACLE").as_deref() == Ok("1") {
-            return None;
-        }
-        let python = std::env::var_os("REDCTX_ORACLE_PYTHON")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../.venv-oracle/bin/python")
-            });
-        assert!(
-            python.is_file(),
-            "reference oracle not found at {}: run `scripts/setup-oracle.sh` (or set \
-             REDCTX_ORACLE_PYTHON, or REDCTX_SKIP_ORACLE=1 to skip locally)",
-            python.display()
-        );
-        Some(python)
+        redctx_test_support::Oracle::find().python()
     }
 
     /// Reads `[{root, config, env}, …]` as JSON on stdin and prints one JSON line per

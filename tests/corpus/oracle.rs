@@ -21,25 +21,14 @@ pub enum OracleAvailability {
     Skipped,
 }
 
-/// Finds the oracle's Python: `REDCTX_ORACLE_PYTHON`, else `<repo>/.venv-oracle/bin/python`.
-/// Missing is an error (with the fix) unless `REDCTX_SKIP_ORACLE=1`.
+/// The oracle's Python, found as every differential test finds it
+/// ([`redctx_test_support::Oracle`]); a missing oracle is an error with the fix.
 pub fn oracle_python() -> Result<OracleAvailability, String> {
-    if std::env::var("REDCTX_SKIP_ORACLE").as_deref() == Ok("1") {
-        return Ok(OracleAvailability::Skipped);
-    }
-    let candidate = match std::env::var_os("REDCTX_ORACLE_PYTHON") {
-        Some(path) => PathBuf::from(path),
-        None => repo_root().join(".venv-oracle/bin/python"),
-    };
-    if candidate.is_file() {
-        Ok(OracleAvailability::Ready(candidate))
-    } else {
-        Err(format!(
-            "reference oracle not found at {}: run `scripts/setup-oracle.sh` \
-             (or set REDCTX_ORACLE_PYTHON to a Python with redacted-context-mcp==0.10.1, \
-             or REDCTX_SKIP_ORACLE=1 to skip locally)",
-            candidate.display()
-        ))
+    match redctx_test_support::Oracle::locate()? {
+        redctx_test_support::Oracle::Skipped => Ok(OracleAvailability::Skipped),
+        ready => Ok(OracleAvailability::Ready(
+            ready.python().expect("a ready oracle has a Python"),
+        )),
     }
 }
 
