@@ -1370,7 +1370,10 @@ async fn receipts_name_the_builtin_detector_layer_and_the_parity_switch_removes_
     assert_eq!(a.receipt["counts_by_category"]["SECRET"], 1);
     let entry = a.builtin_detector.expect("builtin_detector in the receipt");
     assert_eq!(entry["name"], "redctx-detect");
-    assert_eq!(entry["version"], "0.1.7");
+    assert_eq!(
+        entry["version"],
+        redctx_daemon::engine::detect::DETECTOR_RELEASE
+    );
     let rules = entry["rules"].as_str().unwrap();
     assert!(
         rules.starts_with("gitleaks-8.30.1 (") && rules.contains(" rules) + redctx ("),

@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(
             receipt.to_json(),
             format!(
-                r#"{{"detector_profile":"default","counts_by_category":{{"SECRET":2}},"builtin_detector":{{"name":"redctx-detect","version":"0.1.7","rules":"{label}"}}}}"#
+                r#"{{"detector_profile":"default","counts_by_category":{{"SECRET":2}},"builtin_detector":{{"name":"redctx-detect","version":"{DETECTOR_RELEASE}","rules":"{label}"}}}}"#
             )
         );
         // The parity switch: exactly the reference's receipt.

@@ -106,6 +106,26 @@ impl FileKind {
     }
 }
 
+/// Directory names under which a project keeps its translation catalogs (i18n JSON and
+/// YAML, gettext, `.properties` bundles): files there map message ids to UI text, so a
+/// `"LABEL_PASSWORD": "Contrasenya"` line names a field, it holds no password.
+const CATALOG_DIRS: &[&str] = &[
+    "i18n",
+    "l10n",
+    "lang",
+    "langs",
+    "locale",
+    "locales",
+    "translations",
+];
+
+/// Whether `rel_path` lies in a translation catalog directory (any case).
+pub fn is_translation_catalog(rel_path: &str) -> bool {
+    let mut dirs = rel_path.split('/');
+    dirs.next_back(); // the file name
+    dirs.any(|d| CATALOG_DIRS.iter().any(|c| c.eq_ignore_ascii_case(d)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +138,26 @@ mod tests {
         assert_eq!(FileKind::of("config.yml", false), FileKind::Config);
         assert_eq!(FileKind::of("README.md", false), FileKind::Prose);
         assert_eq!(FileKind::of("main.go", true), FileKind::Prose);
+    }
+
+    #[test]
+    fn translation_catalogs_are_known_by_their_directory() {
+        for path in [
+            "frontend/src/assets/i18n/zh_CN.json",
+            "config/locales/de.yml",
+            "app/Resources/translations/messages.fr.xlf",
+            "po/LOCALE/fr.po",
+            "resources/lang/en/auth.php",
+        ] {
+            assert!(is_translation_catalog(path), "{path}");
+        }
+        for path in [
+            "i18n.json",
+            "src/lang.rs",
+            "docs/locales.md",
+            "config/secrets.yml",
+        ] {
+            assert!(!is_translation_catalog(path), "{path}");
+        }
     }
 }

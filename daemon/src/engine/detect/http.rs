@@ -151,9 +151,11 @@ fn scan_with(
     let schemes = ["bearer", "basic", "ntlm", "negotiate"];
     if schemes.iter().any(|w| lower_has(w)) {
         each(&SCHEME, word_starts(&schemes), &mut |caps| {
-            let scheme = text[group(caps, 1).range()].to_ascii_lowercase();
+            let written = &text[group(caps, 1).range()];
+            let scheme = written.to_ascii_lowercase();
             let tok = group(caps, 2);
-            if accept_scheme_token(&scheme, &text[tok.range()]) {
+            let prose_basic = scheme == "basic" && written == "basic";
+            if accept_scheme_token(&scheme, &text[tok.range()], prose_basic) {
                 out.push(cand(tok.start, tok.end, "S5.authorization"));
             }
         });
@@ -311,17 +313,28 @@ fn looks_like_password(value: &str) -> bool {
 }
 
 /// A credential after an auth scheme word, not prose ("Basic usage", "Bearer tokens").
-fn accept_scheme_token(scheme: &str, tok: &str) -> bool {
+/// Basic credentials are base64 (RFC 7617): a token with other characters after `basic`
+/// is code (`let basic = assert._format(v)`); after the word in lower case, as prose
+/// writes it (`two basic nRF51822 boards`), only a token that decodes to `user:password`
+/// is one.
+fn accept_scheme_token(scheme: &str, tok: &str, prose_basic: bool) -> bool {
     if values::is_placeholder(tok) || tok.eq_ignore_ascii_case("realm") {
         return false;
     }
-    if scheme == "basic"
-        && let Some(decoded) = super::decode::base64_decode(tok)
-        && let Ok(s) = std::str::from_utf8(&decoded)
-        && s.contains(':')
-        && s.chars().all(|c| !c.is_control())
-    {
-        return true;
+    if scheme == "basic" {
+        let decodes_to_pair = super::decode::base64_decode(tok)
+            .and_then(|decoded| String::from_utf8(decoded).ok())
+            .is_some_and(|s| s.contains(':') && s.chars().all(|c| !c.is_control()));
+        if decodes_to_pair {
+            return true;
+        }
+        let base64 = tok
+            .trim_end_matches('=')
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+        if prose_basic || !base64 {
+            return false;
+        }
     }
     let (l, u, d, _) = values::char_classes(tok);
     d > 0 && (l + u) > 0 || (l > 0 && u > 0 && tok.len() >= 16)

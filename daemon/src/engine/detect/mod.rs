@@ -59,7 +59,7 @@ use std::sync::{Arc, LazyLock};
 /// changes output (the cache keys on [`DETECTOR_VERSION`]).
 macro_rules! release {
     () => {
-        "0.1.7"
+        "0.1.8"
     };
 }
 macro_rules! gitleaks {

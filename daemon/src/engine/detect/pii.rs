@@ -355,10 +355,10 @@ impl Pii {
                 r"[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}\b",
             ),
             phone_e164: re(
-                r"(?:^|[^\w+\-/.=])(\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?)(?:[ .\-]?\d{2,5}){1,4})(?:$|[^\w.\-/])",
+                r"(?:^|[^\w+\-/.=])(\+[1-9]\d{0,2}(?:[ .\-]?\(?\d{1,4}\)?)(?:[ .\-]?\d{2,5}){1,4})(?:$|[^\w.\-/]|\.(?:$|[^\w.\-/]))",
             ),
             phone_local: re(
-                r"(?:^|[^\w\-/.])(\(?\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{3,5}|\d{10,11})(?:$|[^\w\-/.])",
+                r"(?:^|[^\w\-/.])(\(?\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{3,5}|\d{10,11})(?:$|[^\w\-/.]|\.(?:$|[^\w\-/.]))",
             ),
             card: re(r"(?:^|[^\w\-.])(\d(?:[ \-]?\d){12,18})(?:$|[^\w\-.])"),
             iban: re(r"\b([A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)\b"),
@@ -699,7 +699,10 @@ impl Pii {
                 let Ok(ip) = text[m.range()].parse::<Ipv4Addr>() else {
                     return;
                 };
-                if exempt_v4(ip) || version_context(text, m.start) {
+                if exempt_v4(ip)
+                    || version_context(text, m.start)
+                    || section_context(text, m.start, m.end)
+                {
                     return;
                 }
                 out.push(cand(m.start, m.end, Category::IP, "P4.ipv4"));
@@ -1183,6 +1186,37 @@ fn version_context(text: &str, start: usize) -> bool {
         || line_part.contains("build")
         || line_part.contains("oid")
         || line_part.contains("id-")
+}
+
+/// `es6id: 19.4.3.4`, `§ 4.1.2.3`, `// 9.2.1.3 OrdinaryCallEvaluateBody ( F, argumentsList )`:
+/// a dotted section number of a specification, not an address. Either the line names a
+/// section before it, or the number of one- and two-digit parts opens the line (after
+/// comment and list markers) and a capitalised title follows it.
+fn section_context(text: &str, start: usize, end: usize) -> bool {
+    let before = &text[super::lexical::line_start(text, start)..start];
+    let lower = before.to_ascii_lowercase();
+    if [
+        "esid:", "es5id:", "es6id:", "section", "§", "chapter", "clause",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        return true;
+    }
+    let opens_line = before
+        .trim_start()
+        .trim_start_matches(['/', '#', '*', '-', ';', '!', '%'])
+        .trim()
+        .is_empty();
+    let small = text[start..end].split('.').all(|part| part.len() <= 2);
+    let titled = text[end..].strip_prefix(' ').is_some_and(|after| {
+        after
+            .trim_start()
+            .chars()
+            .next()
+            .is_some_and(char::is_uppercase)
+    });
+    opens_line && small && titled
 }
 
 #[cfg(test)]

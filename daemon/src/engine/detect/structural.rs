@@ -16,8 +16,8 @@
 
 use super::anchored;
 use super::family::{Facts, Family, Sink};
-use super::filekind::FileKind;
 use super::filekind::Quoting;
+use super::filekind::{self, FileKind};
 use super::lexical;
 use super::values;
 use super::{Candidate, prio};
@@ -114,6 +114,7 @@ const STRONG_HEADS: &[&str] = &[
 const STRONG_SUFFIXES: &[&str] = &[
     "password",
     "passwd",
+    "pwd",
     "secret",
     "token",
     "apikey",
@@ -382,9 +383,23 @@ struct KeyClass {
     password: bool,
 }
 
+/// How values read in the file being scanned.
+#[derive(Clone, Copy)]
+struct Reading {
+    kind: FileKind,
+    /// The file is a translation catalog ([`filekind::is_translation_catalog`]).
+    catalog: bool,
+}
+
 /// The compiled S3 scanner.
 pub struct Structural {
     identified_by: Regex,
+    /// `IDENTIFIED BY pass123` without quotes (Oracle), only in a user statement.
+    identified_by_bare: Regex,
+    /// The password clause of SQL's user and role statements (PostgreSQL `CREATE ROLE r
+    /// LOGIN PASSWORD '…'`, `ALTER USER u WITH PASSWORD '…'`, SQL Server `CREATE LOGIN l
+    /// WITH PASSWORD = '…'`) and MySQL's `SET PASSWORD … = '…'`: a string literal.
+    sql_password: Regex,
     key_value_pair: regex_automata::meta::Regex,
 }
 
@@ -393,6 +408,14 @@ impl Structural {
         Structural {
             identified_by: Regex::new(r#"(?i)\bidentified\s+by\s+(?:password\s+)?['"]([^'"\n]{1,200})['"]"#)
                 .expect("static regex"),
+            identified_by_bare: Regex::new(
+                r"(?i)\b(?:create|alter)\s+user\b[^;\n]{0,200}?\bidentified\s+by\s+([A-Za-z0-9_$#!@%^&*+\-]{4,128})\b",
+            )
+            .expect("static regex"),
+            sql_password: Regex::new(
+                r"(?i)(?:\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,200}?\bpassword|\bset\s+password\b[^;\n]{0,120}?=\s*(?:password\s*\()?)\s*=?\s*'([^'\n]{1,200})'",
+            )
+            .expect("static regex"),
             key_value_pair: regex_automata::meta::Regex::new(
                 r#"["']?\bkey["']?\s*[:=]\s*["']([^"'\n]{1,64})["']\s*,\s*["']?value["']?\s*[:=]\s*["']([^"'\n]{1,512})["']"#,
             )
@@ -416,6 +439,7 @@ impl Structural {
         text: &str,
         kind: FileKind,
         quoting: Quoting,
+        catalog: bool,
         hits: &KeywordHits,
         stems: WordIds,
         literals: &Literals,
@@ -429,7 +453,7 @@ impl Structural {
             }
             let (ks, ke) = key_token(text, start, end);
             last_key_end = ke;
-            self.key_at(text, ks, ke, kind, &mut strings, out);
+            self.key_at(text, ks, ke, Reading { kind, catalog }, &mut strings, out);
         }
         // `(?i)identified` matches the ASCII case variants only (a unit test holds it).
         let identified = literals.has_ignore_ascii_case(&literals::IDENTIFIED);
@@ -446,6 +470,23 @@ impl Structural {
                     "S3.sql-identified-by",
                     Tier::Strong,
                 ));
+            }
+        }
+        let bare = identified.then(|| self.identified_by_bare.captures_iter(text));
+        // Every match holds `password`; `(?i)` also reads `ſ` as `s`, which the ASCII
+        // scan cannot see, so a text holding one is searched anyway.
+        let sql = (literals.has_ignore_ascii_case(&literals::PASSWORD)
+            || literals.has_non_ascii_fold_of_ascii())
+        .then(|| self.sql_password.captures_iter(text));
+        for (caps, detector) in bare
+            .into_iter()
+            .flatten()
+            .map(|c| (c, "S3.sql-identified-by"))
+            .chain(sql.into_iter().flatten().map(|c| (c, "S3.sql-password")))
+        {
+            let v = caps.get(1).expect("group");
+            if !values::is_placeholder(v.as_str()) && !v.as_str().eq_ignore_ascii_case("password") {
+                out.push(cand(v.start(), v.end(), detector, Tier::Strong));
             }
         }
         if literals.has(&literals::VALUE) {
@@ -469,7 +510,7 @@ impl Structural {
             let name = &text[caps.get_group(1).expect("group").range()];
             let v = caps.get_group(2).expect("group");
             if let Some(class) = classify(name)
-                && accept(&text[v.range()], true, kind, class, name)
+                && accept(&text[v.range()], true, kind, false, class, name)
             {
                 out.push(cand(v.start, v.end, "S3.key-value-pair", class.tier));
             }
@@ -489,10 +530,11 @@ impl Structural {
         text: &str,
         ks: usize,
         ke: usize,
-        kind: FileKind,
+        reading: Reading,
         literals: &mut LiteralScan,
         out: &mut Vec<Candidate>,
     ) {
+        let Reading { kind, catalog } = reading;
         let key = &text[ks..ke];
         let flag = key.starts_with('-');
         let name = key.trim_start_matches('-').trim_end_matches(['.', '-']);
@@ -578,6 +620,9 @@ impl Structural {
                 None => (1, "S3.assignment"),
             }
         } else if flag && pos > sep_start && !rest.starts_with(['\n', '\r']) && !rest.is_empty() {
+            if is_help_text(&text[sep_start..pos], rest) {
+                return; // `-W, --password  force password prompt`: an option's description
+            }
             (0, "S3.cli-flag")
         } else if rest.starts_with('(') && starts_with_setter(name) {
             (1, "S3.setter")
@@ -617,7 +662,7 @@ impl Structural {
                 let Some(close) = lexical::find_closing(text, p + q.len(), q) else {
                     break;
                 };
-                if accept(&text[p + q.len()..close], true, kind, class, name) {
+                if accept(&text[p + q.len()..close], true, kind, catalog, class, name) {
                     out.push(cand(p + q.len(), close, det, class.tier));
                 }
                 p = close + q.len();
@@ -635,11 +680,14 @@ impl Structural {
         if colon && let Some(lines) = block_scalar_lines(text, ks, pos) {
             // `password: |` / `token: >-`: the value is the indented block below.
             for (vs, ve) in lines {
-                if accept(&text[vs..ve], true, FileKind::Config, class, name) {
+                if accept(&text[vs..ve], true, FileKind::Config, catalog, class, name) {
                     out.push(cand(vs, ve, det, class.tier));
                 }
             }
             return;
+        }
+        if class.tier == Tier::Strong {
+            pos += value_wrapper_len(&text[pos..]);
         }
         let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else {
             return;
@@ -650,10 +698,58 @@ impl Structural {
             return;
         }
         let value = &text[vs..ve];
-        if !accept(value, quoted, kind, class, name) {
+        if !accept(value, quoted, kind, catalog, class, name) {
             return;
         }
         out.push(cand(vs, ve, det, class.tier));
+    }
+}
+
+/// Whether what follows an option is its description in a help listing: set off by a
+/// tab or two spaces (the column `--help` output aligns), and words, not one value
+/// (`-W, --password  force password prompt`).
+fn is_help_text(gap: &str, rest: &str) -> bool {
+    let line = rest.split(['\n', '\r']).next().unwrap_or("");
+    (gap.contains('\t') || gap.len() >= 2)
+        && line.split_whitespace().count() >= 2
+        && line.starts_with(|c: char| c.is_alphabetic())
+}
+
+/// The length of a wrapper that holds a value as it is: an option (`Some("…")`,
+/// `Optional.of("…")`), a string or secret type's constructor (`String::from("…")`,
+/// `SecretString::new("…")`, `Secret("…")`, `SecureString("…")`), when its argument is a
+/// string literal; 0 otherwise. Calls that look a value up (`getenv("DB_PASSWORD")`,
+/// `config.get("db.password")`) are not wrappers: their argument names the secret.
+fn value_wrapper_len(rest: &str) -> usize {
+    const WRAPPERS: &[&str] = &[
+        "Some(",
+        "Option(",
+        "Optional.of(",
+        "Optional.ofNullable(",
+        "String::from(",
+        "String(",
+        "SecureString(",
+    ];
+    let callee_len = WRAPPERS
+        .iter()
+        .find(|w| rest.starts_with(**w))
+        .map(|w| w.len())
+        .or_else(|| {
+            // `Secret…(`, `Secret…::new(`, `Secret…::from(`.
+            let name = rest.strip_prefix("Secret")?;
+            let ident = name
+                .bytes()
+                .take_while(|b| b.is_ascii_alphanumeric())
+                .count();
+            let after = &name[ident..];
+            let call = ["(", "::new(", "::from(", ".of("]
+                .iter()
+                .find(|c| after.starts_with(**c))?;
+            Some("Secret".len() + ident + call.len())
+        });
+    match callee_len {
+        Some(n) if lexical::quote_at(rest, n).is_some() => n,
+        _ => 0,
     }
 }
 
@@ -1200,7 +1296,8 @@ fn classify_uncached(name: &str) -> Option<KeyClass> {
     with_words(name, |words| {
         let tier = classify_tier(words)?;
         let password = words.iter().any(|w| {
-            roles(w) & role::PASSWORD != 0 || w.ends_with("password") || w.ends_with("passwd")
+            roles(w) & role::PASSWORD != 0
+                || ["password", "passwd", "pwd"].iter().any(|s| w.ends_with(s))
         });
         Some(KeyClass { tier, password })
     })
@@ -1409,11 +1506,26 @@ fn same_normalized(a: &str, b: &str) -> bool {
 }
 
 /// Decides whether a value read after a sensitive key is a literal worth redacting.
-fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str) -> bool {
+/// Whether `value`, read after a key of `class`, is a literal secret. `catalog`: the file
+/// is a translation catalog (see [`filekind::is_translation_catalog`]).
+fn accept(
+    value: &str,
+    quoted: bool,
+    kind: FileKind,
+    catalog: bool,
+    class: KeyClass,
+    key: &str,
+) -> bool {
     let v = value;
     let tier = class.tier;
     if v.chars().count() < 4 || v.len() > 4096 {
         return false;
+    }
+    if values::is_natural_language(v) {
+        return false; // a word or sentence in another script: "重复输入密码", "Пароль"
+    }
+    if catalog && !v.bytes().any(|b| b.is_ascii_digit()) {
+        return false; // a translated UI string: "LABEL_PASSWORD": "Contrasenya"
     }
     if values::is_placeholder(v) || looks_like_path(v) || is_dotted_name(v) || is_constant_name(v) {
         return false;
@@ -1511,9 +1623,11 @@ fn accept(value: &str, quoted: bool, kind: FileKind, class: KeyClass, key: &str)
 
 /// A value that names what it stands for (`test_token`, `someToken`, `my_cookie_key`,
 /// `key-material`, `randomSecretString`): a word of [`STAND_IN_WORDS`] (or, for
-/// passwords, of a shorter list) as a whole word, in a value with few digits.
+/// passwords, of a shorter list) as a whole word, in a value with at most two digits.
+/// Digits are not part of naming: a value that adds three (`BetaEnvSecret555`,
+/// `Hunter2-Very-Secret-99`) is a chosen password that happens to hold a word.
 fn is_stand_in(v: &str, password: bool) -> bool {
-    if v.bytes().filter(u8::is_ascii_digit).count() >= 4 {
+    if v.bytes().filter(u8::is_ascii_digit).count() >= 3 {
         return false;
     }
     with_words(v, |words| {
@@ -1591,6 +1705,7 @@ impl Family for Structural {
             f.text,
             f.kind,
             f.quoting,
+            filekind::is_translation_catalog(f.rel_path),
             f.hits,
             words,
             f.literals,

@@ -983,3 +983,306 @@ fn an_added_family_is_located_by_the_shared_pass_and_resolved_with_the_built_ins
             .all(|f| f.detector != "X1.ticket")
     );
 }
+
+/// SQL's password clauses, from each dialect's grammar: PostgreSQL roles, SQL Server
+/// logins, MySQL `SET PASSWORD`, Oracle's unquoted `IDENTIFIED BY`.
+#[test]
+fn sql_password_clauses_are_redacted_in_every_dialect() {
+    let cases = [
+        (
+            "schema.sql",
+            "CREATE USER blog WITH PASSWORD 'Bl0gPass';",
+            "Bl0gPass",
+        ),
+        (
+            "init.sql",
+            "CREATE ROLE scram_test login password 'qqjw4sidtu';",
+            "qqjw4sidtu",
+        ),
+        (
+            "a.sql",
+            "ALTER ROLE app WITH PASSWORD 'Xk29fjq!aa';",
+            "Xk29fjq!aa",
+        ),
+        (
+            "b.sql",
+            "CREATE LOGIN app WITH PASSWORD = 'S3rv3r!Pw';",
+            "S3rv3r!Pw",
+        ),
+        (
+            "c.sql",
+            "SET PASSWORD FOR 'bob'@'%' = PASSWORD('Pw9x!kLz');",
+            "Pw9x!kLz",
+        ),
+        (
+            "d.sql",
+            "create user scott identified by tiger77 default tablespace users;",
+            "tiger77",
+        ),
+        (
+            "setup.sh",
+            "psql -c \"ALTER USER postgres PASSWORD 'pgAdm1nPw';\"",
+            "pgAdm1nPw",
+        ),
+    ];
+    for (path, line, secret) in cases {
+        assert!(
+            values(path, line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+#[test]
+fn sql_text_without_a_password_literal_stays() {
+    for (path, line) in [
+        ("a.sql", "CREATE USER app WITH PASSWORD NULL;"),
+        ("b.sql", "ALTER USER app PASSWORD 'password';"),
+        ("c.sql", "-- users are identified by their email address"),
+        ("d.md", "The user is identified by name, not by password."),
+        ("e.sql", "CREATE USER app WITH PASSWORD :'pw';"),
+    ] {
+        assert!(
+            values(path, line).is_empty(),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// A password held by an option or a string/secret type is the literal inside it
+/// (Scala and Rust `Some`, Java `Optional.of`, Rust `String::from`/`SecretString::new`).
+#[test]
+fn a_password_inside_a_value_wrapper_is_redacted() {
+    let cases = [
+        (
+            "Main.scala",
+            "      password = Some(\"suopcr9x\"),",
+            "suopcr9x",
+        ),
+        (
+            "main.rs",
+            "let password = String::from(\"Kq8zPw2mXt\");",
+            "Kq8zPw2mXt",
+        ),
+        (
+            "main.rs",
+            "let api_secret = SecretString::new(\"Zq81kLm2Xw\".into());",
+            "Zq81kLm2Xw",
+        ),
+        (
+            "App.java",
+            "Optional<String> password = Optional.of(\"Vb7Lp0Qs2z\");",
+            "Vb7Lp0Qs2z",
+        ),
+    ];
+    for (path, line, secret) in cases {
+        assert!(
+            values(path, line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// A call that looks a secret up names it; its argument is not the secret.
+#[test]
+fn a_lookup_call_after_a_password_key_stays() {
+    for (path, line) in [
+        ("app.py", "password = os.getenv(\"DB_PASSWORD\")"),
+        ("App.scala", "password = sys.env.get(\"DB_PASSWORD\"),"),
+        ("main.rs", "let password = env::var(\"DB_PASSWORD\")?;"),
+        ("Main.scala", "password = Some(dbPassword),"),
+        ("Main.scala", "password = None,"),
+    ] {
+        assert!(
+            values(path, line).is_empty(),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// A chosen password may hold a word such as `Secret` or `Env`; with three digits or
+/// more it is no longer a value that names itself (`test_token`, `mySecret`).
+#[test]
+fn a_password_holding_a_word_and_digits_is_not_a_stand_in() {
+    for (path, line, secret) in [
+        (
+            "settings.py",
+            "SECRET_KEY = \"BetaEnvSecret555\"",
+            "BetaEnvSecret555",
+        ),
+        (
+            "settings.py",
+            "API_KEY = \"Hunter2-Very-Secret-99\"",
+            "Hunter2-Very-Secret-99",
+        ),
+        (
+            "app.yaml",
+            "api_key: Hunter2-Very-Secret-99",
+            "Hunter2-Very-Secret-99",
+        ),
+        (
+            ".env.txt",
+            "SECRET_KEY=BetaEnvSecret555",
+            "BetaEnvSecret555",
+        ),
+        ("mariadb.sh", "mysqlrootpwd=\"JMUHJFY8\"", "JMUHJFY8"),
+    ] {
+        assert!(
+            values(path, line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+    for (path, line) in [
+        ("settings.py", "SECRET_KEY = \"test_secret_key\""),
+        ("settings.py", "API_KEY = \"mySecretApiKey1\""),
+        ("env.sh", "OLDPWD=/home/dev/src"),
+    ] {
+        assert!(
+            values(path, line).is_empty(),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// Specification section numbers have the shape of an IPv4 address; addresses in the
+/// same places stay redacted.
+#[test]
+fn section_numbers_are_not_addresses() {
+    for (path, line) in [
+        ("test/built-ins/x.js", "es6id: 19.4.3.4"),
+        (
+            "src/interp.cpp",
+            "// 9.2.1.3 OrdinaryCallEvaluateBody ( F, argumentsList )",
+        ),
+        ("docs/spec.md", "See § 4.1.2.3 for the details."),
+        ("docs/spec.md", "## 10.2.1.4 Parsing Rules"),
+    ] {
+        assert!(
+            !spans(path, line).iter().any(|(_, d)| d.starts_with("P4")),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+    for (path, line) in [
+        ("hosts.txt", "10.12.30.4 db01"),
+        ("app.py", "HOST = \"10.12.30.4\""),
+        ("notes.md", "// 10.12.30.4 is the primary"),
+        ("notes.md", "Connect to 19.4.3.4 Monday."),
+    ] {
+        assert!(
+            values(path, line).contains(&"10.12.30.4".to_owned())
+                || values(path, line).contains(&"19.4.3.4".to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// `basic` as an English word or an identifier is not the Basic scheme; Basic
+/// credentials (base64 of `user:password`) after it are.
+#[test]
+fn basic_as_a_word_is_not_an_authorization_scheme() {
+    for (path, line) in [
+        ("README.md", "two a basic nRF51822 boards"),
+        (
+            "harness.js",
+            "let basic = assert._formatIdentityFreeValue(value);",
+        ),
+        ("notes.md", "The basic idea2 is simple."),
+    ] {
+        assert!(
+            !spans(path, line).iter().any(|(_, d)| d.starts_with("S5")),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+    // base64("aladdin:opensesame"), in a header and lower-cased in a curl line.
+    for (path, line) in [
+        (
+            "client.py",
+            "headers = {\"Authorization\": \"Basic YWxhZGRpbjpvcGVuc2VzYW1l\"}",
+        ),
+        (
+            "notes.md",
+            "curl -H 'authorization: basic YWxhZGRpbjpvcGVuc2VzYW1l' https://x",
+        ),
+    ] {
+        assert!(
+            values(path, line).contains(&"YWxhZGRpbjpvcGVuc2VzYW1l".to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// A phone number that ends a sentence is still a phone number, whole.
+#[test]
+fn a_phone_number_before_a_full_stop_is_redacted_whole() {
+    for (line, phone) in [
+        ("Call me at +1 415 555 0199.", "+1 415 555 0199"),
+        ("Tel +49 30 1234567.", "+49 30 1234567"),
+        ("Phone: +44 20 7946 0958.\nNext line", "+44 20 7946 0958"),
+        ("phone: 415 555 0199.", "415 555 0199"),
+        ("msg = \"Call me at +1 415 555 0199.\"", "+1 415 555 0199"),
+    ] {
+        assert!(
+            values("notes.md", line).contains(&phone.to_owned()),
+            "{line}: {:?}",
+            spans("notes.md", line)
+        );
+    }
+    // A version or a decimal after `+` is not one.
+    for line in ["Requires +1.2.3.4 or later.", "delta +12.5 ms."] {
+        assert!(
+            !spans("notes.md", line)
+                .iter()
+                .any(|(_, d)| d.starts_with("P2")),
+            "{line}: {:?}",
+            spans("notes.md", line)
+        );
+    }
+}
+
+/// An option's description in help output is prose; the value after an option on a
+/// command line is a value.
+#[test]
+fn option_help_text_is_not_a_value() {
+    for (path, line) in [
+        ("usage.md", "-W, --password  force password prompt"),
+        ("help.txt", "  --token\tAccess token to use for the request"),
+        (
+            "cli.md",
+            "    --secret-file   read the secret from this file",
+        ),
+    ] {
+        assert!(
+            values(path, line).is_empty(),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+    for (path, line, secret) in [
+        (
+            "deploy.sh",
+            "mysql -u root --password Xk29fjq9aa db",
+            "Xk29fjq9aa",
+        ),
+        (
+            "run.md",
+            "app --token ghx8Kq2mZr5Lp0Vt7",
+            "ghx8Kq2mZr5Lp0Vt7",
+        ),
+    ] {
+        assert!(
+            values(path, line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}

@@ -46,7 +46,7 @@ pub fn is_placeholder(value: &str) -> bool {
     // Templates anywhere in the value; each holds a `{` or a `%` (most values hold
     // neither, and one search for both is cheaper than the others).
     if memchr::memchr2(b'{', b'%', b).is_some()
-        && (["${", "{{", "{%", "#{", "%(", "<%", "@{"]
+        && (["${", "{$", "{{", "{%", "#{", "%(", "<%", "@{"]
             .iter()
             .any(|t| v.contains(t))
             || has_brace_field(v)
@@ -95,6 +95,39 @@ pub fn is_placeholder(value: &str) -> bool {
     ]
     .iter()
     .any(|prefix| starts_with_ignore_ascii_case(v, prefix))
+}
+
+/// Whether a value is a word or sentence of a language written in a non-Latin script
+/// (CJK, kana, Hangul, Cyrillic, Greek, Arabic, Hebrew, Devanagari, …) rather than a
+/// token: it holds two such letters in a row and no run of 8 ASCII letters or digits.
+/// Generated secrets are ASCII, and a test password that sprinkles single letters of
+/// other scripts into ASCII (`barユ£`, `mѥspυb`) stays a token; UI text, comments and
+/// labels in those scripts are not secrets (`"重复输入密码"`, `"Пароль"`,
+/// `"2FAトークン"`, `"Token生成失败"`).
+pub fn is_natural_language(v: &str) -> bool {
+    if v.is_ascii() {
+        return false;
+    }
+    let (mut ascii_run, mut script_run, mut word) = (0, 0, false);
+    for c in v.chars() {
+        if c.is_ascii_alphanumeric() {
+            ascii_run += 1;
+            script_run = 0;
+            if ascii_run >= 8 {
+                return false;
+            }
+            continue;
+        }
+        ascii_run = 0;
+        // Past Latin Extended-B (U+024F) and the IPA and spacing-modifier blocks.
+        if c > '\u{2FF}' && c.is_alphabetic() {
+            script_run += 1;
+            word |= script_run >= 2;
+        } else {
+            script_run = 0;
+        }
+    }
+    word
 }
 
 /// `{name}` / `{0}` / `{}` format fields (but not JSON like `{"a":1}` or `{\"a\"…`).
@@ -341,6 +374,7 @@ mod tests {
     fn placeholders_and_references_are_not_values() {
         for v in [
             "${DB_PASSWORD}",
+            "{$password}",
             "{{ .Values.password }}",
             "<password>",
             "$PASS",
@@ -375,6 +409,33 @@ mod tests {
             "p%40ss",
         ] {
             assert!(!is_placeholder(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn words_in_other_scripts_are_language_not_tokens() {
+        for v in [
+            "重复输入密码",
+            "Пароль",
+            "2FAトークン",
+            "Token生成失败",
+            "비밀번호 확인",
+            "كلمة المرور",
+            "Κωδικός",
+        ] {
+            assert!(is_natural_language(v), "{v}");
+        }
+        // Latin text, accented Latin and tokens with a long ASCII run are not.
+        for v in [
+            "Contrasenya",
+            "Mot de passe oublié",
+            "contraseña",
+            "Zq81kLm2Xw9",
+            "ключ_A8f3kLm29Qx",
+            "barユ£",
+            "mѥspυb",
+        ] {
+            assert!(!is_natural_language(v), "{v}");
         }
     }
 }
