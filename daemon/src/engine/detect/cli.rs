@@ -5,6 +5,9 @@
 //!
 //! Only the flag of the named client counts, on its own command (up to `|`, `;`, `&`):
 //! `-p` is a port for `ssh` and `docker run`, and `mysql -p` alone asks for a password.
+//!
+//! Also PowerShell's plain-text secure strings: `ConvertTo-SecureString 'x' -AsPlainText`
+//! (the cmdlet takes a secret in clear only with that switch).
 
 use super::family::{Facts, Family, Sink};
 use super::lexical;
@@ -15,7 +18,15 @@ use crate::engine::prepass::keywords::KeywordHits;
 use crate::engine::prepass::keywords::WordIds;
 
 /// Trigger words, found by the shared keyword scan (indexes into [`TRIGGER_WORDS`]).
-pub const TRIGGER_WORDS: &[&str] = &["mysql", "mariadb", "sshpass", "login", "redis-cli", "mongo"];
+pub const TRIGGER_WORDS: &[&str] = &[
+    "mysql",
+    "mariadb",
+    "sshpass",
+    "login",
+    "redis-cli",
+    "mongo",
+    "convertto-securestring",
+];
 
 /// One client: the program names that start its command, the password flag, and whether
 /// the value must be glued to the flag (`mysql -pSECRET`; `-p SECRET` prompts instead).
@@ -104,8 +115,53 @@ pub fn scan(text: &str, hits: &KeywordHits, ids: WordIds, out: &mut Vec<Candidat
     }
 }
 
+/// `ConvertTo-SecureString [-String] '…' -AsPlainText [-Force]` on the line `ls..le`: the
+/// quoted string is a password in clear.
+fn plain_text_secure_string(text: &str, ls: usize, le: usize, out: &mut Vec<Candidate>) {
+    const CMDLET: &str = "convertto-securestring";
+    let line = &text[ls..le];
+    let lower = line.to_ascii_lowercase();
+    if !lower.contains("-asplaintext") {
+        return;
+    }
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(CMDLET) {
+        let mut at = from + i + CMDLET.len();
+        from = at;
+        let rest = &line[at..];
+        let skipped = rest.len() - rest.trim_start().len();
+        at += skipped;
+        if lower[at..].starts_with("-string") {
+            at += "-string".len();
+            at += line[at..].len() - line[at..].trim_start().len();
+        }
+        let Some(q) = line[at..]
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"'))
+        else {
+            continue;
+        };
+        let body = at + 1;
+        let Some(close) = line[body..].find(q) else {
+            continue;
+        };
+        let value = &line[body..body + close];
+        if value.chars().count() >= 4 && !values::is_placeholder(value) {
+            out.push(Candidate {
+                start: ls + body,
+                end: ls + body + close,
+                category: Category::SECRET,
+                detector: "S3.powershell-securestring",
+                priority: prio::STRUCTURAL,
+            });
+        }
+    }
+}
+
 /// Reads one line's commands for client password flags.
 fn command_line(text: &str, ls: usize, le: usize, out: &mut Vec<Candidate>) {
+    plain_text_secure_string(text, ls, le, out);
     let toks = tokens(text, ls, le);
     let mut i = 0;
     while i < toks.len() {

@@ -24,7 +24,7 @@ static SCHEME: LazyLock<MetaRegex> = LazyLock::new(|| {
 });
 static AUTH_HEADER: LazyLock<MetaRegex> = LazyLock::new(|| {
     MetaRegex::new(
-        r#"(?i)\b(?:proxy-)?authorization\\?["']?\s*[:=,]\s*\\?["']?\s*(?:(?:token|apikey|api-key|sso-key|key|otp)\s+)?([A-Za-z0-9\-._~+/]{16,}={0,3})"#,
+        r#"(?i)\b(?:proxy-)?authorization\\?["']?\s*[:=,]\s*\\?["']?\s*(?:(token|apikey|api-key|sso-key|key|otp)\s+)?([A-Za-z0-9\-._~+/]{8,}={0,3})"#,
     )
     .expect("static regex")
 });
@@ -164,9 +164,16 @@ fn scan_with(
         // A match may start at `proxy-` too; its token is the same from `authorization`.
         let starts = word_starts(&["authorization"]);
         each(&AUTH_HEADER, starts, &mut |caps| {
-            let tok = group(caps, 1);
+            let tok = group(caps, 2);
             let value = &text[tok.range()];
-            if values::looks_random(value, 16, 3.0) && !values::is_placeholder(value) {
+            // After a scheme word the value is a credential by its place (`ApiKey
+            // Zm9vOmJhcg==`, base64 of a short `id:key`); a bare value must look random.
+            let credential = if caps.get_group(1).is_some() {
+                accept_scheme_token("token", value, false)
+            } else {
+                value.len() >= 16 && values::looks_random(value, 16, 3.0)
+            };
+            if credential && !values::is_placeholder(value) {
                 out.push(cand(tok.start, tok.end, "S5.authorization"));
             }
         });

@@ -22,9 +22,33 @@ static AGE_KEY: LazyLock<Regex> = LazyLock::new(|| {
 });
 static B64_PEM: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]{20,}").expect("static regex"));
+/// A symmetric key or MAC key given as a literal to the call that builds it: Node's
+/// `crypto.createSecretKey(…)`, Java's `new SecretKeySpec(…)`, Go's JWT
+/// `.SignedString([]byte(…))`, Python's `hmac.new(b"…", …)`, the literal optionally
+/// converted to bytes first (`Buffer.from('…', 'hex')`, `[]byte("…")`,
+/// `Base64.decode("…")`, `bytes.fromhex("…")`). Group 1 is the literal.
+static SYMMETRIC_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:\bcreateSecretKey|\bnew\s+SecretKeySpec|\.SignedString|\bhmac\.new)\s*\(\s*(?:(?:Buffer\.from|\[\]byte|bytes\.fromhex|Base64\.decode|base64\.b64decode|Base64\.getDecoder\(\)\.decode|hex\.DecodeString)\s*\(\s*)?b?["'`]([^"'`\n\\]{6,512})["'`]"#,
+    )
+    .expect("static regex")
+});
+
+/// Node's `createHmac(algorithm, key)`: the key is the second argument.
+static HMAC_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\bcreateHmac\s*\(\s*["'][^"'\n]{1,32}["']\s*,\s*(?:Buffer\.from\s*\(\s*)?["'`]([^"'`\n\\]{6,512})["'`]"#,
+    )
+    .expect("static regex")
+});
+
+/// A private JWK member (RFC 7518: `d`, `p`, `q`, `dp`, `dq`, `qi`; `k` of a symmetric
+/// key) with its base64url value, written as JSON or as code: a JavaScript or TypeScript
+/// object (`d: '…'`), a Python dict (`'d': '…'`), a Go or Rust struct literal (`D: "…"`).
+/// Searched only inside an object that holds `kty`.
 static JWK_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?:"|\\")(?:d|p|q|dp|dq|qi|k)(?:"|\\")\s*:\s*(?:"|\\")([A-Za-z0-9_\-+/=]{8,})(?:"|\\")"#,
+        r#"(?:["'`]|\\")?\b(?i:d|p|q|dp|dq|qi|k)(?:["'`]|\\")?\s*[:=]\s*(?:["'`]|\\")([A-Za-z0-9_\-+/=]{8,})(?:["'`]|\\")"#,
     )
     .expect("static regex")
 });
@@ -55,7 +79,22 @@ pub fn scan(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
             }
         }
     }
-    if literals.has(&literals::KTY) {
+    if [
+        &literals::SECRET_KEY_SPEC,
+        &literals::CREATE_SECRET_KEY,
+        &literals::SIGNED_STRING,
+        &literals::HMAC_NEW,
+    ]
+    .iter()
+    .any(|l| literals.has(l))
+    {
+        symmetric_keys(&SYMMETRIC_KEY, text, out);
+    }
+    if literals.has(&literals::CREATE_HMAC) {
+        symmetric_keys(&HMAC_KEY, text, out);
+    }
+    // `kty`, or `Kty` as a Go or C# field.
+    if literals.has_ignore_ascii_case(&literals::KTY) {
         jwk(text, out);
     }
 }
@@ -159,9 +198,20 @@ fn putty(text: &str, out: &mut Vec<Candidate>) {
     }
 }
 
+/// The literals group 1 of `re` finds, unless they are placeholders.
+fn symmetric_keys(re: &Regex, text: &str, out: &mut Vec<Candidate>) {
+    for caps in re.captures_iter(text) {
+        let v = caps.get(1).expect("group");
+        if !super::values::is_placeholder(v.as_str()) {
+            out.push(cand(v.start(), v.end(), "S1.symmetric-key"));
+        }
+    }
+}
+
 fn jwk(text: &str, out: &mut Vec<Candidate>) {
+    let lower = text.to_ascii_lowercase();
     let mut from = 0;
-    while let Some(i) = text[from..].find("kty") {
+    while let Some(i) = lower[from..].find("kty") {
         let at = from + i;
         from = at + 3;
         let Some((obj_start, obj_end)) = enclosing_object(text, at) else {

@@ -1286,3 +1286,203 @@ fn option_help_text_is_not_a_value() {
         );
     }
 }
+
+/// PowerShell takes a password in clear only with `-AsPlainText`; without it the string
+/// is already encrypted or prompted for.
+#[test]
+fn powershell_plain_text_secure_strings_are_redacted() {
+    for (line, secret) in [
+        (
+            "$SecPassword = ConvertTo-SecureString 'user1pwd' -AsPlainText -Force",
+            "user1pwd",
+        ),
+        (
+            "New-MachineAccount -MachineAccount X -Password $(ConvertTo-SecureString 'Mncxzu8Hxjt' -AsPlainText -Force)",
+            "Mncxzu8Hxjt",
+        ),
+        (
+            "$p = convertto-securestring -String \"Qx7!mZ2pLw\" -asplaintext -force",
+            "Qx7!mZ2pLw",
+        ),
+    ] {
+        assert!(
+            values("run.ps1", line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans("run.ps1", line)
+        );
+    }
+    for line in [
+        "$s = ConvertTo-SecureString $env:ADMIN_PASSWORD -AsPlainText -Force",
+        "$s = ConvertTo-SecureString '01000000d08c9ddf0115d1118c7a00c04fc297eb' ",
+        "$s = ConvertTo-SecureString '<password>' -AsPlainText -Force",
+    ] {
+        assert!(
+            !spans("run.ps1", line)
+                .iter()
+                .any(|(_, d)| *d == "S3.powershell-securestring"),
+            "{line}: {:?}",
+            spans("run.ps1", line)
+        );
+    }
+}
+
+/// A credential after an Authorization scheme word is one by its place, short or not.
+#[test]
+fn a_short_credential_after_an_authorization_scheme_is_redacted() {
+    for (path, line, secret) in [
+        (
+            "client.test.js",
+            "authorization: 'ApiKey Zm9vOmJhcg=='",
+            "Zm9vOmJhcg==",
+        ),
+        (
+            "api.py",
+            "headers = {'Authorization': 'Token 9f3kQ2mZx81'}",
+            "9f3kQ2mZx81",
+        ),
+    ] {
+        assert!(
+            values(path, line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+    for (path, line) in [
+        (
+            "api.py",
+            "headers = {'Authorization': 'Token <your-token>'}",
+        ),
+        ("docs.md", "Authorization: token YOUR_TOKEN_HERE"),
+        ("api.py", "raise ValueError('authorization: key missing')"),
+    ] {
+        assert!(
+            !spans(path, line).iter().any(|(_, d)| d.starts_with("S5")),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// A symmetric or MAC key written as a literal into the call that builds it.
+#[test]
+fn symmetric_keys_built_from_literals_are_redacted() {
+    for (path, line, secret) in [
+        (
+            "sign.js",
+            "const key = crypto.createSecretKey(Buffer.from('6b9f1c2e8d7a4b3c5e0f1a2b', 'hex'));",
+            "6b9f1c2e8d7a4b3c5e0f1a2b",
+        ),
+        (
+            "Jwt.java",
+            "Key key = new SecretKeySpec(\"s3cr3t-signing-k3y\".getBytes(), \"HmacSHA256\");",
+            "s3cr3t-signing-k3y",
+        ),
+        (
+            "main.go",
+            "tok, err := token.SignedString([]byte(\"gin-jwt-k3y-2024\"))",
+            "gin-jwt-k3y-2024",
+        ),
+        (
+            "mac.py",
+            "mac = hmac.new(b\"Zq81kLm2Xw77\", msg, hashlib.sha256)",
+            "Zq81kLm2Xw77",
+        ),
+        (
+            "mac.js",
+            "const h = crypto.createHmac('sha256', 'wh-s3cret-9911').update(body)",
+            "wh-s3cret-9911",
+        ),
+    ] {
+        assert!(
+            values(path, line).contains(&secret.to_owned()),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+    for (path, line) in [
+        (
+            "sign.js",
+            "const key = crypto.createSecretKey(Buffer.from(process.env.KEY, 'hex'));",
+        ),
+        ("main.go", "tok, err := token.SignedString(signingKey)"),
+        (
+            "mac.js",
+            "const h = crypto.createHmac('sha256', secret).update(body)",
+        ),
+        (
+            "Jwt.java",
+            "Key key = new SecretKeySpec(\"<your-key>\".getBytes(), \"HmacSHA256\");",
+        ),
+    ] {
+        assert!(
+            !spans(path, line)
+                .iter()
+                .any(|(_, d)| *d == "S1.symmetric-key"),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}
+
+/// JWK private members are key material however the object is written.
+#[test]
+fn jwk_private_members_written_as_code_are_redacted() {
+    let d = "VFCWOqXr8nvZNyaaJLXdnNPXZKRaWCjkU5Q2egQQpTBMwhprMzWzpR8Sxq1OPThh";
+    let k = "GawgguFyGrWKav7AX4VKUg";
+    for (path, text, secret) in [
+        (
+            "keys.js",
+            format!("const jwk = {{ kty: 'RSA', e: 'AQAB', d: '{d}' }};"),
+            d,
+        ),
+        (
+            "keys.ts",
+            format!("const key = {{\n  kty: \"oct\",\n  k: `{k}`,\n}};"),
+            k,
+        ),
+        (
+            "keys.py",
+            format!("JWK = {{'kty': 'RSA', 'd': '{d}', 'e': 'AQAB'}}"),
+            d,
+        ),
+        (
+            "keys.go",
+            format!("k := JWK{{Kty: \"RSA\", D: \"{d}\"}}"),
+            d,
+        ),
+        (
+            "keys.rs",
+            format!("let jwk = Jwk {{ kty: \"oct\".into(), k: \"{k}\".into() }};"),
+            k,
+        ),
+    ] {
+        assert!(
+            values(path, &text).contains(&secret.to_owned()),
+            "{text}: {:?}",
+            spans(path, &text)
+        );
+    }
+    // Public members and objects that are not keys stay.
+    for (path, text) in [
+        (
+            "keys.js",
+            "const jwk = { kty: 'RSA', e: 'AQAB', n: 'sXchDaQebHnPiGvyDOAT4saGEUetSyo9' };",
+        ),
+        (
+            "icons.js",
+            "const icon = { d: 'M10abcdefgh', fill: 'none' };",
+        ),
+        (
+            "keys.js",
+            "const spec = { kty: 'RSA', kid: 'signing-key-2024' };",
+        ),
+    ] {
+        assert!(
+            !spans(path, text)
+                .iter()
+                .any(|(_, det)| det.starts_with("S1")),
+            "{text}: {:?}",
+            spans(path, text)
+        );
+    }
+}

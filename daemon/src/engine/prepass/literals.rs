@@ -35,6 +35,12 @@ pub const LONG_S: Literal = Literal(17, "\u{17F}");
 pub const KELVIN: Literal = Literal(18, "\u{212A}");
 pub const DOTTED_I: Literal = Literal(19, "\u{130}");
 pub const DOTLESS_I: Literal = Literal(20, "\u{131}");
+/// Calls that build a symmetric key or a MAC from their argument (see `detect::keys`).
+pub const SECRET_KEY_SPEC: Literal = Literal(21, "SecretKeySpec");
+pub const CREATE_SECRET_KEY: Literal = Literal(22, "createSecretKey");
+pub const SIGNED_STRING: Literal = Literal(23, "SignedString");
+pub const CREATE_HMAC: Literal = Literal(24, "createHmac");
+pub const HMAC_NEW: Literal = Literal(25, "hmac.new");
 
 /// Every literal, in index order (the words registered in the shared scan).
 pub const ALL: &[&Literal] = &[
@@ -59,6 +65,11 @@ pub const ALL: &[&Literal] = &[
     &KELVIN,
     &DOTTED_I,
     &DOTLESS_I,
+    &SECRET_KEY_SPEC,
+    &CREATE_SECRET_KEY,
+    &SIGNED_STRING,
+    &CREATE_HMAC,
+    &HMAC_NEW,
 ];
 
 /// The literals' texts, in index order.
