@@ -170,7 +170,7 @@ fn normalise(norm: Norm, mut g: Got) -> Got {
             g.text = g
                 .text
                 .lines()
-                .filter(|l| !l.starts_with("builtin_detectors: "))
+                .filter(|l| !l.starts_with("builtin_detectors: ") && !l.starts_with("root_terms: "))
                 .map(|l| format!("{l}\n"))
                 .collect();
             g

@@ -518,7 +518,14 @@ mod tests {
         assert!(!policy.config_loaded);
         assert_eq!(policy.salt_source, SaltSource::LocalState);
         assert_eq!(policy.salt.len(), 64);
-        assert_eq!(policy.clients, ["kb"]);
+        // Code mode, the default: the root's name is no client term (COMPAT).
+        assert!(policy.clients.is_empty());
+        let balanced = PolicySource::new(&fx.root, None, Some(Mode::Balanced), fx.env.clone(), &[])
+            .unwrap()
+            .load()
+            .unwrap()
+            .0;
+        assert_eq!(balanced.clients, ["kb"]);
         assert_eq!(stamps.get(&fx.root.join(LOCAL_CONFIG)), Some(None));
         assert!(!stamps.stamps_changed());
         // The same vault salt on every load.
@@ -722,7 +729,7 @@ mod tests {
         let ReloadDecision::Changed(new_policy, _) = source.reload(&policy, &stamps) else {
             panic!("changed")
         };
-        assert_eq!(new_policy.clients, ["kb", "Acme"]);
+        assert_eq!(new_policy.clients, ["Acme"]);
         assert_eq!(new_policy.salt, policy.salt);
         fx.write(LOCAL_CONFIG, "salt = \"declared\"\n");
         assert_eq!(
@@ -1021,7 +1028,8 @@ for case in json.load(sys.stdin):
                 home: Some(dir.clone()),
             };
             let config = case.config.map(|c| root.join(c));
-            let ours = PolicySource::new(&root, config.as_deref(), None, env, &[])
+            // The reference's rules (root terms included) hold in its modes.
+            let ours = PolicySource::new(&root, config.as_deref(), Some(Mode::Balanced), env, &[])
                 .and_then(|s| s.load().map(|(p, _)| p));
             assert_eq!(
                 ours_as_json(ours),

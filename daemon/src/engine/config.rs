@@ -130,6 +130,8 @@ pub enum ConfigError {
     InvalidMode,
     #[error("detectors must be true or false.")]
     InvalidDetectors,
+    #[error("root_terms must be true or false.")]
+    InvalidRootTerms,
     #[error("Policy input must be a regular file.")]
     NotRegularFile,
     #[error("Could not read redaction config.")]
@@ -173,6 +175,10 @@ pub struct ConfigFile {
     pub mode: Option<Mode>,
     /// Our `detectors` key.
     pub detectors: Option<bool>,
+    /// Our `root_terms` key: whether the root directory's name is a client term. Unset:
+    /// yes in strict and balanced (the reference's rule), no in code mode, where the
+    /// root is a checkout named after its project (`~/src/kafka`), not after a client.
+    pub root_terms: Option<bool>,
     /// GitHub tables; an error is kept and raised by [`build_policy`], because the
     /// reference reports it only after term-file errors.
     github: Result<Vec<GitHubRepo>, ConfigError>,
@@ -201,6 +207,7 @@ impl Default for ConfigFile {
             term_files: Vec::new(),
             mode: None,
             detectors: None,
+            root_terms: None,
             github: Ok(Vec::new()),
         }
     }
@@ -271,6 +278,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         term_files: Vec::new(),
         mode: None,
         detectors: None,
+        root_terms: None,
         github: Ok(Vec::new()),
     };
     let profile = redaction
@@ -294,6 +302,11 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         Some(Value::Boolean(b)) => Some(*b),
         Some(_) => return Err(ConfigError::InvalidDetectors),
     };
+    config.root_terms = match redaction.get("root_terms") {
+        None => None,
+        Some(Value::Boolean(b)) => Some(*b),
+        Some(_) => return Err(ConfigError::InvalidRootTerms),
+    };
     Ok(config)
 }
 
@@ -306,7 +319,15 @@ pub fn needs_vault_salt(config: Option<&ConfigFile>, env: &EnvOverrides) -> bool
 
 /// Builds the policy of one root (spec 5.1, 5.6.3), validating in the reference's order.
 pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
-    let root_terms = derive_root_terms(inputs.root_name);
+    let mode = inputs
+        .mode
+        .or(inputs.config.and_then(|c| c.mode))
+        .unwrap_or_default();
+    let root_terms = if root_terms_apply(inputs.config, mode) {
+        derive_root_terms(inputs.root_name)
+    } else {
+        Vec::new()
+    };
     let mut clients: Vec<String> = root_terms.clone();
     let mut organizations = Vec::new();
     let mut people = Vec::new();
@@ -434,6 +455,14 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
         config_loaded: inputs.config.is_some(),
         github_repos,
     })
+}
+
+/// Whether the root directory's name becomes client terms: the config's `root_terms`
+/// when set, else everywhere but code mode.
+pub fn root_terms_apply(config: Option<&ConfigFile>, mode: Mode) -> bool {
+    config
+        .and_then(|c| c.root_terms)
+        .unwrap_or(mode != Mode::Code)
 }
 
 /// CLIENT terms derived from the root directory's name (spec 5.1), longest first.
@@ -973,7 +1002,8 @@ mod tests {
             term_files,
             env,
             vault_salt: Some(SALT),
-            mode: None,
+            // The reference's rules, root terms included, hold in its modes.
+            mode: Some(config.mode.unwrap_or(Mode::Balanced)),
             protected_paths: &[],
         })
     }
@@ -1284,15 +1314,57 @@ mod tests {
         );
     }
 
+    /// A checkout is named after its project (`~/src/kafka`), a knowledge folder after its
+    /// client: in code mode the root's name is no client term unless the config asks.
+    #[test]
+    fn root_terms_follow_the_mode_unless_the_config_says() {
+        let clients = |text: &str, mode: Option<Mode>| {
+            let config = parse_config(text).unwrap();
+            build_policy(PolicyInputs {
+                root_name: "kafka",
+                config: Some(&config),
+                term_files: &[],
+                env: &EnvOverrides::default(),
+                vault_salt: Some(SALT),
+                mode,
+                protected_paths: &[],
+            })
+            .unwrap()
+            .clients
+        };
+        assert!(clients("", None).is_empty(), "code is the default mode");
+        assert!(clients("", Some(Mode::Code)).is_empty());
+        assert_eq!(clients("", Some(Mode::Balanced)), ["kafka"]);
+        assert_eq!(clients("", Some(Mode::Strict)), ["kafka"]);
+        assert_eq!(clients("mode = \"strict\"", None), ["kafka"]);
+        assert_eq!(clients("root_terms = true", Some(Mode::Code)), ["kafka"]);
+        assert!(clients("root_terms = false", Some(Mode::Balanced)).is_empty());
+        assert_eq!(
+            clients("[redaction]\nroot_terms = true\nclients = [\"Acme\"]", None),
+            ["kafka", "Acme"]
+        );
+    }
+
     #[test]
     fn mode_and_detectors_extension_keys() {
-        let policy = build("").unwrap();
+        let config = parse_config("").unwrap();
+        let policy = build_policy(PolicyInputs {
+            root_name: "root",
+            config: Some(&config),
+            term_files: &[],
+            env: &EnvOverrides::default(),
+            vault_salt: Some(SALT),
+            mode: None,
+            protected_paths: &[],
+        })
+        .unwrap();
         assert_eq!((policy.mode, policy.detectors), (Mode::Code, true));
         let policy = build("[redaction]\nmode = \"balanced\"\ndetectors = false\n").unwrap();
         assert_eq!((policy.mode, policy.detectors), (Mode::Balanced, false));
         assert_error("mode = \"Zq\"", "mode must be strict, balanced or code.");
         assert_error("mode = 1", "mode must be strict, balanced or code.");
         assert_error("detectors = \"Zq\"", "detectors must be true or false.");
+        assert_error("root_terms = \"Zq\"", "root_terms must be true or false.");
         // The client's requested mode wins over the config.
         let config = parse_config("mode = \"balanced\"").unwrap();
         let policy = build_policy(PolicyInputs {

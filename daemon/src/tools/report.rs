@@ -35,7 +35,8 @@ pub struct DoctorArgs {
 /// `doctor`: the reference's keys in its order (spec 3.3), counts only, never a term.
 /// `config_loaded` prints Python's `True`/`False`. After the reference's keys (and its
 /// optional `detectors:` line) come ours: `builtin_detectors: true|false` (our secret/PII
-/// detector layer), then `args.extra`. Reads no content, so counts are empty.
+/// detector layer), `root_terms: true|false` (whether the root's name is a client term;
+/// off by default in code mode), then `args.extra`. Reads no content, so counts are empty.
 pub fn doctor(view: &dyn RootView, args: &DoctorArgs) -> ToolOutput {
     let policy: &Policy = view.engine().policy();
     let allow: BTreeSet<&str> = DEFAULT_ALLOW_TERMS
@@ -106,6 +107,7 @@ pub fn doctor(view: &dyn RootView, args: &DoctorArgs) -> ToolOutput {
         line("detectors", listed.join(", "));
     }
     line("builtin_detectors", policy.detectors.to_string());
+    line("root_terms", (!policy.root_terms.is_empty()).to_string());
     for (key, value) in &args.extra {
         line(key, value.clone());
     }

@@ -1122,7 +1122,10 @@ fn doctor_matches_the_reference_then_adds_our_keys() {
     let view = FakeView::with_policy(doctor_policy());
     let out = doctor(&view, &DoctorArgs::default());
     let (expected, _) = golden("doctor");
-    assert_eq!(out.text, expected + "builtin_detectors: false\n");
+    assert_eq!(
+        out.text,
+        expected + "builtin_detectors: false\nroot_terms: true\n"
+    );
     let args = DoctorArgs {
         documents: true,
         plugged_detectors: vec![PluggedDetector {
@@ -1133,7 +1136,7 @@ fn doctor_matches_the_reference_then_adds_our_keys() {
     };
     let out = doctor(&view, &args);
     assert!(out.text.contains(
-        "excluded_globs: 15\ndetectors: patterns 1\nbuiltin_detectors: false\ncache_entries: 3\n"
+        "excluded_globs: 15\ndetectors: patterns 1\nbuiltin_detectors: false\nroot_terms: true\ncache_entries: 3\n"
     ));
 }
 
