@@ -99,7 +99,8 @@ pub fn is_placeholder(value: &str) -> bool {
 
 /// Whether a value is a word or sentence of a language written in a non-Latin script
 /// (CJK, kana, Hangul, Cyrillic, Greek, Arabic, Hebrew, Devanagari, …) rather than a
-/// token: it holds two such letters in a row and no run of 8 ASCII letters or digits.
+/// token: it holds no run of 8 ASCII letters and digits with a digit, and either two such
+/// letters in a row beside no ASCII word of 8 letters, or four in a row.
 /// Generated secrets are ASCII, and a test password that sprinkles single letters of
 /// other scripts into ASCII (`barユ£`, `mѥspυb`) stays a token; UI text, comments and
 /// labels in those scripts are not secrets (`"重复输入密码"`, `"Пароль"`,
@@ -108,26 +109,31 @@ pub fn is_natural_language(v: &str) -> bool {
     if v.is_ascii() {
         return false;
     }
-    let (mut ascii_run, mut script_run, mut word) = (0, 0, false);
+    let (mut ascii_run, mut run_digits, mut longest_ascii) = (0, false, 0);
+    let (mut script_run, mut longest_script) = (0, 0);
     for c in v.chars() {
         if c.is_ascii_alphanumeric() {
             ascii_run += 1;
-            script_run = 0;
-            if ascii_run >= 8 {
-                return false;
+            run_digits |= c.is_ascii_digit();
+            if ascii_run >= 8 && run_digits {
+                return false; // a token's run: letters and digits
             }
+            longest_ascii = longest_ascii.max(ascii_run);
+            script_run = 0;
             continue;
         }
-        ascii_run = 0;
+        (ascii_run, run_digits) = (0, false);
         // Past Latin Extended-B (U+024F) and the IPA and spacing-modifier blocks.
         if c > '\u{2FF}' && c.is_alphabetic() {
             script_run += 1;
-            word |= script_run >= 2;
+            longest_script = longest_script.max(script_run);
         } else {
             script_run = 0;
         }
     }
-    word
+    // Four such letters in a row are language even beside a long ASCII word
+    // (`從authenticator送出的初始驗證碼`).
+    longest_script >= 4 || longest_script >= 2 && longest_ascii < 8
 }
 
 /// `{name}` / `{0}` / `{}` format fields (but not JSON like `{"a":1}` or `{\"a\"…`).
@@ -419,6 +425,7 @@ mod tests {
             "Пароль",
             "2FAトークン",
             "Token生成失败",
+            "從authenticator送出的初始驗證碼",
             "비밀번호 확인",
             "كلمة المرور",
             "Κωδικός",
