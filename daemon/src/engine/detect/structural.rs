@@ -33,6 +33,7 @@ use std::sync::LazyLock;
 /// Word stems that may start a sensitive key (matched ASCII-case-insensitively).
 const STEMS: &[&str] = &[
     "pass",
+    "ticket",
     "pwd",
     "secret",
     "token",
@@ -197,6 +198,7 @@ const KEY_QUALIFIERS: &[&str] = &[
 /// Head words that are sensitive only when the value also looks random (S7 tier).
 const WEAK_HEADS: &[&str] = &[
     "key",
+    "ticket",
     "auth",
     "signature",
     "sig",
@@ -1540,7 +1542,12 @@ fn accept(
     if catalog && !v.bytes().any(|b| b.is_ascii_digit()) {
         return false; // a translated UI string: "LABEL_PASSWORD": "Contrasenya"
     }
-    if values::is_placeholder(v) || looks_like_path(v) || is_dotted_name(v) || is_constant_name(v) {
+    if values::is_placeholder(v)
+        || looks_like_path(v)
+        || is_dotted_name(v)
+        || is_constant_name(v)
+        || values::is_issue_key(v)
+    {
         return false;
     }
     if is_stand_in(v, class.password) {

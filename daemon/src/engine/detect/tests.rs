@@ -1513,3 +1513,27 @@ fn self_naming_constants_and_sentences_are_not_values() {
         );
     }
 }
+
+/// A ticket that grants access (WeChat's `jsapi_ticket`, a Kerberos ticket) is a weak
+/// key: its value is redacted when it looks like a token, an issue key stays.
+#[test]
+fn access_tickets_with_token_values_are_redacted() {
+    let line = "jsapi_ticket = 'oQ9PUByVrGC6EtaUEQg0HBNRJVDf2B2EI1U40uLYOLhs'";
+    assert!(
+        values("test_basic.py", line)
+            .contains(&"oQ9PUByVrGC6EtaUEQg0HBNRJVDf2B2EI1U40uLYOLhs".to_owned()),
+        "{:?}",
+        spans("test_basic.py", line)
+    );
+    for (path, line) in [
+        ("notes.yml", "ticket: PROJ-1234"),
+        ("notes.md", "ticket: see the issue tracker"),
+        ("app.py", "ticket = get_ticket(user)"),
+    ] {
+        assert!(
+            values(path, line).is_empty(),
+            "{line}: {:?}",
+            spans(path, line)
+        );
+    }
+}

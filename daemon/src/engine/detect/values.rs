@@ -136,6 +136,21 @@ pub fn is_natural_language(v: &str) -> bool {
     longest_script >= 4 || longest_script >= 2 && longest_ascii < 8
 }
 
+/// An issue tracker key (`PROJ-1234`, `K8S-42`): a project key of capitals and digits, a
+/// dash, a number. An identifier, not a secret.
+pub fn is_issue_key(v: &str) -> bool {
+    let Some((project, number)) = v.split_once('-') else {
+        return false;
+    };
+    (2..=10).contains(&project.len())
+        && project.starts_with(|c: char| c.is_ascii_uppercase())
+        && project
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        && (1..=7).contains(&number.len())
+        && number.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// `{name}` / `{0}` / `{}` format fields (but not JSON like `{"a":1}` or `{\"a\"…`).
 fn has_brace_field(v: &str) -> bool {
     let b = v.as_bytes();
@@ -443,6 +458,23 @@ mod tests {
             "mѥspυb",
         ] {
             assert!(!is_natural_language(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn issue_keys_have_a_project_and_a_number() {
+        for v in ["PROJ-1234", "K8S-42", "ABC-1"] {
+            assert!(is_issue_key(v), "{v}");
+        }
+        for v in [
+            "proj-1234",
+            "PROJ-12a4",
+            "P-1",
+            "PROJ-",
+            "AKIA-1234X",
+            "Zq81-kLm2",
+        ] {
+            assert!(!is_issue_key(v), "{v}");
         }
     }
 }
