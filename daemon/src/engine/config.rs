@@ -996,14 +996,26 @@ mod tests {
         term_files: &[(String, Option<String>)],
     ) -> Result<Policy, ConfigError> {
         let config = parse_config(text)?;
+        // The reference's rules, root terms included, hold in its modes.
+        let mode = Some(config.mode.unwrap_or(Mode::Balanced));
+        build_in(&config, root_name, term_files, env, mode)
+    }
+
+    /// The policy of `config` for a root named `root_name`, with `mode` requested.
+    fn build_in(
+        config: &ConfigFile,
+        root_name: &str,
+        term_files: &[(String, Option<String>)],
+        env: &EnvOverrides,
+        mode: Option<Mode>,
+    ) -> Result<Policy, ConfigError> {
         build_policy(PolicyInputs {
             root_name,
-            config: Some(&config),
+            config: Some(config),
             term_files,
             env,
             vault_salt: Some(SALT),
-            // The reference's rules, root terms included, hold in its modes.
-            mode: Some(config.mode.unwrap_or(Mode::Balanced)),
+            mode,
             protected_paths: &[],
         })
     }
@@ -1320,17 +1332,8 @@ mod tests {
     fn root_terms_follow_the_mode_unless_the_config_says() {
         let clients = |text: &str, mode: Option<Mode>| {
             let config = parse_config(text).unwrap();
-            build_policy(PolicyInputs {
-                root_name: "kafka",
-                config: Some(&config),
-                term_files: &[],
-                env: &EnvOverrides::default(),
-                vault_salt: Some(SALT),
-                mode,
-                protected_paths: &[],
-            })
-            .unwrap()
-            .clients
+            let env = EnvOverrides::default();
+            build_in(&config, "kafka", &[], &env, mode).unwrap().clients
         };
         assert!(clients("", None).is_empty(), "code is the default mode");
         assert!(clients("", Some(Mode::Code)).is_empty());
@@ -1348,16 +1351,7 @@ mod tests {
     #[test]
     fn mode_and_detectors_extension_keys() {
         let config = parse_config("").unwrap();
-        let policy = build_policy(PolicyInputs {
-            root_name: "root",
-            config: Some(&config),
-            term_files: &[],
-            env: &EnvOverrides::default(),
-            vault_salt: Some(SALT),
-            mode: None,
-            protected_paths: &[],
-        })
-        .unwrap();
+        let policy = build_in(&config, "root", &[], &EnvOverrides::default(), None).unwrap();
         assert_eq!((policy.mode, policy.detectors), (Mode::Code, true));
         let policy = build("[redaction]\nmode = \"balanced\"\ndetectors = false\n").unwrap();
         assert_eq!((policy.mode, policy.detectors), (Mode::Balanced, false));

@@ -20,6 +20,33 @@ fn values(path: &str, text: &str) -> Vec<String> {
     spans(path, text).into_iter().map(|(v, _)| v).collect()
 }
 
+/// Asserts that `secret` is one of the values redacted in `line` of a file at `path`.
+fn assert_redacts(path: &str, line: &str, secret: &str) {
+    assert!(
+        values(path, line).iter().any(|v| v == secret),
+        "{line}: {:?}",
+        spans(path, line)
+    );
+}
+
+/// Asserts that no detector whose id starts with `prefix` fires in `line`.
+fn assert_no_span(path: &str, line: &str, prefix: &str) {
+    assert!(
+        !spans(path, line).iter().any(|(_, d)| d.starts_with(prefix)),
+        "{line}: {:?}",
+        spans(path, line)
+    );
+}
+
+/// Asserts that nothing in `line` is redacted.
+fn assert_nothing(path: &str, line: &str) {
+    assert!(
+        values(path, line).is_empty(),
+        "{line}: {:?}",
+        spans(path, line)
+    );
+}
+
 /// Each `(path, text, value)`: `value` is one of the spans found in `text`; only found
 /// values are returned, so a case can check what else stays readable.
 #[track_caller]
@@ -1026,11 +1053,7 @@ fn sql_password_clauses_are_redacted_in_every_dialect() {
         ),
     ];
     for (path, line, secret) in cases {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
 }
 
@@ -1043,11 +1066,7 @@ fn sql_text_without_a_password_literal_stays() {
         ("d.md", "The user is identified by name, not by password."),
         ("e.sql", "CREATE USER app WITH PASSWORD :'pw';"),
     ] {
-        assert!(
-            values(path, line).is_empty(),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_nothing(path, line);
     }
 }
 
@@ -1078,11 +1097,7 @@ fn a_password_inside_a_value_wrapper_is_redacted() {
         ),
     ];
     for (path, line, secret) in cases {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
 }
 
@@ -1096,11 +1111,7 @@ fn a_lookup_call_after_a_password_key_stays() {
         ("Main.scala", "password = Some(dbPassword),"),
         ("Main.scala", "password = None,"),
     ] {
-        assert!(
-            values(path, line).is_empty(),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_nothing(path, line);
     }
 }
 
@@ -1131,22 +1142,14 @@ fn a_password_holding_a_word_and_digits_is_not_a_stand_in() {
         ),
         ("mariadb.sh", "mysqlrootpwd=\"JMUHJFY8\"", "JMUHJFY8"),
     ] {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
     for (path, line) in [
         ("settings.py", "SECRET_KEY = \"test_secret_key\""),
         ("settings.py", "API_KEY = \"mySecretApiKey1\""),
         ("env.sh", "OLDPWD=/home/dev/src"),
     ] {
-        assert!(
-            values(path, line).is_empty(),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_nothing(path, line);
     }
 }
 
@@ -1163,11 +1166,7 @@ fn section_numbers_are_not_addresses() {
         ("docs/spec.md", "See § 4.1.2.3 for the details."),
         ("docs/spec.md", "## 10.2.1.4 Parsing Rules"),
     ] {
-        assert!(
-            !spans(path, line).iter().any(|(_, d)| d.starts_with("P4")),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_no_span(path, line, "P4");
     }
     for (path, line) in [
         ("hosts.txt", "10.12.30.4 db01"),
@@ -1196,11 +1195,7 @@ fn basic_as_a_word_is_not_an_authorization_scheme() {
         ),
         ("notes.md", "The basic idea2 is simple."),
     ] {
-        assert!(
-            !spans(path, line).iter().any(|(_, d)| d.starts_with("S5")),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_no_span(path, line, "S5");
     }
     // base64("aladdin:opensesame"), in a header and lower-cased in a curl line.
     for (path, line) in [
@@ -1239,13 +1234,7 @@ fn a_phone_number_before_a_full_stop_is_redacted_whole() {
     }
     // A version or a decimal after `+` is not one.
     for line in ["Requires +1.2.3.4 or later.", "delta +12.5 ms."] {
-        assert!(
-            !spans("notes.md", line)
-                .iter()
-                .any(|(_, d)| d.starts_with("P2")),
-            "{line}: {:?}",
-            spans("notes.md", line)
-        );
+        assert_no_span("notes.md", line, "P2");
     }
 }
 
@@ -1261,11 +1250,7 @@ fn option_help_text_is_not_a_value() {
             "    --secret-file   read the secret from this file",
         ),
     ] {
-        assert!(
-            values(path, line).is_empty(),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_nothing(path, line);
     }
     for (path, line, secret) in [
         (
@@ -1279,11 +1264,7 @@ fn option_help_text_is_not_a_value() {
             "ghx8Kq2mZr5Lp0Vt7",
         ),
     ] {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
 }
 
@@ -1316,13 +1297,7 @@ fn powershell_plain_text_secure_strings_are_redacted() {
         "$s = ConvertTo-SecureString '01000000d08c9ddf0115d1118c7a00c04fc297eb' ",
         "$s = ConvertTo-SecureString '<password>' -AsPlainText -Force",
     ] {
-        assert!(
-            !spans("run.ps1", line)
-                .iter()
-                .any(|(_, d)| *d == "S3.powershell-securestring"),
-            "{line}: {:?}",
-            spans("run.ps1", line)
-        );
+        assert_no_span("run.ps1", line, "S3.powershell-securestring");
     }
 }
 
@@ -1341,11 +1316,7 @@ fn a_short_credential_after_an_authorization_scheme_is_redacted() {
             "9f3kQ2mZx81",
         ),
     ] {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
     for (path, line) in [
         (
@@ -1355,11 +1326,7 @@ fn a_short_credential_after_an_authorization_scheme_is_redacted() {
         ("docs.md", "Authorization: token YOUR_TOKEN_HERE"),
         ("api.py", "raise ValueError('authorization: key missing')"),
     ] {
-        assert!(
-            !spans(path, line).iter().any(|(_, d)| d.starts_with("S5")),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_no_span(path, line, "S5");
     }
 }
 
@@ -1393,11 +1360,7 @@ fn symmetric_keys_built_from_literals_are_redacted() {
             "wh-s3cret-9911",
         ),
     ] {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
     for (path, line) in [
         (
@@ -1414,13 +1377,7 @@ fn symmetric_keys_built_from_literals_are_redacted() {
             "Key key = new SecretKeySpec(\"<your-key>\".getBytes(), \"HmacSHA256\");",
         ),
     ] {
-        assert!(
-            !spans(path, line)
-                .iter()
-                .any(|(_, d)| *d == "S1.symmetric-key"),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_no_span(path, line, "S1.symmetric-key");
     }
 }
 
@@ -1456,11 +1413,7 @@ fn jwk_private_members_written_as_code_are_redacted() {
             k,
         ),
     ] {
-        assert!(
-            values(path, &text).contains(&secret.to_owned()),
-            "{text}: {:?}",
-            spans(path, &text)
-        );
+        assert_redacts(path, &text, secret);
     }
     // Public members and objects that are not keys stay.
     for (path, text) in [
@@ -1477,13 +1430,7 @@ fn jwk_private_members_written_as_code_are_redacted() {
             "const spec = { kty: 'RSA', kid: 'signing-key-2024' };",
         ),
     ] {
-        assert!(
-            !spans(path, text)
-                .iter()
-                .any(|(_, det)| det.starts_with("S1")),
-            "{text}: {:?}",
-            spans(path, text)
-        );
+        assert_no_span(path, text, "S1");
     }
 }
 
@@ -1496,21 +1443,13 @@ fn self_naming_constants_and_sentences_are_not_values() {
         ("notes.yml", "token: Note generated by the test"),
         ("setup.md", "password: Enter it twice to confirm"),
     ] {
-        assert!(
-            values(path, line).is_empty(),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_nothing(path, line);
     }
     for (path, line, secret) in [
         ("app.yml", "token: ZQ81KLM2XW77PQ", "ZQ81KLM2XW77PQ"),
         ("app.yml", "password: Zq81kLm2Xw # rotated", "Zq81kLm2Xw"),
     ] {
-        assert!(
-            values(path, line).contains(&secret.to_owned()),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_redacts(path, line, secret);
     }
 }
 
@@ -1530,10 +1469,6 @@ fn access_tickets_with_token_values_are_redacted() {
         ("notes.md", "ticket: see the issue tracker"),
         ("app.py", "ticket = get_ticket(user)"),
     ] {
-        assert!(
-            values(path, line).is_empty(),
-            "{line}: {:?}",
-            spans(path, line)
-        );
+        assert_nothing(path, line);
     }
 }
