@@ -16,8 +16,22 @@ impl Call<'_> {
     /// Replaces `value` with a marker for its placeholder (plus its line breaks when
     /// line counts are preserved).
     pub(super) fn redact(&mut self, category: Category, value: &str) -> String {
+        self.redact_as(category, value, value)
+    }
+
+    /// [`Call::redact`] of a match that may hold markers of earlier stages (a private URL
+    /// whose password a detector replaced first): its placeholder is keyed on the text
+    /// with those markers restored, so one URL gets one placeholder wherever it occurs,
+    /// whatever the markers' numbering in this call.
+    pub(super) fn redact_restored(&mut self, category: Category, value: &str) -> String {
+        let restored = self.markers.restore(value);
+        self.redact_as(category, value, &restored)
+    }
+
+    /// Redacts `value` under the placeholder of `key`.
+    fn redact_as(&mut self, category: Category, value: &str, key: &str) -> String {
         self.counts.add(category, 1);
-        let placeholder = self.engine.placeholder(category, value);
+        let placeholder = self.engine.placeholder(category, key);
         let mut marker = self.markers.stash(placeholder);
         if self.preserve {
             let breaks = line_breaks(value);

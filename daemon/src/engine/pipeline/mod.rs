@@ -389,7 +389,7 @@ impl Engine {
             w.apply_stage(stage, |m| call.redact(stage.category, m));
         }
         if precise && let Some(hosts) = PRIVATE_HOSTS.knowing(seen) {
-            w.apply(&hosts, |m| call.redact(Category::URL, m));
+            w.apply(&hosts, |m| call.redact_restored(Category::URL, m));
         }
         if self.policy.detector_profile == DetectorProfile::Extended {
             for stage in EXTENDED_STAGES.iter() {

@@ -857,3 +857,36 @@ fn line_count_is_preserved_across_multi_line_values() {
         3
     );
 }
+
+/// README rule 3: a URL into a private network is replaced whole, credentials and all,
+/// whatever its scheme; one URL gets one placeholder wherever it occurs in a file.
+#[test]
+fn private_connection_strings_are_replaced_whole_and_alike() {
+    let engine = layer_engine("s", Mode::Code);
+    let url = "postgresql://app:Zq81kLm2Xw@db.internal:5432/x";
+    let text =
+        format!("a = \"{url}\"\nb = \"{url}\"\nc = \"postgresql://app:pw@db.internal:5432/x\"\n");
+    let out = redact_as(&engine, &text, "settings.py").text;
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("a = \"[URL_") && lines[0].ends_with("]\""),
+        "{out}"
+    );
+    assert_eq!(
+        lines[0][4..],
+        lines[1][4..],
+        "one URL, one placeholder: {out}"
+    );
+    assert!(lines[2].starts_with("c = \"[URL_"), "{out}");
+    assert!(
+        !out.contains("db.internal") && !out.contains("Zq81kLm2Xw"),
+        "{out}"
+    );
+    // A public host keeps the URL and loses the password only.
+    let public = "u = \"postgresql://app:Zq81kLm2Xw@db.acme-cloud.com:5432/x\"\n";
+    let out = redact_as(&engine, public, "settings.py").text;
+    assert!(
+        out.contains("@db.acme-cloud.com:5432/x") && out.contains("[SECRET_"),
+        "{out}"
+    );
+}

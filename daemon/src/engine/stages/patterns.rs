@@ -507,9 +507,10 @@ fn host_of(matched: &str) -> &str {
         .split_once("://")
         .filter(|(scheme, _)| is_scheme(scheme))
         .map_or(matched, |(_, rest)| rest);
-    let end = rest.find(['/', '?', '#', ':']).unwrap_or(rest.len());
-    let host = &rest[..end];
-    let host = host.rsplit('@').next().unwrap_or(host);
+    // The authority, then past any `user:password@`, then before any `:port`.
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let host = &host_port[..host_port.find(':').unwrap_or(host_port.len())];
     host.trim_end_matches('.')
 }
 
