@@ -28,6 +28,18 @@ impl Call<'_> {
         self.redact_as(category, value, &restored)
     }
 
+    /// [`Call::redact`] of a configured term as written in the text, under the placeholder
+    /// of its composed (NFC) form: a name typed with decomposed accents gets the same
+    /// placeholder as the same name composed. Text already composed is its own key.
+    pub(super) fn redact_composed(&mut self, category: Category, value: &str) -> String {
+        use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+        if value.is_ascii() || is_nfc_quick(value.chars()) == IsNormalized::Yes {
+            return self.redact(category, value);
+        }
+        let composed: String = value.nfc().collect();
+        self.redact_as(category, value, &composed)
+    }
+
     /// Redacts `value` under the placeholder of `key`.
     fn redact_as(&mut self, category: Category, value: &str, key: &str) -> String {
         self.counts.add(category, 1);

@@ -225,10 +225,19 @@ impl Engine {
             (Category::PERSON, &policy.people),
             (Category::SENSITIVE, &policy.terms),
         ] {
-            let all = list
+            let given: Vec<&str> = list
                 .iter()
                 .map(String::as_str)
                 .chain(alias_terms.get(&category).into_iter().flatten().copied())
+                .collect();
+            // The same name typed with composed or decomposed accents (macOS file names
+            // and some editors write `é` as `e` + U+0301): each written form matches.
+            let other_forms: Vec<String> =
+                given.iter().flat_map(|t| other_normal_forms(t)).collect();
+            let all = given
+                .iter()
+                .copied()
+                .chain(other_forms.iter().map(String::as_str))
                 .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()));
             if let Some((pattern, first_words)) = compile_terms(all) {
                 term_words.extend(first_words.iter().map(|w| w.to_string()));
@@ -398,7 +407,7 @@ impl Engine {
         }
         for (category, pattern) in &self.terms {
             w.substitute(pattern, Some(StartList::Terms), |_, m| {
-                call.redact(*category, m)
+                call.redact_composed(*category, m)
             });
         }
         // Strict and balanced keep the reference's baseline and only add: every
@@ -587,6 +596,21 @@ impl Engine {
     pub fn path_id(&self, rel: &str) -> String {
         self.key.path_id(rel)
     }
+}
+
+/// The Unicode normal forms (NFC, NFD) of `term` other than the one it is written in.
+fn other_normal_forms(term: &str) -> Vec<String> {
+    use unicode_normalization::UnicodeNormalization;
+    if term.is_ascii() {
+        return Vec::new();
+    }
+    let mut forms: Vec<String> = Vec::new();
+    for form in [term.nfc().collect::<String>(), term.nfd().collect()] {
+        if form != term && !forms.contains(&form) {
+            forms.push(form);
+        }
+    }
+    forms
 }
 
 /// `text` with each of `spans` (ascending, disjoint) replaced; `None` when there are none.

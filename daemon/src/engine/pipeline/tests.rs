@@ -890,3 +890,34 @@ fn private_connection_strings_are_replaced_whole_and_alike() {
         "{out}"
     );
 }
+
+/// A configured name matches however its accents are encoded (composed, as typed on most
+/// systems, or decomposed, as macOS file names store them), in text and in paths, under
+/// one placeholder.
+#[test]
+fn configured_names_match_in_every_normal_form() {
+    let engine = Engine::new(Arc::new(Policy {
+        salt: "s".into(),
+        mode: Mode::Code,
+        people: strs(&["Anaïs Lefèvre"]),
+        ..Policy::default()
+    }))
+    .unwrap();
+    let composed = "Anaïs Lefèvre";
+    let decomposed = "Anai\u{308}s Lefe\u{300}vre";
+    let text = format!("by {composed}\nby {decomposed}\nby ANAI\u{308}S LEFE\u{300}VRE\n");
+    let out = redact_as(&engine, &text, "notes.md").text;
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("by [PERSON_"), "{out}");
+    assert_eq!(
+        lines[0], lines[1],
+        "one placeholder for both encodings: {out}"
+    );
+    assert!(lines[2].starts_with("by [PERSON_"), "{out}");
+    assert!(!out.contains("Lef") && !out.contains("LEF"), "{out}");
+    let path = engine
+        .redact_path(&format!("notes/{decomposed}.md"))
+        .unwrap()
+        .text;
+    assert!(!path.contains("Lef"), "{path}");
+}
