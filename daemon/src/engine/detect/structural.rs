@@ -1694,15 +1694,23 @@ fn looks_like_path(v: &str) -> bool {
 
 /// `session.redis.password`, `duo_api.secret_key`, `example.com`: a dotted name.
 fn is_dotted_name(v: &str) -> bool {
-    v.contains('.')
-        && !v.starts_with('.')
-        && !v.ends_with('.')
-        && v.split('.').all(|p| {
-            !p.is_empty()
-                && p.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
-                && p.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
-        })
+    let lower_part = |p: &str| {
+        p.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
+    };
+    // A qualified class name ends in one: `allauth.account.forms.ChangePasswordForm`.
+    let class_part = |p: &str| {
+        p.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    let parts: Vec<&str> = v.split('.').collect();
+    let Some((last, packages)) = parts.split_last() else {
+        return false;
+    };
+    !packages.is_empty()
+        && packages.iter().all(|p| lower_part(p))
+        && (lower_part(last) || packages.len() >= 2 && class_part(last))
 }
 
 /// `LET_ME_IN`, `GCM_AZREPOS_SP_SECRET`: a constant's name standing in for a value.

@@ -1472,3 +1472,21 @@ fn access_tickets_with_token_values_are_redacted() {
         assert_nothing(path, line);
     }
 }
+
+/// A qualified class name stands where a value goes; a token there is still one.
+#[test]
+fn qualified_class_names_are_not_secrets() {
+    for (path, line) in [
+        (
+            "forms.rst",
+            "ACCOUNT_FORMS = {'change_password': 'allauth.account.forms.ChangePasswordForm'}",
+        ),
+        (
+            "settings.py",
+            "PASSWORD_HASHER = 'django.contrib.auth.hashers.Argon2PasswordHasher'",
+        ),
+    ] {
+        assert_nothing(path, line);
+    }
+    assert_redacts("users.yml", "password: qwerty123", "qwerty123");
+}
