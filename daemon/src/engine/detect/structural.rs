@@ -711,13 +711,16 @@ impl Structural {
 }
 
 /// Whether what follows an option is its description in a help listing: set off by a
-/// tab or two spaces (the column `--help` output aligns), and words, not one value
-/// (`-W, --password  force password prompt`).
+/// tab or two spaces (the column `--help` output aligns), and two words of letters, not
+/// a value (`-W, --password  force password prompt`; `--password  Xk29fjq9aa  # prod`
+/// is a value).
 fn is_help_text(gap: &str, rest: &str) -> bool {
     let line = rest.split(['\n', '\r']).next().unwrap_or("");
+    let mut words = line.split_whitespace();
+    let is_word = |w: &str| w.chars().all(char::is_alphabetic);
     (gap.contains('\t') || gap.len() >= 2)
-        && line.split_whitespace().count() >= 2
-        && line.starts_with(|c: char| c.is_alphabetic())
+        && words.next().is_some_and(is_word)
+        && words.next().is_some_and(is_word)
 }
 
 /// Whether an unquoted value made of letters only, after a colon, is the first word of a

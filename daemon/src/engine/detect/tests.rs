@@ -1263,6 +1263,11 @@ fn option_help_text_is_not_a_value() {
             "app --token ghx8Kq2mZr5Lp0Vt7",
             "ghx8Kq2mZr5Lp0Vt7",
         ),
+        (
+            "deploy.sh",
+            "mysql --password  Xk29fjq9aa  # prod",
+            "Xk29fjq9aa",
+        ),
     ] {
         assert_redacts(path, line, secret);
     }
