@@ -4,6 +4,7 @@ use crate::engine::detect::{DetectContext, Detector, Finding};
 use crate::engine::stages::folded::FoldedSet;
 use crate::engine::stages::gate::{LiteralGated, has_ascii_fold_stand_in};
 mod call;
+mod glued;
 pub(crate) mod markers;
 mod nominated;
 mod terms;
@@ -105,6 +106,8 @@ pub struct Engine {
     alias_links: HashMap<String, (String, String)>,
     /// The built-in secret/PII detector layer, when the policy enables it.
     detector: Option<Detector>,
+    /// Configured terms glued into names, for code-mode paths.
+    glued: glued::GluedTerms,
     /// The policy salt as a ready HMAC key.
     key: placeholder::SaltKey,
     /// Tells this engine's entries in a thread's placeholder memo from another's.
@@ -219,6 +222,7 @@ impl Engine {
         }
         let reserved: HashSet<&str> = RESERVED_PLACEHOLDER_WORDS.iter().copied().collect();
         let (mut terms, mut term_words) = (Vec::new(), Vec::new());
+        let mut glued_lists: Vec<(Category, Vec<String>)> = Vec::new();
         for (category, list) in [
             (Category::CLIENT, &policy.clients),
             (Category::ORG, &policy.organizations),
@@ -239,6 +243,16 @@ impl Engine {
                 .copied()
                 .chain(other_forms.iter().map(String::as_str))
                 .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()));
+            glued_lists.push((
+                category,
+                given
+                    .iter()
+                    .copied()
+                    .chain(other_forms.iter().map(String::as_str))
+                    .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()))
+                    .map(str::to_owned)
+                    .collect(),
+            ));
             if let Some((pattern, first_words)) = compile_terms(all) {
                 term_words.extend(first_words.iter().map(|w| w.to_string()));
                 terms.push((category, LiteralGated::new(pattern, first_words)));
@@ -257,6 +271,11 @@ impl Engine {
             heading_lookup,
             alias_links,
             detector: policy_detectors,
+            glued: glued::GluedTerms::new(
+                glued_lists
+                    .iter()
+                    .map(|(c, list)| (*c, list.iter().map(String::as_str).collect())),
+            ),
             key: placeholder::SaltKey::new(&policy.salt),
             id: NEXT_ENGINE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             policy,
@@ -541,6 +560,13 @@ impl Engine {
         let code = self.policy.mode == Mode::Code;
         let mut redacted = self.run(rel, false, !code, None)?;
         if code {
+            let counts = &mut redacted.counts;
+            if let Some(text) = self.glued.apply(&redacted.text, |category, value| {
+                counts.add(category, 1);
+                self.placeholder(category, value).to_string()
+            }) {
+                redacted.text = text;
+            }
             return Ok(redacted);
         }
         let (placeholders, tokens) = &*PATH_TOKENS;

@@ -921,3 +921,37 @@ fn configured_names_match_in_every_normal_form() {
         .text;
     assert!(!path.contains("Lef"), "{path}");
 }
+
+/// In code mode a configured name glued into a file or directory name is redacted at a
+/// change of case or before a digit; inside a longer word it is not.
+#[test]
+fn configured_names_glued_into_path_names_are_redacted() {
+    let engine = Engine::new(Arc::new(Policy {
+        salt: "s".into(),
+        mode: Mode::Code,
+        people: strs(&["Søren"]),
+        clients: strs(&["acme"]),
+        ..Policy::default()
+    }))
+    .unwrap();
+    let path = |p: &str| engine.redact_path(p).unwrap();
+    let report = path("docs/ReportSøren2024.md");
+    assert!(
+        report.text.starts_with("docs/Report[PERSON_") && report.text.ends_with("]2024.md"),
+        "{}",
+        report.text
+    );
+    assert_eq!(report.counts.0.get(&Category::PERSON), Some(&1));
+    let invoices = path("src/acmeInvoices/total.ts").text;
+    assert!(
+        invoices.starts_with("src/[CLIENT_") && invoices.ends_with("]Invoices/total.ts"),
+        "{invoices}"
+    );
+    // Inside a longer word, or lower case on both sides, it is another word.
+    for p in ["docs/Sørensen.md", "src/acmeish/x.ts", "lib/notacme.rs"] {
+        assert_eq!(path(p).text, p);
+    }
+    // The same name in the same file's text is found by the reference's rule only.
+    let text = redact_as(&engine, "ReportSøren2024 and Søren\n", "x.md").text;
+    assert!(text.starts_with("ReportSøren2024 and [PERSON_"), "{text}");
+}
