@@ -14,7 +14,9 @@ const MIN_CHARS: usize = 4;
 pub(super) struct GluedTerms(Vec<(Category, regex::Regex)>);
 
 impl GluedTerms {
-    /// The matchers of `lists`, longest term first within each category.
+    /// The matchers of `lists`, longest term first within each category. A category
+    /// whose terms do not fit one regex (tens of thousands) is left to the reference's
+    /// rule, which still finds every separated occurrence.
     pub(super) fn new<'a>(lists: impl IntoIterator<Item = (Category, Vec<&'a str>)>) -> GluedTerms {
         let mut out = Vec::new();
         for (category, mut terms) in lists {
