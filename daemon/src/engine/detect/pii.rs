@@ -661,7 +661,7 @@ impl Pii {
     fn cards(&self, text: &str, out: &mut Vec<Candidate>) {
         for caps in self.card.captures_iter(text) {
             let m = caps.get(1).expect("group");
-            if valid_card(m.as_str()) {
+            if valid_card(m.as_str()) && !in_number_table(text, m.start(), m.end()) {
                 out.push(cand(m.start(), m.end(), Category::CARD, "P3.card"));
             }
         }
@@ -1173,6 +1173,42 @@ fn exempt_v6(ip: Ipv6Addr) -> bool {
         || ip.to_ipv4_mapped().is_some_and(exempt_v4)
 }
 
+/// Whether the bare number `text[s..e]` is one entry of a table of long numbers (hash
+/// constants, PRNG seeds, test vectors: `16884225088663222131,\n7390739362393647554,`):
+/// the neighbouring entry before or after it, past separators, is another run of ten
+/// digits or more. About one such number in ten passes a card's issuer and Luhn checks.
+/// A card written in groups (`4111 1111 1111 1111`) is no table entry.
+fn in_number_table(text: &str, s: usize, e: usize) -> bool {
+    let b = text.as_bytes();
+    if !b[s..e].iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let is_sep = |c: u8| matches!(c, b',' | b' ' | b'\t' | b'\n' | b'\r' | b';' | b'_');
+    let digits_before = {
+        let mut i = s;
+        while i > 0 && is_sep(b[i - 1]) && s - i < 16 {
+            i -= 1;
+        }
+        let end = i;
+        while i > 0 && b[i - 1].is_ascii_digit() {
+            i -= 1;
+        }
+        (end > i && end < s).then_some(end - i)
+    };
+    let digits_after = {
+        let mut i = e;
+        while i < b.len() && is_sep(b[i]) && i - e < 16 {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        (i > start && start > e).then_some(i - start)
+    };
+    digits_before.is_some_and(|n| n >= 10) || digits_after.is_some_and(|n| n >= 10)
+}
+
 /// `v1.2.3.4`, `version 1.2.3.4`, `Version=1.0.0.0`: a dotted version, not an address.
 fn version_context(text: &str, start: usize) -> bool {
     let from = super::lexical::floor_boundary(text, start.saturating_sub(96));
@@ -1620,6 +1656,24 @@ mod tests {
         assert_eq!(
             found("iban: DE89 3704 0044 0532 0130 00"),
             [("DE89 3704 0044 0532 0130 00".to_owned(), "IBAN")]
+        );
+    }
+
+    #[test]
+    fn a_number_in_a_table_of_long_numbers_is_no_card() {
+        // A number that passes the card checks, between two long constants.
+        let table = "const T: [u64; 3] = [\n    16884225088663222131,\n    4111111111111111,\n    9686916182456720060,\n];";
+        assert!(found(table).is_empty(), "{:?}", found(table));
+        assert_eq!(
+            found("card: 4111111111111111, exp 12/29"),
+            [("4111111111111111".to_owned(), "CARD")]
+        );
+        assert_eq!(
+            found("cards 4111 1111 1111 1111, 5500 0000 0000 0004"),
+            [
+                ("4111 1111 1111 1111".to_owned(), "CARD"),
+                ("5500 0000 0000 0004".to_owned(), "CARD")
+            ]
         );
     }
 
