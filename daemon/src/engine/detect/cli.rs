@@ -135,22 +135,18 @@ fn plain_text_secure_string(text: &str, ls: usize, le: usize, out: &mut Vec<Cand
             at += "-string".len();
             at += line[at..].len() - line[at..].trim_start().len();
         }
-        let Some(q) = line[at..]
-            .chars()
-            .next()
-            .filter(|c| matches!(c, '\'' | '"'))
-        else {
+        let Some(q) = lexical::quote_at(line, at) else {
             continue;
         };
-        let body = at + 1;
-        let Some(close) = line[body..].find(q) else {
+        let body = at + q.len();
+        let Some(close) = lexical::find_closing(line, body, q) else {
             continue;
         };
-        let value = &line[body..body + close];
+        let value = &line[body..close];
         if value.chars().count() >= 4 && !values::is_placeholder(value) {
             out.push(Candidate {
                 start: ls + body,
-                end: ls + body + close,
+                end: ls + close,
                 category: Category::SECRET,
                 detector: "S3.powershell-securestring",
                 priority: prio::STRUCTURAL,

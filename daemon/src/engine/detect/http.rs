@@ -169,7 +169,7 @@ fn scan_with(
             // After a scheme word the value is a credential by its place (`ApiKey
             // Zm9vOmJhcg==`, base64 of a short `id:key`); a bare value must look random.
             let credential = if caps.get_group(1).is_some() {
-                accept_scheme_token("token", value, false)
+                credential_shape(value)
             } else {
                 value.len() >= 16 && values::looks_random(value, 16, 3.0)
             };
@@ -343,6 +343,12 @@ fn accept_scheme_token(scheme: &str, tok: &str, prose_basic: bool) -> bool {
             return false;
         }
     }
+    credential_shape(tok)
+}
+
+/// A token shaped like a credential rather than a word: letters with digits, or mixed
+/// case over 16 characters.
+fn credential_shape(tok: &str) -> bool {
     let (l, u, d, _) = values::char_classes(tok);
     d > 0 && (l + u) > 0 || (l > 0 && u > 0 && tok.len() >= 16)
 }

@@ -95,7 +95,7 @@ pub fn scan(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
     }
     // `kty`, or `Kty` as a Go or C# field.
     if literals.has_ignore_ascii_case(&literals::KTY) {
-        jwk(text, out);
+        jwk(text, literals.starts_ignore_ascii_case(&literals::KTY), out);
     }
 }
 
@@ -208,12 +208,14 @@ fn symmetric_keys(re: &Regex, text: &str, out: &mut Vec<Candidate>) {
     }
 }
 
-fn jwk(text: &str, out: &mut Vec<Candidate>) {
-    let lower = text.to_ascii_lowercase();
-    let mut from = 0;
-    while let Some(i) = lower[from..].find("kty") {
-        let at = from + i;
-        from = at + 3;
+/// The private members of each object holding a `kty` (any ASCII case) at `kty_starts`
+/// (ascending, from the shared keyword scan).
+fn jwk(text: &str, kty_starts: impl Iterator<Item = usize>, out: &mut Vec<Candidate>) {
+    let mut done_to = 0;
+    for at in kty_starts {
+        if at < done_to {
+            continue;
+        }
         let Some((obj_start, obj_end)) = enclosing_object(text, at) else {
             continue;
         };
@@ -221,7 +223,7 @@ fn jwk(text: &str, out: &mut Vec<Candidate>) {
             let v = caps.get(1).expect("value");
             out.push(cand(obj_start + v.start(), obj_start + v.end(), "S1.jwk"));
         }
-        from = from.max(obj_end);
+        done_to = obj_end;
     }
 }
 

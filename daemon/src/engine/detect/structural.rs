@@ -1707,13 +1707,11 @@ fn is_dotted_name(v: &str) -> bool {
         p.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
             && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
     };
-    let parts: Vec<&str> = v.split('.').collect();
-    let Some((last, packages)) = parts.split_last() else {
+    let Some((packages, last)) = v.rsplit_once('.') else {
         return false;
     };
-    !packages.is_empty()
-        && packages.iter().all(|p| lower_part(p))
-        && (lower_part(last) || packages.len() >= 2 && class_part(last))
+    packages.split('.').all(lower_part)
+        && (lower_part(last) || packages.contains('.') && class_part(last))
 }
 
 /// `LET_ME_IN`, `GCM_AZREPOS_SP_SECRET`: a constant's name standing in for a value.

@@ -238,22 +238,14 @@ impl Engine {
             // and some editors write `é` as `e` + U+0301): each written form matches.
             let other_forms: Vec<String> =
                 given.iter().flat_map(|t| other_normal_forms(t)).collect();
-            let all = given
+            let wanted: Vec<&str> = given
                 .iter()
                 .copied()
                 .chain(other_forms.iter().map(String::as_str))
-                .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()));
-            glued_lists.push((
-                category,
-                given
-                    .iter()
-                    .copied()
-                    .chain(other_forms.iter().map(String::as_str))
-                    .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()))
-                    .map(str::to_owned)
-                    .collect(),
-            ));
-            if let Some((pattern, first_words)) = compile_terms(all) {
+                .filter(|t| !reserved.contains(placeholder::casefold(t).as_str()))
+                .collect();
+            glued_lists.push((category, wanted.iter().map(|t| t.to_string()).collect()));
+            if let Some((pattern, first_words)) = compile_terms(wanted.iter().copied()) {
                 term_words.extend(first_words.iter().map(|w| w.to_string()));
                 terms.push((category, LiteralGated::new(pattern, first_words)));
             }

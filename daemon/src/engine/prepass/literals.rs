@@ -105,6 +105,11 @@ impl<'a> Literals<'a> {
         self.hits.has(self.ids, m.0)
     }
 
+    /// Where the literal starts, ignoring ASCII case, ascending.
+    pub fn starts_ignore_ascii_case(&self, m: &Literal) -> impl Iterator<Item = usize> + '_ {
+        self.hits.starts_of(self.ids, m.0)
+    }
+
     /// Whether the text holds `ſ` or the Kelvin sign (see [`LONG_S`]), read from
     /// the scan.
     pub fn has_non_ascii_fold_of_ascii(&self) -> bool {
