@@ -15,6 +15,7 @@ pub mod fs;
 pub mod index;
 pub mod policy_loader;
 pub mod root;
+pub mod search_index;
 pub mod server;
 pub mod service;
 pub mod tools;

@@ -14,8 +14,10 @@ use crate::cache::{
 use crate::engine::{Counts, Engine, RedactOptions};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
+use crate::search_index::plan::GramPlan;
+use crate::search_index::{Indexed, Screen, SearchIndex, Verdict, too_stale};
 use crate::view::{
-    Entry, EntryKind, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
+    Entry, EntryKind, FileScreen, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -79,6 +81,8 @@ pub struct ReadCounters {
     pub content_reads: AtomicU64,
     /// Contents redacted (each counts once for both variants).
     pub redactions: AtomicU64,
+    /// Files a search skipped because the search index ruled them out.
+    pub screened_out: AtomicU64,
 }
 
 /// Redacted content and the `stat` line count of one file version.
@@ -133,6 +137,37 @@ pub struct ServedRoot {
     /// [`ServedRoot::wait_warm_check`]).
     warm_check: Mutex<bool>,
     warm_checked: Condvar,
+    /// The search index in use (`None` until one is loaded or built).
+    search: std::sync::RwLock<Option<Arc<SearchIndex>>>,
+    /// Wakes the thread that keeps the search index current.
+    search_wake: Arc<SearchWake>,
+}
+
+/// Requests to the search-index thread of a root ([`ServedRoot::spawn_indexing`]).
+#[derive(Debug, Default)]
+struct SearchWake {
+    /// A check (rebuild if stale) is wanted.
+    wanted: Mutex<bool>,
+    cv: Condvar,
+    /// The root was dropped: the thread ends.
+    closed: AtomicBool,
+}
+
+impl SearchWake {
+    fn request(&self) {
+        *self.wanted.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits for a request (true) or the root's end (false).
+    fn wait(&self) -> bool {
+        let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());
+        while !*wanted && !self.closed.load(Ordering::SeqCst) {
+            wanted = self.cv.wait(wanted).unwrap_or_else(|e| e.into_inner());
+        }
+        *wanted = false;
+        !self.closed.load(Ordering::SeqCst)
+    }
 }
 
 impl std::fmt::Debug for ServedRoot {
@@ -153,6 +188,8 @@ fn lower_thread_priority() {
 
 impl Drop for ServedRoot {
     fn drop(&mut self) {
+        self.search_wake.closed.store(true, Ordering::SeqCst);
+        self.search_wake.request();
         if let Some(cache) = &self.cache {
             cache.unserve_policy(&self.root_key, &self.fingerprint);
         }
@@ -207,6 +244,8 @@ impl ServedRoot {
             pause_after: opts.pause_indexing_after,
             warm_check: Mutex::new(false),
             warm_checked: Condvar::new(),
+            search: std::sync::RwLock::new(None),
+            search_wake: Arc::default(),
         })
     }
 
@@ -287,7 +326,10 @@ impl ServedRoot {
     }
 
     /// Runs [`ServedRoot::index_all`] on a background thread. Until that pass has checked
-    /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks.
+    /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks. The thread
+    /// then keeps the search index current ([`ServedRoot::refresh_search_index`] after
+    /// every pass and whenever searches find it stale) until the root is dropped; it
+    /// holds the root only while it works.
     pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
         self.set_warm_check(true);
         let me = self.clone();
@@ -296,8 +338,95 @@ impl ServedRoot {
             .spawn(move || {
                 me.index_all();
                 me.set_warm_check(false);
+                let wake = me.search_wake.clone();
+                let weak = Arc::downgrade(&me);
+                drop(me);
+                while wake.wait() {
+                    let Some(me) = weak.upgrade() else { return };
+                    me.refresh_search_index();
+                }
             })
             .expect("spawning the indexer thread")
+    }
+
+    /// Loads the root's search index, or builds it when there is none for this policy
+    /// or too many files changed since it was built; the old one serves meanwhile.
+    /// Blocks until done. Without a cache there is no index (searches read every file).
+    pub fn refresh_search_index(&self) {
+        let Some(cache) = &self.cache else { return };
+        let files = self.index.files();
+        let current = self
+            .search_index()
+            .or_else(|| SearchIndex::load(cache, &self.root_key, &self.fingerprint).map(Arc::new));
+        if let Some(index) = current
+            && !index.is_stale_for(&files)
+        {
+            self.set_search_index(Some(index));
+            return;
+        }
+        let started = std::time::Instant::now();
+        let read = |rel: &str, stat: &StatKey| {
+            if self.never_read(ContentKind::of_path(rel), stat) {
+                return Some(Indexed::Opaque(FileRecord::new(stat, true, None)));
+            }
+            let (record, content) = cache.get_file_and_content(&self.root_key, rel, |rec| {
+                rec.trusted_for(stat)
+                    .then_some(rec.text)
+                    .flatten()
+                    .map(|info| self.content_key(&info.hash, rel))
+            })?;
+            if !record.trusted_for(stat) {
+                return None;
+            }
+            match (record.text, content) {
+                (None, _) => Some(Indexed::Opaque(record)),
+                (Some(_), Some(content)) => Some(Indexed::Text(record, content)),
+                (Some(_), None) => None,
+            }
+        };
+        let pool = self.background_pool("redctx-grams");
+        let built = SearchIndex::build(
+            cache,
+            &self.root_key,
+            &self.fingerprint,
+            &files,
+            &read,
+            pool.as_ref(),
+        );
+        tracing::info!(
+            root = %self.root.display(),
+            files = built.as_ref().map_or(0, |b| b.len()),
+            ms = started.elapsed().as_millis() as u64,
+            "search index built"
+        );
+        if built.is_some() {
+            self.set_search_index(built.map(Arc::new));
+        }
+    }
+
+    /// The search index in use, if any.
+    pub fn search_index(&self) -> Option<Arc<SearchIndex>> {
+        self.search
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the search index in use (`None`: searches read every file until the
+    /// next refresh).
+    pub fn set_search_index(&self, index: Option<Arc<SearchIndex>>) {
+        *self.search.write().unwrap_or_else(|e| e.into_inner()) = index;
+    }
+
+    /// A pool of `threads` low-priority workers for background passes (`None` if the
+    /// OS refuses threads: the pass then runs on the calling thread).
+    fn background_pool(&self, name: &'static str) -> Option<rayon::ThreadPool> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .thread_name(move |i| format!("{name}-{i}"))
+            .start_handler(|_| lower_thread_priority())
+            .build()
+            .ok()
     }
 
     fn set_warm_check(&self, pending: bool) {
@@ -354,11 +483,7 @@ impl ServedRoot {
             self.count(outcome, stat.size);
         };
         if !todo.is_empty() {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(self.threads)
-                .thread_name(|i| format!("redctx-index-{i}"))
-                .start_handler(|_| lower_thread_priority())
-                .build();
+            let pool = self.background_pool("redctx-index");
             // Workers take files in walk order from one cursor, so that a prefetcher
             // running a window ahead of it has the pages in memory when they are read.
             let cursor = AtomicUsize::new(0);
@@ -374,10 +499,10 @@ impl ServedRoot {
                 // prefetcher sees it and returns, so the scope can end.
                 let _stop_prefetch = CursorToEnd(&cursor, todo.len());
                 match pool {
-                    Ok(pool) => {
+                    Some(pool) => {
                         pool.broadcast(|_| std::iter::from_fn(next).for_each(&work));
                     }
-                    Err(_) => std::iter::from_fn(next).for_each(&work),
+                    None => std::iter::from_fn(next).for_each(&work),
                 }
             });
         }
@@ -400,6 +525,7 @@ impl ServedRoot {
         }
         p.running.store(false, Ordering::SeqCst);
         p.finished.store(true, Ordering::SeqCst);
+        self.search_wake.request();
         if snap.files_read == 0 {
             // Nothing was redacted (a warm restart): warm the engine after "ready".
             self.warm_up_engine(&files);
@@ -873,9 +999,56 @@ enum Outcome {
     Failed,
 }
 
+/// A search's screen of this root's files; asks for a rebuild of the index when the
+/// search met too many files changed since it was built.
+struct RootScreen<'a> {
+    root: &'a ServedRoot,
+    screen: Screen,
+    /// Files in scope the index could not judge (changed since, or new).
+    unknown: AtomicUsize,
+    judged: AtomicUsize,
+}
+
+impl FileScreen for RootScreen<'_> {
+    fn rules_out(&self, file: &Entry) -> Option<Counts> {
+        self.judged.fetch_add(1, Ordering::Relaxed);
+        match self.screen.verdict(&self.root.root, &file.rel) {
+            Verdict::RuledOut(counts) => {
+                let counters = &self.root.counters;
+                counters.screened_out.fetch_add(1, Ordering::Relaxed);
+                Some(counts.clone())
+            }
+            Verdict::Candidate => None,
+            Verdict::Unknown => {
+                self.unknown.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for RootScreen<'_> {
+    fn drop(&mut self) {
+        let unknown = self.unknown.load(Ordering::Relaxed);
+        if too_stale(unknown, self.judged.load(Ordering::Relaxed)) {
+            self.root.search_wake.request();
+        }
+    }
+}
+
 impl RootView for ServedRoot {
     fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    fn search_screen(&self, plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>> {
+        let screen = self.search_index()?.screen(self.cache.as_deref()?, plan)?;
+        Some(Box::new(RootScreen {
+            root: self,
+            screen,
+            unknown: AtomicUsize::new(0),
+            judged: AtomicUsize::new(0),
+        }))
     }
 
     fn limits(&self) -> &Limits {

@@ -6,6 +6,7 @@
 //! a view is a consistent snapshot of one policy, so a reload swaps whole views.
 
 use crate::engine::{Counts, Engine};
+use crate::search_index::plan::GramPlan;
 use std::sync::Arc;
 
 /// What an index entry is.
@@ -230,4 +231,18 @@ pub trait RootView: Send + Sync {
 
     /// Redacts one path component (tree names) with the path redactor.
     fn name(&self, name: &str) -> RedactedPath;
+
+    /// The search index's pre-screen of files for one query (`crate::search_index`):
+    /// `None` when the view has no usable index, and every file in scope is read.
+    fn search_screen(&self, _plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>> {
+        None
+    }
+}
+
+/// Which files of a query's scope cannot match, known without reading them.
+pub trait FileScreen: Sync {
+    /// `Some(counts)` when `file` is known, as it is on disk now, to hold no match; the
+    /// counts are those of its redacted content (what reading it would add to a
+    /// receipt). `None`: read it.
+    fn rules_out(&self, file: &Entry) -> Option<Counts>;
 }

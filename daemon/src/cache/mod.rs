@@ -10,6 +10,8 @@
 //!   of two pages (a 5 KB value takes 8 KB) and that rounding cost a third of the file.
 //! - `files`: (root key, raw relative path) → [`FileRecord`] (the stat the content was
 //!   read at, the content hash, the line count).
+//! - `gram_heads`, `grams`: the search index of each root (grams of redacted text; see
+//!   `grams.rs`).
 //! - `meta`: the cache format number and the count of file-record changes since the last
 //!   sweep that may have left a content record unreferenced (`orphans`).
 //!
@@ -40,12 +42,14 @@
 //! database before or after the sweep. A lookup that found content just before a sweep
 //! removed it notices ([`Cache::swept_since`]) and stores the content again.
 
+mod grams;
 mod layout;
 pub mod record;
 mod sweep;
 mod writer;
 
 use crate::engine::Policy;
+pub use grams::GramHead;
 pub use layout::{
     ContentKey, content_hash, content_hash_key, content_key, file_content_key, policy_fingerprint,
     root_key,
@@ -220,6 +224,8 @@ fn try_open(path: &Path) -> Result<Option<Database>, CacheError> {
         };
         w.open_table(CONTENT)?;
         w.open_table(FILES)?;
+        w.open_table(grams::GRAM_HEADS)?;
+        w.open_table(grams::GRAMS)?;
         w.commit()?;
         Ok(ok)
     })();
@@ -587,6 +593,7 @@ impl Cache {
             p.retain(|k, _| !k.starts_with(root));
         }
         self.send(Op::ForgetRoot(*root));
+        self.drop_grams(root);
     }
 
     /// Records that `root` is served under the policy `fingerprint` until

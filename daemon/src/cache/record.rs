@@ -153,25 +153,22 @@ impl FileRecord {
         self
     }
 
+    /// The stat the record was written at.
+    pub fn stat(&self) -> StatKey {
+        StatKey {
+            dev: self.dev,
+            ino: self.ino,
+            mode: self.mode,
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+        }
+    }
+
     /// Whether the record can be trusted for a file now at `stat`: same (dev, ino, mode,
     /// size, mtime_ns, ctime_ns) and settled.
     pub fn trusted_for(&self, stat: &StatKey) -> bool {
-        self.settled
-            && (
-                self.dev,
-                self.ino,
-                self.mode,
-                self.size,
-                self.mtime_ns,
-                self.ctime_ns,
-            ) == (
-                stat.dev,
-                stat.ino,
-                stat.mode,
-                stat.size,
-                stat.mtime_ns,
-                stat.ctime_ns,
-            )
+        self.settled && self.stat() == *stat
     }
 }
 

@@ -10,7 +10,8 @@ use crate::cancel::Stop;
 use crate::engine::placeholder::casefold;
 use crate::engine::python::text::{is_py_space, splitlines};
 use crate::engine::{Category, Counts};
-use crate::view::{Entry, RedactedDoc, RedactedPath, RootView};
+use crate::search_index::plan::GramPlan;
+use crate::view::{Entry, FileScreen, RedactedDoc, RedactedPath, RootView};
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
@@ -263,15 +264,37 @@ enum FileResult {
     },
 }
 
+/// One file of the scope, in the shape of the call.
+struct Query<'a> {
+    matcher: &'a Matcher,
+    /// The reference's raw-byte screen applies ([`raw_prefilter_applies`]).
+    prefilter: bool,
+    context: usize,
+    /// The search index's verdicts, when the view has an index and the query a plan.
+    screen: Option<&'a dyn FileScreen>,
+}
+
 fn search_file(
     view: &dyn RootView,
     entry: &Entry,
-    matcher: &Matcher,
-    prefilter: bool,
-    context: usize,
+    query: &Query<'_>,
     stop: &Stop,
     limit: usize,
 ) -> FileResult {
+    let Query {
+        matcher,
+        prefilter,
+        context,
+        screen,
+    } = *query;
+    // A file the index rules out is what reading it and finding no match would give.
+    if let Some(doc_counts) = screen.and_then(|screen| screen.rules_out(entry)) {
+        return FileResult::Searched {
+            doc_counts,
+            path: None,
+            lines: Vec::new(),
+        };
+    }
     // Under the raw prefilter a file that is not text is skipped, never an error. The
     // content is asked for first (from the cache it answers `NotText` for such a file
     // at no cost), and the text check runs only to classify a failure.
@@ -362,6 +385,18 @@ fn search_inner(
         Matcher::literal(&args.query, args.ignore_case)?
     };
     let prefilter = raw_prefilter_applies(&args.query, args.regex, args.ignore_case);
+    let plan = if args.regex {
+        GramPlan::regex(&args.query)
+    } else {
+        GramPlan::literal(&args.query)
+    };
+    let screen = plan.as_ref().and_then(|plan| view.search_screen(plan));
+    let query = Query {
+        matcher: &matcher,
+        prefilter,
+        context: args.context,
+        screen: screen.as_deref(),
+    };
     let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, !prefilter, &mut budget)?;
@@ -369,7 +404,6 @@ fn search_inner(
 
     let mut out = String::new();
     let mut results = 0usize;
-    let context = args.context;
     // Files go in parallel batches (growing, so an early `max_results` wastes little
     // work), emitted in walk order. A literal search stops where the reference stops
     // reading: at the line that fills the output. A regex search, like the reference's,
@@ -394,7 +428,7 @@ fn search_inner(
         let limit = if full { 0 } else { args.max_results - results };
         let searched: Vec<FileResult> = files[range]
             .par_iter()
-            .map(|entry| search_file(view, entry, &matcher, prefilter, context, stop, limit))
+            .map(|entry| search_file(view, entry, &query, stop, limit))
             .collect();
         for result in searched {
             let (doc_counts, path, lines) = match result {

@@ -1,0 +1,208 @@
+//! Storage of the search index (`crate::search_index`) in the cache database: redacted
+//! text's grams only, never text.
+//!
+//! Tables:
+//! - `gram_heads`: root key → [`GramHead`]: which generation of the root's index is
+//!   complete, under which policy, and how many segments it has.
+//! - `grams`: (root key, generation, segment, part) → value, where part `u32::MAX` is the
+//!   segment's file table and any other part a postings bucket
+//!   (`crate::search_index::postings`).
+//!
+//! A build writes each segment in a transaction of its own and the head last, in the
+//! transaction that also drops every other generation of the root, so `kill -9` at any
+//! moment leaves either the previous complete index or the new one (plus segments of an
+//! unfinished build, which the next publish drops). Reads of a generation that a newer
+//! publish dropped find nothing and say so (`None`), and the caller scans instead.
+
+use super::Cache;
+use super::record;
+use redb::{ReadableDatabase, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+pub(super) const GRAM_HEADS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("gram_heads");
+pub(super) const GRAMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("grams");
+
+/// The part number of a segment's file table.
+const FILE_TABLE: u32 = u32::MAX;
+
+/// A complete index of one root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GramHead {
+    /// Policy fingerprint the indexed text was redacted under.
+    pub fingerprint: [u8; 32],
+    /// Build generation (unique per build of this root).
+    pub generation: u64,
+    pub segments: u32,
+    /// `crate::search_index::INDEX_FORMAT` of the build.
+    pub format: u32,
+}
+
+fn data_key(root: &[u8; 32], generation: u64, segment: u32, part: u32) -> [u8; 48] {
+    let mut key = [0u8; 48];
+    key[..32].copy_from_slice(root);
+    key[32..40].copy_from_slice(&generation.to_be_bytes());
+    key[40..44].copy_from_slice(&segment.to_be_bytes());
+    key[44..].copy_from_slice(&part.to_be_bytes());
+    key
+}
+
+impl Cache {
+    /// The root's complete index, if any.
+    pub fn gram_head(&self, root: &[u8; 32]) -> Option<GramHead> {
+        let bytes = self.read_value(GRAM_HEADS, root)?;
+        record::decode(&bytes)
+    }
+
+    /// Stores one segment of a build: its file table and its postings buckets. False
+    /// when the database refused (the build is then abandoned).
+    pub fn put_gram_segment(
+        &self,
+        root: &[u8; 32],
+        generation: u64,
+        segment: u32,
+        file_table: &[u8],
+        buckets: &[(u16, Vec<u8>)],
+    ) -> bool {
+        let Some(db) = self.reader() else {
+            return false;
+        };
+        let written = (|| -> Result<(), redb::Error> {
+            let w = db.begin_write()?;
+            {
+                let mut t = w.open_table(GRAMS)?;
+                t.insert(
+                    data_key(root, generation, segment, FILE_TABLE).as_slice(),
+                    file_table,
+                )?;
+                for (bucket, value) in buckets {
+                    let key = data_key(root, generation, segment, u32::from(*bucket));
+                    t.insert(key.as_slice(), value.as_slice())?;
+                }
+            }
+            w.commit()?;
+            Ok(())
+        })();
+        self.wrote(written)
+    }
+
+    /// Makes `head` the root's index and drops every other generation of the root
+    /// (older builds, unfinished ones), in one transaction.
+    pub fn publish_grams(&self, root: &[u8; 32], head: &GramHead) -> bool {
+        let Some(db) = self.reader() else {
+            return false;
+        };
+        let written = (|| -> Result<(), redb::Error> {
+            let w = db.begin_write()?;
+            {
+                let mut heads = w.open_table(GRAM_HEADS)?;
+                heads.insert(root.as_slice(), record::encode(head).as_slice())?;
+                let mut t = w.open_table(GRAMS)?;
+                let (first, last) = (
+                    data_key(root, 0, 0, 0),
+                    data_key(root, u64::MAX, u32::MAX, u32::MAX),
+                );
+                t.retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |k, _| {
+                    k[32..40] == head.generation.to_be_bytes()
+                })?;
+            }
+            w.commit()?;
+            Ok(())
+        })();
+        self.wrote(written)
+    }
+
+    /// Drops the root's index (a forgotten root).
+    pub(super) fn drop_grams(&self, root: &[u8; 32]) {
+        let Some(db) = self.reader() else { return };
+        let written = (|| -> Result<(), redb::Error> {
+            let w = db.begin_write()?;
+            {
+                w.open_table(GRAM_HEADS)?.remove(root.as_slice())?;
+                let (first, last) = (
+                    data_key(root, 0, 0, 0),
+                    data_key(root, u64::MAX, u32::MAX, u32::MAX),
+                );
+                w.open_table(GRAMS)?
+                    .retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |_, _| false)?;
+            }
+            w.commit()?;
+            Ok(())
+        })();
+        self.wrote(written);
+    }
+
+    /// The file table of one segment.
+    pub fn gram_file_table(
+        &self,
+        root: &[u8; 32],
+        generation: u64,
+        segment: u32,
+    ) -> Option<Vec<u8>> {
+        self.read_value(GRAMS, &data_key(root, generation, segment, FILE_TABLE))
+    }
+
+    /// The postings buckets `wanted` (segment, bucket) of one generation, read in one
+    /// transaction: for each, `Some(value)` or `Some(None)` when no file has a gram of
+    /// that bucket. `None` when the generation is gone (a newer build was published) or
+    /// the database failed.
+    pub fn gram_buckets(
+        &self,
+        root: &[u8; 32],
+        generation: u64,
+        wanted: &[(u32, u16)],
+    ) -> Option<Vec<Option<Vec<u8>>>> {
+        let db = self.reader()?;
+        let found = (|| -> Result<Option<Vec<Option<Vec<u8>>>>, redb::Error> {
+            let r = db.begin_read()?;
+            let t = r.open_table(GRAMS)?;
+            // The head first: a generation dropped by a newer publish must not read as
+            // "no file holds these grams".
+            let heads = r.open_table(GRAM_HEADS)?;
+            let current = heads
+                .get(root.as_slice())?
+                .and_then(|g| record::decode::<GramHead>(g.value()));
+            if current.is_none_or(|h| h.generation != generation) {
+                return Ok(None);
+            }
+            let mut out = Vec::with_capacity(wanted.len());
+            for &(segment, bucket) in wanted {
+                let key = data_key(root, generation, segment, u32::from(bucket));
+                out.push(t.get(key.as_slice())?.map(|g| g.value().to_vec()));
+            }
+            Ok(Some(out))
+        })();
+        self.settle(found)
+    }
+
+    /// Bytes the root's index takes (keys and values of its current generation), for
+    /// benches and `status`.
+    pub fn gram_bytes(&self, root: &[u8; 32]) -> Option<u64> {
+        let head = self.gram_head(root)?;
+        let db = self.reader()?;
+        let counted = (|| -> Result<u64, redb::Error> {
+            let r = db.begin_read()?;
+            let t = r.open_table(GRAMS)?;
+            let (first, last) = (
+                data_key(root, head.generation, 0, 0),
+                data_key(root, head.generation, u32::MAX, u32::MAX),
+            );
+            let mut n = 0u64;
+            for item in t.range::<&[u8]>(first.as_slice()..=last.as_slice())? {
+                let (k, v) = item?;
+                n += (k.value().len() + v.value().len()) as u64;
+            }
+            Ok(n)
+        })();
+        counted.ok()
+    }
+
+    fn wrote(&self, written: Result<(), redb::Error>) -> bool {
+        match written {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::warn!(error = %err, "search index write failed; searches scan instead");
+                false
+            }
+        }
+    }
+}

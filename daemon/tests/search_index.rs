@@ -1,0 +1,314 @@
+//! The search index changes how long a search takes, never what it answers: on generated
+//! trees, for literal, case-folded and regex queries (with and without required
+//! literals, Unicode, placeholders), scopes and caps, the answer with the index equals
+//! the answer of reading every file, byte for byte and count for count; the same after
+//! edits, deletes, renames, a restart and a policy change.
+
+use redctx_daemon::cache::Cache;
+use redctx_daemon::cancel::Stop;
+use redctx_daemon::engine::{Engine, Mode, Policy};
+use redctx_daemon::index::IndexOptions;
+use redctx_daemon::root::{RootOptions, ServedRoot};
+use redctx_daemon::tools::{SearchArgs, search};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// A small deterministic generator (xorshift64*), so every run sees the same trees.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Words that exercise folding (ß, Σ/σ/ς, the Kelvin sign, dotted İ), identifiers,
+/// configured terms (redacted into placeholders) and values the detectors redact.
+const WORDS: &[&str] = &[
+    "alpha",
+    "Beta",
+    "GAMMA",
+    "mutex",
+    "Mutex",
+    "fn",
+    "let",
+    "Straße",
+    "STRASSE",
+    "strasse",
+    "ΣΊΣΥΦΟΣ",
+    "σίσυφος",
+    "\u{212A}elvin",
+    "kelvin",
+    "İstanbul",
+    "snake_case_name",
+    "CamelCaseName",
+    "0xdeadbeef",
+    "b6e0.9271",
+    "Globex",
+    "Initech Corp",
+    "Jane Roe",
+    "jane.roe@example.com",
+    "password = \"Sup3rS3cretValue!\"",
+    "token: ghp_0123456789abcdefABCDEF0123456789abcd",
+    "https://intranet.globex.internal/path",
+    "192.168.12.34",
+    "TODO",
+    "fixme",
+    "[not a placeholder]",
+    "日本語",
+    "\t",
+    "emoji🦀crab",
+];
+
+fn policy(salt: &str, mode: Mode) -> Policy {
+    Policy {
+        salt: salt.into(),
+        mode,
+        clients: vec!["Globex".into()],
+        organizations: vec!["Initech Corp".into()],
+        people: vec!["Jane Roe".into()],
+        ..Policy::default()
+    }
+}
+
+fn line(rng: &mut Rng) -> String {
+    let n = 1 + rng.below(8);
+    (0..n)
+        .map(|_| rng.pick(WORDS).to_string())
+        .collect::<Vec<_>>()
+        .join(if rng.below(3) == 0 { "_" } else { " " })
+}
+
+fn text(rng: &mut Rng) -> String {
+    let lines = rng.below(40);
+    let mut out: String = (0..lines).map(|_| line(rng) + "\n").collect();
+    if rng.below(5) == 0 {
+        out.push_str(&line(rng)); // no final newline
+    }
+    out
+}
+
+fn write(root: &Path, rel: &str, content: &[u8]) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, content).unwrap();
+}
+
+const DIRS: &[&str] = &["src", "src/deep/er", "docs", "Globex", "notes/Jane Roe"];
+const NAMES: &[&str] = &[
+    "a.rs",
+    "b.txt",
+    "README.md",
+    "Globex-plan.md",
+    "c.py",
+    "data.json",
+    "raw.bin",
+];
+
+fn generate(root: &Path, rng: &mut Rng, files: usize) -> Vec<String> {
+    let mut rels = Vec::new();
+    for i in 0..files {
+        let rel = format!("{}/{}{}", rng.pick(DIRS), i, rng.pick(NAMES));
+        let content = if rel.ends_with(".bin") {
+            vec![0u8, 159, 146, 150, 0, 1, 2]
+        } else {
+            text(rng).into_bytes()
+        };
+        write(root, &rel, &content);
+        rels.push(rel);
+    }
+    // A file named like text that is not text (the `[SKIPPED: …]` line).
+    write(root, "docs/utf16.txt", b"\xff\xfeh\x00i\x00");
+    rels
+}
+
+fn queries(rng: &mut Rng, count: usize) -> Vec<SearchArgs> {
+    const REGEXES: &[&str] = &[
+        r"EMAIL_[0-9a-f]{4}",
+        r"(?:alpha|gamma)\s+\w+",
+        r"\bSTRA",
+        r"[A-Z]{3}",
+        r"\d+",
+        r"kelvin|mutex",
+        r"ΣΊΣ",
+        r"CLIENT_[0-9a-f]+\]",
+        r"^let ",
+        r"snake_[a-z]+_name",
+    ];
+    const LITERALS: &[&str] = &[
+        "mutex",
+        "MUTEX",
+        "straße",
+        "STRASSE",
+        "σίσυφος",
+        "kelvin",
+        "[PERSON_",
+        "[CLIENT_",
+        "_case",
+        "deadbeef",
+        "b6e0.9271",
+        "person",
+        "ghp_",
+        "Sup3r",
+        "globex",
+        "crab",
+        "日本",
+        "absent-in-every-file",
+        "fn",
+        "alpha Beta",
+    ];
+    (0..count)
+        .map(|_| {
+            let regex = rng.below(3) == 0;
+            let query = if regex {
+                rng.pick(REGEXES).to_string()
+            } else {
+                rng.pick(LITERALS).to_string()
+            };
+            SearchArgs {
+                query,
+                regex,
+                ignore_case: rng.below(2) == 0,
+                context: [0, 0, 1, 3][rng.below(4)],
+                max_results: [1, 7, 50, 200, 100_000][rng.below(5)],
+                paths: if rng.below(4) == 0 {
+                    vec![rng.pick(DIRS).to_string()]
+                } else {
+                    Vec::new()
+                },
+                glob: if rng.below(5) == 0 {
+                    vec!["*.md".into()]
+                } else {
+                    Vec::new()
+                },
+                ..SearchArgs::default()
+            }
+        })
+        .collect()
+}
+
+fn serve(root: &Path, cache: &Arc<Cache>, policy: Policy) -> ServedRoot {
+    let engine = Arc::new(Engine::new(Arc::new(policy)).unwrap());
+    let opts = RootOptions {
+        index: IndexOptions {
+            gitignore: true,
+            threads: 2,
+            // Every record settled at once (the files' ctime is now): the index then
+            // covers every file, and freshness rests on the stat comparison alone.
+            racy_window_ns: 0,
+        },
+        ..RootOptions::default()
+    };
+    let view = ServedRoot::open(root, engine, Some(cache.clone()), opts).unwrap();
+    view.index_all();
+    view.refresh_search_index();
+    view
+}
+
+/// Every query's answer with the index equals its answer without; returns how many
+/// files the index ruled out over all queries (so a test can tell it was used).
+fn assert_same_answers(view: &ServedRoot, queries: &[SearchArgs], stage: &str) -> u64 {
+    let index = view.search_index().expect("an index was built");
+    let before = view.counters().screened_out.load(Ordering::Relaxed);
+    let indexed: Vec<_> = queries
+        .iter()
+        .map(|q| search(view, q, &Stop::never()))
+        .collect();
+    let used = view.counters().screened_out.load(Ordering::Relaxed) - before;
+    view.set_search_index(None);
+    for (q, with_index) in queries.iter().zip(indexed) {
+        let scanned = search(view, q, &Stop::never());
+        assert_eq!(with_index.text, scanned.text, "{stage}: {q:?}");
+        assert_eq!(with_index.counts, scanned.counts, "{stage}: {q:?}");
+        assert_eq!(with_index.is_error, scanned.is_error, "{stage}: {q:?}");
+    }
+    view.set_search_index(Some(index));
+    used
+}
+
+#[test]
+fn indexed_search_answers_exactly_as_a_scan_through_edits_restarts_and_policy_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut rng = Rng(0x5eed_1dea_u64);
+    let mut rels = generate(&root, &mut rng, 160);
+    let queries = queries(&mut rng, 120);
+
+    let view = serve(&root, &cache, policy("search-index-salt", Mode::Balanced));
+    assert!(view.search_index().unwrap().len() > 150);
+    let used = assert_same_answers(&view, &queries, "fresh index");
+    assert!(used > 1_000, "the index ruled out only {used} files");
+
+    // Edits (in place, growing and shrinking), deletes and renames after the build:
+    // those files are read, the rest still ruled out.
+    for k in 0..30 {
+        let at = rng.below(rels.len());
+        let rel = rels[at].clone();
+        match k % 3 {
+            0 => write(
+                &root,
+                &rel,
+                format!("mutex kelvin {}\n", line(&mut rng)).as_bytes(),
+            ),
+            1 => {
+                std::fs::remove_file(root.join(&rel)).unwrap();
+                view.remove(&rel);
+                rels.remove(at);
+            }
+            _ => {
+                let renamed = format!("src/renamed{k}.md");
+                std::fs::rename(root.join(&rel), root.join(&renamed)).unwrap();
+                view.remove(&rel);
+                view.upsert(&renamed);
+                rels[at] = renamed;
+            }
+        }
+    }
+    let used = assert_same_answers(&view, &queries, "after edits");
+    assert!(used > 500, "the index ruled out only {used} files");
+    drop(view);
+
+    // A restart loads the published index instead of building one.
+    let view = serve(&root, &cache, policy("search-index-salt", Mode::Balanced));
+    assert_same_answers(&view, &queries, "after a restart");
+    drop(view);
+
+    // Another policy: its own index (placeholders differ), same agreement.
+    let view = serve(&root, &cache, policy("another-salt", Mode::Strict));
+    let used = assert_same_answers(&view, &queries, "under another policy");
+    assert!(used > 500, "the index ruled out only {used} files");
+}
+
+#[test]
+fn a_file_changed_after_the_build_is_found_with_its_new_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    write(&root, "a.txt", b"nothing here\n");
+    write(&root, "b.txt", b"the needle is here\n");
+    let view = serve(&root, &cache, policy("fresh-salt", Mode::Balanced));
+    let args = SearchArgs {
+        query: "fresh needle".into(),
+        ..SearchArgs::default()
+    };
+    assert_eq!(search(&view, &args, &Stop::never()).text, "No matches.\n");
+    // Written just now, with no watcher and no refresh: the stat differs from the
+    // indexed one, so the file is read.
+    std::fs::write(root.join("a.txt"), "a fresh needle appears\n").unwrap();
+    let out = search(&view, &args, &Stop::never()).text;
+    assert!(out.ends_with(":a fresh needle appears\n"), "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
