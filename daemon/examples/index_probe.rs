@@ -30,6 +30,11 @@ fn main() {
         eprintln!("usage: index_probe <root> <state dir> [config] [vault dir]");
         std::process::exit(2);
     };
+    if std::env::var("REDCTX_PROBE_LOG").is_ok() {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let env = EnvOverrides {
         state_dir: Some(args.get(3).cloned().unwrap_or_else(|| state.join("vault"))),
         ..EnvOverrides::default()
@@ -70,6 +75,58 @@ fn main() {
         p.files_seen, p.files_read, p.files_indexed, p.files_skipped, p.files_failed
     );
     drop(watcher);
+    // REDCTX_PROBE_SEARCH=query: whole-root search with the search index and without it
+    // (best of 5 each), the files it ruled out and its size in the database.
+    if let Ok(query) = std::env::var("REDCTX_PROBE_SEARCH") {
+        let args = redctx_daemon::tools::SearchArgs {
+            query,
+            regex: std::env::var("REDCTX_PROBE_REGEX").is_ok(),
+            ..Default::default()
+        };
+        let stop = redctx_daemon::cancel::Stop::never;
+        let index = served.search_index();
+        let time = |label: &str| {
+            let before = served
+                .counters()
+                .screened_out
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let mut best = f64::MAX;
+            let mut out = String::new();
+            let rounds: usize = std::env::var("REDCTX_PROBE_ROUNDS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(5);
+            for _ in 0..rounds {
+                let t = Instant::now();
+                out = redctx_daemon::tools::search(&*served, &args, &stop()).text;
+                best = best.min(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let after = served
+                .counters()
+                .screened_out
+                .load(std::sync::atomic::Ordering::Relaxed);
+            println!(
+                "search {label}: best {best:.1} ms, {} lines, ruled out {} files per call",
+                out.lines().count(),
+                (after - before) / rounds as u64
+            );
+            out
+        };
+        let indexed = time("with index");
+        if std::env::var("REDCTX_PROBE_INDEX_ONLY").is_ok() {
+            return;
+        }
+        served.set_search_index(None);
+        let scanned = time("scan");
+        served.set_search_index(index.clone());
+        assert_eq!(indexed, scanned, "indexed and scanned answers differ");
+        let root_key = redctx_daemon::cache::root_key(served.root());
+        println!(
+            "search index: {} files, {:.1} MB in the database",
+            index.map_or(0, |i| i.len()),
+            cache.gram_bytes(&root_key).unwrap_or(0) as f64 / 1e6
+        );
+    }
     // REDCTX_PROBE_FILE=rel: time redacting one file a few times in a row (first-use cost
     // against steady state).
     if let Ok(rel) = std::env::var("REDCTX_PROBE_FILE") {

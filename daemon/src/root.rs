@@ -327,9 +327,9 @@ impl ServedRoot {
 
     /// Runs [`ServedRoot::index_all`] on a background thread. Until that pass has checked
     /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks. The thread
-    /// then keeps the search index current ([`ServedRoot::refresh_search_index`] after
-    /// every pass and whenever searches find it stale) until the root is dropped; it
-    /// holds the root only while it works.
+    /// then keeps the search index current ([`ServedRoot::refresh_search_index`] whenever
+    /// searches find it stale) until the root is dropped; it holds the root only while
+    /// it works.
     pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
         self.set_warm_check(true);
         let me = self.clone();
@@ -523,9 +523,11 @@ impl ServedRoot {
             // policy) leaves content unreferenced; one with nothing changed costs nothing.
             cache.request_sweep();
         }
+        // Part of "ready": a warm restart loads the index (file tables only), a pass that
+        // changed many files rebuilds it, so the first searches after ready use it.
+        self.refresh_search_index();
         p.running.store(false, Ordering::SeqCst);
         p.finished.store(true, Ordering::SeqCst);
-        self.search_wake.request();
         if snap.files_read == 0 {
             // Nothing was redacted (a warm restart): warm the engine after "ready".
             self.warm_up_engine(&files);
@@ -1004,6 +1006,7 @@ enum Outcome {
 struct RootScreen<'a> {
     root: &'a ServedRoot,
     screen: Screen,
+    stats: fs::StatBatch,
     /// Files in scope the index could not judge (changed since, or new).
     unknown: AtomicUsize,
     judged: AtomicUsize,
@@ -1012,7 +1015,7 @@ struct RootScreen<'a> {
 impl FileScreen for RootScreen<'_> {
     fn rules_out(&self, file: &Entry) -> Option<Counts> {
         self.judged.fetch_add(1, Ordering::Relaxed);
-        match self.screen.verdict(&self.root.root, &file.rel) {
+        match self.screen.verdict(&self.stats, &file.rel) {
             Verdict::RuledOut(counts) => {
                 let counters = &self.root.counters;
                 counters.screened_out.fetch_add(1, Ordering::Relaxed);
@@ -1046,6 +1049,7 @@ impl RootView for ServedRoot {
         Some(Box::new(RootScreen {
             root: self,
             screen,
+            stats: fs::StatBatch::new(&self.root),
             unknown: AtomicUsize::new(0),
             judged: AtomicUsize::new(0),
         }))

@@ -13,9 +13,11 @@ pub mod paths;
 pub mod protected;
 pub mod read;
 pub mod rules;
+pub mod statat;
 
 pub use content::{ContentKind, DocumentFormat};
 pub use gitignore::GitignoreRules;
 pub use paths::{PathInput, abs_path, parse_input, validate_components};
 pub use read::{StatKey, prefetch, read_verified};
 pub use rules::{FsRules, is_prose_path, reference_order_key};
+pub use statat::StatBatch;

@@ -23,12 +23,11 @@ pub mod postings;
 
 use crate::cache::{Cache, ContentRecord, FileRecord, GramHead, record};
 use crate::engine::{Category, Counts};
-use crate::fs::StatKey;
+use crate::fs::{StatBatch, StatKey};
+use foldhash::HashMap;
 use plan::{Gram, GramPlan};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 /// Layout version of stored segments; a head of another format is rebuilt.
@@ -94,7 +93,7 @@ impl SearchIndex {
         if head.fingerprint != *fingerprint || head.format != INDEX_FORMAT {
             return None;
         }
-        let mut files = HashMap::new();
+        let mut files = HashMap::default();
         for segment in 0..head.segments {
             let table = cache.gram_file_table(root_key, head.generation, segment)?;
             let rows: Vec<StoredSlot> = record::decode(&table)?;
@@ -129,7 +128,7 @@ impl SearchIndex {
         let generation = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64);
-        let mut index = HashMap::new();
+        let mut index = HashMap::default();
         let mut segments = 0u32;
         for chunk in segment_ranges(files) {
             let gram_files = |(rel, stat): &(String, StatKey)| {
@@ -181,7 +180,7 @@ impl SearchIndex {
                 };
                 index.insert(rel.into_boxed_str(), slot);
             }
-            pairs.sort_unstable();
+            postings::sort_by_gram(&mut pairs);
             let buckets = postings::encode_buckets(&pairs);
             drop(pairs);
             if !cache.put_gram_segment(
@@ -309,19 +308,19 @@ pub enum Verdict<'a> {
 }
 
 impl Screen {
-    /// The verdict on `rel` under `root`, with one `lstat` (the file's current stat must
-    /// be the one it was indexed at).
-    pub fn verdict(&self, root: &Path, rel: &str) -> Verdict<'_> {
+    /// The verdict on `rel`, with one `lstat` through `stats` (the file's current stat
+    /// must be the one it was indexed at).
+    pub fn verdict(&self, stats: &StatBatch, rel: &str) -> Verdict<'_> {
         let Some(slot) = self.index.files.get(rel) else {
             return Verdict::Unknown;
         };
         let Some(Some(candidates)) = self.candidates.get(slot.segment as usize) else {
             return Verdict::Unknown;
         };
-        let Ok(meta) = std::fs::symlink_metadata(crate::fs::abs_path(root, rel)) else {
+        let Some(stat) = stats.lstat(rel) else {
             return Verdict::Unknown;
         };
-        if !slot.known_at(&StatKey::of(&meta)) {
+        if !slot.known_at(&stat) {
             return Verdict::Unknown;
         }
         match slot.number {

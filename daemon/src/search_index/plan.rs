@@ -37,13 +37,35 @@ pub fn folded(text: &str) -> Cow<'_, [u8]> {
     }
 }
 
-/// The distinct grams of a text, sorted.
+/// The distinct grams of a text, in no particular order.
+///
+/// Deduplicated through a per-thread bitmap of every possible gram (2 MiB), set while
+/// scanning and cleared again for just the grams found: linear in the text, where
+/// sorting every position's gram cost the build most of its time.
 pub fn text_grams(text: &str) -> Vec<Gram> {
+    thread_local! {
+        static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let bytes = folded(text);
-    let mut grams: Vec<Gram> = bytes.windows(3).map(gram_of).collect();
-    grams.sort_unstable();
-    grams.dedup();
-    grams
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.is_empty() {
+            seen.resize(1 << 18, 0);
+        }
+        let mut grams = Vec::new();
+        for w in bytes.windows(3) {
+            let g = gram_of(w);
+            let (word, bit) = ((g >> 6) as usize, 1u64 << (g & 63));
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
+                grams.push(g);
+            }
+        }
+        for &g in &grams {
+            seen[(g >> 6) as usize] = 0;
+        }
+        grams
+    })
 }
 
 fn gram_of(w: &[u8]) -> Gram {
@@ -132,7 +154,8 @@ mod tests {
     use super::*;
 
     fn has_all(text: &str, plan: &GramPlan) -> bool {
-        let grams = text_grams(text);
+        let mut grams = text_grams(text);
+        grams.sort_unstable();
         plan.alternatives
             .iter()
             .any(|alt| alt.iter().all(|g| grams.binary_search(g).is_ok()))
@@ -182,6 +205,21 @@ mod tests {
                 .unwrap()
                 .is_match(text)
         );
+    }
+
+    #[test]
+    fn text_grams_are_each_distinct_gram_once() {
+        let mut grams = text_grams("abcabcABC\nabd");
+        grams.sort_unstable();
+        let expected: Vec<Gram> = [b"abc", b"bca", b"cab", b"bc\n", b"c\na", b"\nab", b"abd"]
+            .iter()
+            .map(|w| gram_of(&w[..]))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(grams, expected);
+        // The bitmap is clean for the next text.
+        assert_eq!(text_grams("xyz"), vec![gram_of(b"xyz")]);
     }
 
     #[test]

@@ -110,6 +110,30 @@ pub fn files_with(bucket: Option<&[u8]>, gram: Gram) -> Option<Vec<u32>> {
     Some(Vec::new())
 }
 
+/// Sorts `(gram, file)` pairs by gram, keeping the order of files within a gram (pairs
+/// are made file by file, so that is file order): a stable radix sort in two passes of
+/// 12 bits, linear where a comparison sort of a segment's millions of pairs was most
+/// of a build's time.
+pub fn sort_by_gram(pairs: &mut Vec<(Gram, u32)>) {
+    let mut other = vec![(0, 0); pairs.len()];
+    for shift in [0u32, 12] {
+        let digit = |g: Gram| ((g >> shift) & 0xfff) as usize;
+        let mut starts = vec![0usize; 4097];
+        for &(g, _) in pairs.iter() {
+            starts[digit(g) + 1] += 1;
+        }
+        for d in 0..4096 {
+            starts[d + 1] += starts[d];
+        }
+        for &pair in pairs.iter() {
+            let d = digit(pair.0);
+            other[starts[d]] = pair;
+            starts[d] += 1;
+        }
+        std::mem::swap(pairs, &mut other);
+    }
+}
+
 /// Intersection of two sorted lists.
 pub fn intersect(a: &[u32], b: &[u32]) -> Vec<u32> {
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
@@ -166,6 +190,21 @@ mod tests {
         value.truncate(value.len() - 1);
         assert!(files_with(Some(&value), 0x616263).is_none());
         assert!(files_with(Some(&[0x63, 0xff]), 0x616263).is_none());
+    }
+
+    #[test]
+    fn radix_sort_orders_by_gram_and_keeps_file_order() {
+        let mut pairs = vec![
+            (0xfff_001, 1),
+            (0x000_fff, 2),
+            (0xfff_001, 0),
+            (0x001_000, 3),
+            (0x000_fff, 1),
+        ];
+        let mut expected = pairs.clone();
+        expected.sort_by_key(|p| p.0); // stable
+        sort_by_gram(&mut pairs);
+        assert_eq!(pairs, expected);
     }
 
     #[test]
