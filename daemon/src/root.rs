@@ -143,7 +143,7 @@ pub struct ServedRoot {
     search_wake: Arc<SearchWake>,
 }
 
-/// Requests to the search-index thread of a root ([`ServedRoot::spawn_indexing`]).
+/// Requests to the search-index thread of a root (`ServedRoot::spawn_search_keeper`).
 #[derive(Debug, Default)]
 struct SearchWake {
     /// A check (rebuild if stale) is wanted.
@@ -326,10 +326,8 @@ impl ServedRoot {
     }
 
     /// Runs [`ServedRoot::index_all`] on a background thread. Until that pass has checked
-    /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks. The thread
-    /// then keeps the search index current ([`ServedRoot::refresh_search_index`] whenever
-    /// searches find it stale) until the root is dropped; it holds the root only while
-    /// it works.
+    /// the cache against the walk, [`ServedRoot::wait_warm_check`] blocks. Then a second
+    /// thread keeps the search index current until the root is dropped.
     pub fn spawn_indexing(self: &Arc<Self>) -> std::thread::JoinHandle<()> {
         self.set_warm_check(true);
         let me = self.clone();
@@ -338,15 +336,25 @@ impl ServedRoot {
             .spawn(move || {
                 me.index_all();
                 me.set_warm_check(false);
-                let wake = me.search_wake.clone();
-                let weak = Arc::downgrade(&me);
-                drop(me);
+                me.spawn_search_keeper();
+            })
+            .expect("spawning the indexer thread")
+    }
+
+    /// Starts the thread that rebuilds the search index when searches find it stale;
+    /// it holds the root only while it works and ends with it. Without it (no thread
+    /// could be started) the index simply ages, and searches read more files.
+    fn spawn_search_keeper(self: &Arc<Self>) {
+        let wake = self.search_wake.clone();
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name("redctx-search-index".into())
+            .spawn(move || {
                 while wake.wait() {
                     let Some(me) = weak.upgrade() else { return };
                     me.refresh_search_index();
                 }
-            })
-            .expect("spawning the indexer thread")
+            });
     }
 
     /// Loads the root's search index, or builds it when there is none for this policy
