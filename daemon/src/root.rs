@@ -1023,7 +1023,7 @@ struct RootScreen<'a> {
 impl FileScreen for RootScreen<'_> {
     fn rules_out(&self, file: &Entry) -> Option<Counts> {
         self.judged.fetch_add(1, Ordering::Relaxed);
-        match self.screen.verdict(&self.stats, &file.rel) {
+        match self.screen.verdict(&self.stats, &file.rel, file.stat) {
             Verdict::RuledOut(counts) => {
                 let counters = &self.root.counters;
                 counters.screened_out.fetch_add(1, Ordering::Relaxed);
@@ -1104,6 +1104,7 @@ impl RootView for ServedRoot {
                     rel: Arc::from(child.rel),
                     kind: EntryKind::Dir,
                     size: child.stat.size,
+                    stat: None,
                 }),
             }
         })?;

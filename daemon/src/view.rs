@@ -6,6 +6,7 @@
 //! a view is a consistent snapshot of one policy, so a reload swaps whole views.
 
 use crate::engine::{Counts, Engine};
+use crate::fs::StatKey;
 use crate::search_index::plan::GramPlan;
 use std::sync::Arc;
 
@@ -24,6 +25,10 @@ pub struct Entry {
     pub kind: EntryKind,
     /// `st_size` (directories report the OS directory size).
     pub size: u64,
+    /// The `lstat` the view took of this file while handing it out (walk or resolve);
+    /// `None` when it answered from what it had indexed. Lets the search index judge a
+    /// file by the stat the walk just took instead of taking another.
+    pub stat: Option<StatKey>,
 }
 
 impl Entry {
@@ -241,7 +246,8 @@ pub trait RootView: Send + Sync {
 
 /// Which files of a query's scope cannot match, known without reading them.
 pub trait FileScreen: Sync {
-    /// `Some(counts)` when `file` is known, as it is on disk now, to hold no match; the
+    /// `Some(counts)` when `file` is known, as it is on disk now (its walk `stat`, else a
+    /// fresh `lstat`), to hold no match; the
     /// counts are those of its redacted content (what reading it would add to a
     /// receipt). `None`: read it.
     fn rules_out(&self, file: &Entry) -> Option<Counts>;

@@ -101,11 +101,21 @@ fn kind_of(stat: &StatKey) -> EntryKind {
     }
 }
 
+/// The entry of `rel` with the `lstat` just taken of it.
 fn entry(rel: &str, stat: &StatKey) -> Entry {
     Entry {
         rel: Arc::from(rel),
         kind: kind_of(stat),
         size: stat.size,
+        stat: Some(*stat),
+    }
+}
+
+/// The entry of `rel` from the stat the index holds (no `lstat` now).
+fn indexed_entry(rel: &str, stat: &StatKey) -> Entry {
+    Entry {
+        stat: None,
+        ..entry(rel, stat)
     }
 }
 
@@ -308,7 +318,7 @@ impl Index {
     pub fn entry(&self, rel: &str) -> Option<Entry> {
         let tree = self.read();
         let node = tree.find(rel)?;
-        Some(entry(rel, &tree.node(node).stat))
+        Some(indexed_entry(rel, &tree.node(node).stat))
     }
 
     /// The indexed stat of `rel`, without touching the disk.
@@ -612,7 +622,7 @@ impl Index {
         let mut out = Vec::with_capacity(listed.len());
         for (child_rel, stat) in listed {
             if stat.is_dir() {
-                out.push(entry(&child_rel, &stat));
+                out.push(indexed_entry(&child_rel, &stat));
                 continue;
             }
             match std::fs::symlink_metadata(fs::abs_path(&self.root, &child_rel)) {

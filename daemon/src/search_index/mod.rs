@@ -308,16 +308,16 @@ pub enum Verdict<'a> {
 }
 
 impl Screen {
-    /// The verdict on `rel`, with one `lstat` through `stats` (the file's current stat
-    /// must be the one it was indexed at).
-    pub fn verdict(&self, stats: &StatBatch, rel: &str) -> Verdict<'_> {
+    /// The verdict on `rel`: its current stat (`walked`, the one the call's walk just
+    /// took, else an `lstat` through `stats`) must be the one it was indexed at.
+    pub fn verdict(&self, stats: &StatBatch, rel: &str, walked: Option<StatKey>) -> Verdict<'_> {
         let Some(slot) = self.index.files.get(rel) else {
             return Verdict::Unknown;
         };
         let Some(Some(candidates)) = self.candidates.get(slot.segment as usize) else {
             return Verdict::Unknown;
         };
-        let Some(stat) = stats.lstat(rel) else {
+        let Some(stat) = walked.or_else(|| stats.lstat(rel)) else {
             return Verdict::Unknown;
         };
         if !slot.known_at(&stat) {

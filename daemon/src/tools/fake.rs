@@ -187,6 +187,7 @@ impl FakeView {
             } else {
                 node.raw.len() as u64
             },
+            stat: None,
         })
     }
 
