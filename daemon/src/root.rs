@@ -11,7 +11,7 @@
 use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
-use crate::engine::{Counts, Engine, RedactOptions};
+use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
 use crate::view::{
@@ -133,6 +133,8 @@ pub struct ServedRoot {
     /// [`ServedRoot::wait_warm_check`]).
     warm_check: Mutex<bool>,
     warm_checked: Condvar,
+    /// The policy in balanced mode, built on the first write (its round-trip check).
+    balanced: std::sync::OnceLock<Option<Arc<Engine>>>,
 }
 
 impl std::fmt::Debug for ServedRoot {
@@ -207,6 +209,7 @@ impl ServedRoot {
             pause_after: opts.pause_indexing_after,
             warm_check: Mutex::new(false),
             warm_checked: Condvar::new(),
+            balanced: std::sync::OnceLock::new(),
         })
     }
 
@@ -218,6 +221,24 @@ impl ServedRoot {
     /// The policy's engine, shared (a benchmark builds a fresh index with it).
     pub fn engine_handle(&self) -> Arc<Engine> {
         self.engine.clone()
+    }
+
+    /// This policy's engine in balanced mode (`None` when it cannot be built), made once
+    /// per snapshot: a write must also redact cleanly for a session served in balanced
+    /// mode (spec 9.1 step 7).
+    pub fn balanced_engine(&self) -> Option<Arc<Engine>> {
+        if self.engine.policy().mode == Mode::Balanced {
+            return Some(self.engine.clone());
+        }
+        self.balanced
+            .get_or_init(|| {
+                let policy = crate::engine::Policy {
+                    mode: Mode::Balanced,
+                    ..self.engine.policy().clone()
+                };
+                Engine::new(Arc::new(policy)).ok().map(Arc::new)
+            })
+            .clone()
     }
 
     /// The index (metadata, ids, listing).
@@ -789,6 +810,30 @@ impl ServedRoot {
             lines,
             read: true,
         })
+    }
+
+    /// Redacts `rel` as it is on disk now and tells `record` each placeholder made and
+    /// the raw text it replaced: the one read that hands raw values out, for
+    /// rehydration. Nothing is cached or counted as served content; the caller holds the
+    /// values for one call.
+    pub fn record_raw(&self, rel: &str, record: &mut dyn Record) -> Result<(), ViewError> {
+        self.servable_stat(rel)?;
+        let (bytes, _) = fs::read_verified(
+            &fs::abs_path(&self.root, rel),
+            self.limits.max_raw_bytes_per_file,
+        )?;
+        if !content::sniff(&bytes) {
+            return Err(ViewError::NotText);
+        }
+        let options = RedactOptions {
+            preserve_line_count: false,
+            prose: is_prose_path(rel),
+            path: rel,
+        };
+        self.engine
+            .redact_recording(&content::decode(&bytes), options, record)
+            .map_err(|_| ViewError::Internal)?;
+        Ok(())
     }
 
     fn redact_record(&self, bytes: &[u8], rel: &str) -> Result<ContentRecord, ViewError> {
