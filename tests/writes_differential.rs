@@ -231,6 +231,10 @@ fn submissions_match_the_reference() {
     p.submit("glued.md", &format!("foo{person}bar"), None);
     p.submit("glued2.md", &format!("{person}approved"), None);
     p.submit("ok.md", &format!("Reviewer {person} approved."), None);
+    // A document redacted before the alias group existed carries the alias's ordinary
+    // (superseded) placeholder; it still rehydrates.
+    let superseded = support::placeholder(SALT, "PERSON", "taylor");
+    p.submit("old.md", &format!("Old note by {superseded}.\n"), None);
     // Symlink components (created alike in both roots).
     p.both(|root| {
         std::fs::create_dir_all(root.join("outside")).unwrap();

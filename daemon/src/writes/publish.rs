@@ -120,3 +120,73 @@ fn create_temp(dir: &OwnedFd, name: &str) -> Result<(CString, std::fs::File), Wr
     }
     Err(WriteError::Publish)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn links_or_renames_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        publish(root, "in/a/b.md", "one", false).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("in/a/b.md")).unwrap(),
+            "one"
+        );
+        let mode = std::fs::metadata(root.join("in/a/b.md"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert!(matches!(
+            publish(root, "in/a/b.md", "two", false),
+            Err(WriteError::OutputExists)
+        ));
+        publish(root, "in/a/b.md", "two", true).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("in/a/b.md")).unwrap(),
+            "two"
+        );
+        assert_eq!(names(&root.join("in/a")), ["b.md"]);
+    }
+
+    /// A directory replaced by a symlink after the checks (the race of issue #34): the
+    /// publish fails and nothing appears where the link points.
+    #[test]
+    fn a_symlink_swapped_in_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(root.join("in")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("in/sub")).unwrap();
+        assert!(matches!(
+            publish(&root, "in/sub/x.md", "raw", false),
+            Err(WriteError::Publish)
+        ));
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        assert!(matches!(
+            publish(&root, "link/x.md", "raw", true),
+            Err(WriteError::Publish)
+        ));
+        assert!(names(&outside).is_empty());
+        // A file where a directory must go fails like the reference's mkdir.
+        std::fs::write(root.join("in/file"), "x").unwrap();
+        assert!(matches!(
+            publish(&root, "in/file/x.md", "raw", false),
+            Err(WriteError::Failed)
+        ));
+        assert_eq!(names(&root.join("in")), ["file", "sub"]);
+    }
+}
