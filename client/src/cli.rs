@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 
 mod benchmark;
 mod files;
+mod rehydrate;
 mod service;
 mod status;
+mod writes;
 
 /// redctx: let AI agents read a private codebase without seeing its secrets.
 #[derive(Parser, Debug)]
@@ -45,6 +47,13 @@ enum Command {
     },
     #[command(flatten)]
     File(files::FileCommand),
+    /// Put the real values back into redacted text (a file, or every text file of a
+    /// folder): placeholders and @p_<id> references the root's redaction knows.
+    #[command(
+        after_help = "Examples:\n  redctx rehydrate notes.md --allow-raw-output\n  \
+        redctx --root ~/src/app rehydrate drafts --output restored --allow-raw-output"
+    )]
+    Rehydrate(rehydrate::RehydrateArgs),
     /// Time the daemon's own cold full-tree work on the root (walk and text detection,
     /// reading, redaction, search) and print the reference's report with its figures.
     #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
@@ -92,6 +101,17 @@ struct McpArgs {
     /// Largest file served as an MCP resource (default 1000000).
     #[arg(long, value_name = "BYTES")]
     max_resource_bytes: Option<u64>,
+    /// Offer redctx_submit_doc: the agent may write documents, with their placeholders
+    /// restored, into --write-subdir.
+    #[arg(long)]
+    enable_writes: bool,
+    /// Root-relative directory redctx_submit_doc writes into.
+    #[arg(long, value_name = "DIR", default_value = "incoming")]
+    write_subdir: String,
+    /// Fail a write whose placeholder lookup would read more than this many files
+    /// (default: no limit).
+    #[arg(long, value_name = "N")]
+    max_submit_files: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -133,6 +153,7 @@ pub fn main() -> ExitCode {
         Command::Mcp(args) => run_mcp(args),
         Command::Daemon { action } => run_daemon(action),
         Command::File(cmd) => files::run(&cli.globals, &cmd),
+        Command::Rehydrate(args) => rehydrate::run(&cli.globals, &args),
         Command::Benchmark(args) => benchmark::run(&cli.globals, &args),
         Command::Status(args) => status::status(&cli.globals, &args),
         Command::Roots { action } => status::roots(action.as_ref()),
@@ -242,6 +263,15 @@ fn run_mcp(args: McpArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    let writes = match writes::options(
+        &root.path,
+        args.enable_writes,
+        &args.write_subdir,
+        args.max_submit_files,
+    ) {
+        Ok(w) => w,
+        Err(msg) => return files::print_error(msg),
+    };
     let ep = match Endpoint::from_env() {
         Ok(ep) => ep,
         Err(e) => return fail(e),
@@ -258,7 +288,7 @@ fn run_mcp(args: McpArgs) -> ExitCode {
             Ok((c, _)) => (Some(c), None),
             Err(e) => (None, Some(e)),
         };
-        let shim = Shim::new(root, Link::new(ep, conn));
+        let shim = Shim::new(root, Link::new(ep, conn)).with_writes(writes);
         if let Some(e) = failed {
             shim.report(&e);
         }

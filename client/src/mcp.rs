@@ -9,10 +9,10 @@
 //! (`Request::RejectCall`): the reference checks the live policy *before* the
 //! arguments, and the receipt (detector profile) is policy data the shim doesn't have.
 
-use crate::daemon::{ClientError, Link};
+use crate::daemon::{ClientError, Link, Retry};
 use crate::tools;
 use redctx_proto::tools as name;
-use redctx_proto::{Caller, ErrorKind, ErrorReply, Request, Response, RootSpec};
+use redctx_proto::{Caller, ErrorKind, ErrorReply, Request, Response, RootSpec, WriteOptions};
 use rmcp::model::{
     Annotations, CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     DiscoverResult, Implementation, JsonObject, ListResourceTemplatesResult, ListResourcesResult,
@@ -31,9 +31,14 @@ pub const SERVER_NAME: &str = "redacted-context";
 pub const SERVER_TITLE: &str = "Redacted Context";
 
 /// Instructions sent with `initialize` / `server/discover`: `INSTRUCTIONS_HEAD`, the
-/// tool list rendered from `TOOL_ROLES`, then `INSTRUCTIONS_TAIL`.
-pub fn instructions() -> &'static str {
+/// tool list rendered from `TOOL_ROLES`, then `INSTRUCTIONS_TAIL`, and `WRITES_NOTE`
+/// for a session that may write.
+pub fn instructions(writes_enabled: bool) -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
+    static WITH_WRITES: OnceLock<String> = OnceLock::new();
+    if writes_enabled {
+        return WITH_WRITES.get_or_init(|| format!("{} {WRITES_NOTE}", instructions(false)));
+    }
     TEXT.get_or_init(|| {
         let roles: Vec<String> = TOOL_ROLES
             .iter()
@@ -88,6 +93,11 @@ redctx://p_<id> resources. Changes to the local redaction config or term files a
 next request; if the config cannot be reloaded, tools report that access is blocked until the \
 operator repairs it.";
 
+/// Appended when the session was started with `--enable-writes`.
+const WRITES_NOTE: &str = "Controlled writes are enabled: redctx_submit_doc saves a finished \
+document into the configured write subdirectory of the root, restoring the real values behind \
+its placeholders and references locally.";
+
 /// Description of each listed resource.
 const RESOURCE_DESCRIPTION: &str = "A redacted text file of the served root.";
 
@@ -106,6 +116,8 @@ pub const START_FAILED_MESSAGE: &str =
 pub struct Shim {
     root: Arc<RootSpec>,
     link: Arc<Link>,
+    /// `--enable-writes`: where this session may write; `None` hides the write tool.
+    writes: Option<Arc<WriteOptions>>,
     /// The last daemon error written to stderr, so a lasting failure is logged once.
     last_logged: Arc<std::sync::Mutex<Option<String>>>,
 }
@@ -116,8 +128,15 @@ impl Shim {
         Shim {
             root: Arc::new(root),
             link: Arc::new(link),
+            writes: None,
             last_logged: Arc::default(),
         }
+    }
+
+    /// The same shim, allowed to write as `writes` says (`--enable-writes`).
+    pub fn with_writes(mut self, writes: Option<WriteOptions>) -> Self {
+        self.writes = writes.map(Arc::new);
+        self
     }
 
     /// Write a daemon error in full (paths included) to stderr, the host's log for the
@@ -132,7 +151,12 @@ impl Shim {
     }
 
     async fn ask(&self, request: Request) -> Result<Response, McpError> {
-        self.link.request(request).await.map_err(|e| {
+        // A write is never sent twice: after a lost connection it may have happened.
+        let retry = match request {
+            Request::SubmitDoc { .. } => Retry::Never,
+            _ => Retry::Once,
+        };
+        self.link.request_with(request, retry).await.map_err(|e| {
             // The agent gets a fixed, path-free message; the detail goes to stderr.
             self.report(&e);
             let msg = match e {
@@ -196,6 +220,7 @@ fn variant(r: &Response) -> &'static str {
         Response::Ok => "Ok",
         Response::Pong => "Pong",
         Response::Benchmark(_) => "Benchmark",
+        Response::Rehydrated(_) => "Rehydrated",
         Response::Error(_) => "Error",
     }
 }
@@ -224,7 +249,7 @@ impl ServerHandler for Shim {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
             .with_server_info(server_info())
-            .with_instructions(instructions())
+            .with_instructions(instructions(self.writes.is_some()))
     }
 
     /// Like the reference, `server/discover` offers only the stateless 2026-07-28 era;
@@ -241,7 +266,8 @@ impl ServerHandler for Shim {
         _request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let mut r = ListToolsResult::with_all_items(tools::catalogue().to_vec());
+        let mut r =
+            ListToolsResult::with_all_items(tools::catalogue(self.writes.is_some()).to_vec());
         r.meta = modern_meta(&ctx);
         if is_modern(&ctx) {
             r = r.with_ttl_ms(300_000).with_cache_scope(CacheScope::Public);
@@ -263,6 +289,11 @@ impl ServerHandler for Shim {
         let args = request.arguments.unwrap_or_default();
         let root = (*self.root).clone();
         let req = match tools::validate(spec, &args) {
+            Ok(()) if spec.writes() && self.writes.is_some() => Request::SubmitDoc {
+                root,
+                arguments_json: serde_json::Value::Object(args).to_string(),
+                writes: self.writes.as_deref().cloned().unwrap_or_default(),
+            },
             Ok(()) => Request::CallTool {
                 root,
                 tool: name,
@@ -385,16 +416,23 @@ mod tests {
             .flat_map(|(names, _)| names.iter().copied())
             .collect();
         introduced.sort_unstable();
-        let mut all = name::ALL;
+        let mut all: Vec<&str> = name::ALL
+            .into_iter()
+            .filter(|t| *t != name::SUBMIT_DOC)
+            .collect();
         all.sort_unstable();
         assert_eq!(introduced, all);
-        for tool in name::ALL {
-            assert_eq!(instructions().matches(tool).count(), 1, "{tool}");
+        for tool in all {
+            assert_eq!(instructions(false).matches(tool).count(), 1, "{tool}");
+            assert_eq!(instructions(true).matches(tool).count(), 1, "{tool}");
         }
-        assert!(instructions().contains(
+        assert!(!instructions(false).contains(name::SUBMIT_DOC));
+        assert_eq!(instructions(true).matches(name::SUBMIT_DOC).count(), 1);
+        assert!(instructions(true).starts_with(instructions(false)));
+        assert!(instructions(false).contains(
             "Tools: redctx_tree and redctx_list for structure, redctx_stat for metadata, "
         ));
-        assert!(instructions().ends_with(
+        assert!(instructions(false).ends_with(
             "redctx_doctor and redctx_audit to inspect the redaction setup, and \
 redctx_refresh_index if a reference stops resolving. The same redacted files are also \
 available as redctx://p_<id> resources. Changes to the local redaction config or term \

@@ -177,6 +177,16 @@ fn read_only() -> ToolAnnotations {
         .open_world(false)
 }
 
+/// The write tool's hints (spec 3.2): it changes the root, may replace a file, and two
+/// identical calls do not do the same thing (the second finds the target).
+fn writes() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(false)
+        .destructive(true)
+        .idempotent(false)
+        .open_world(false)
+}
+
 fn tool(spec: &ToolSpec) -> Tool {
     let prose = prose(spec.name);
     Tool::new(
@@ -186,17 +196,28 @@ fn tool(spec: &ToolSpec) -> Tool {
     )
     .with_title(spec.title)
     .with_raw_output_schema(Arc::new(output_schema()))
-    .with_annotations(read_only())
+    .with_annotations(if spec.writes() { writes() } else { read_only() })
 }
 
-/// The tools `redctx mcp` offers, in `tools/list` order.
-pub fn catalogue() -> &'static [Tool] {
-    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(build)
+/// The tools `redctx mcp` offers, in `tools/list` order: the write tool only when the
+/// session was started with `--enable-writes`.
+pub fn catalogue(writes_enabled: bool) -> &'static [Tool] {
+    static READ_ONLY: OnceLock<Vec<Tool>> = OnceLock::new();
+    static WITH_WRITES: OnceLock<Vec<Tool>> = OnceLock::new();
+    let cell = if writes_enabled {
+        &WITH_WRITES
+    } else {
+        &READ_ONLY
+    };
+    cell.get_or_init(|| build(writes_enabled))
 }
 
-fn build() -> Vec<Tool> {
-    name::SPECS.iter().map(|spec| tool(spec)).collect()
+fn build(writes_enabled: bool) -> Vec<Tool> {
+    name::SPECS
+        .iter()
+        .filter(|spec| writes_enabled || !spec.writes())
+        .map(|spec| tool(spec))
+        .collect()
 }
 
 /// How the shim describes `tool` to an agent: the tool, then each published argument
@@ -388,6 +409,36 @@ A file in scope above the server's per-file byte limit (5 MB by default) fails t
                 ),
             ],
         },
+        name::SUBMIT_DOC => Prose {
+            description: "Write a document you drafted from redacted context into the private root. Every \
+placeholder and `@p_<id>` reference in `text` and `target_path` is replaced by the real value it \
+stands for, on this machine, and the file appears atomically under the server's write \
+subdirectory. The answer gives the new file's `@p_<id>`, its redacted path, its size in bytes and \
+how many references were restored; it never shows the restored text. This is the only tool that \
+changes files: use it to save a finished document, not for drafts. Nothing is written when a \
+reference is not found in the root's files (outside the write subdirectory), when a restored value \
+would not be redacted again on read-back (keep placeholders apart from surrounding letters with \
+spaces or punctuation), when the target exists and `overwrite` is false, or when the target is \
+protected (the config, term files, `.env*`, `*.key`, `*.pem`, `*.crt`).",
+            args: &[
+                (
+                    "target_path",
+                    "File path relative to the write subdirectory, such as `notes/plan.md`; \
+                placeholders in it are restored too. Absolute paths, `..`, `:` and symlinked \
+                directories are refused.",
+                ),
+                (
+                    "text",
+                    "The document, using placeholders and `@p_<id>` references exactly as \
+                redacted output showed them; each must be known from the root's files.",
+                ),
+                (
+                    "overwrite",
+                    "Replace the target if it already exists. Defaults to false: an existing \
+                target is an error.",
+                ),
+            ],
+        },
         name::DOCTOR => Prose {
             description: "Summary of the redaction setup in force as `key: value` lines: whether a config file was \
 loaded, the mode, the detector profile, where the salt comes from, how many clients, organizations, \
@@ -519,7 +570,7 @@ mod tests {
         // Schema defaults come from the contract (`redctx_proto::tools`), which the daemon
         // applies too; a description that repeats its default in words must say the same.
         let mut checked = 0;
-        for tool in catalogue() {
+        for tool in catalogue(true) {
             let props = tool.input_schema["properties"].as_object().unwrap();
             for (name, prop) in props {
                 let (Some(default), Some(text)) =
@@ -567,8 +618,9 @@ mod tests {
 
     #[test]
     fn catalogue_lists_the_read_only_tools_in_reference_order() {
-        let names: Vec<&str> = catalogue().iter().map(|t| t.name.as_ref()).collect();
+        let names: Vec<&str> = catalogue(true).iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, redctx_proto::tools::ALL);
+        let names: Vec<&str> = catalogue(false).iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
             names,
             [
@@ -677,7 +729,7 @@ mod tests {
 
     #[test]
     fn every_schema_is_closed_and_every_property_described() {
-        for t in catalogue() {
+        for t in catalogue(true) {
             let s = &t.input_schema;
             assert_eq!(s["type"], "object", "{}", t.name);
             assert_eq!(s["additionalProperties"], false, "{}", t.name);
@@ -689,6 +741,7 @@ mod tests {
                 );
             }
             let a = t.annotations.as_ref().unwrap();
+            let writes = t.name == name::SUBMIT_DOC;
             assert_eq!(
                 (
                     a.read_only_hint,
@@ -696,7 +749,7 @@ mod tests {
                     a.idempotent_hint,
                     a.open_world_hint
                 ),
-                (Some(true), Some(false), Some(true), Some(false))
+                (Some(!writes), Some(writes), Some(!writes), Some(false))
             );
         }
     }

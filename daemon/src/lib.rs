@@ -22,3 +22,4 @@ pub mod tools;
 pub mod vault;
 pub mod view;
 pub mod watch;
+pub mod writes;

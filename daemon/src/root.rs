@@ -11,7 +11,7 @@
 use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
-use crate::engine::{Counts, Engine, RedactOptions};
+use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
 use crate::search_index::plan::GramPlan;
@@ -141,6 +141,8 @@ pub struct ServedRoot {
     search: std::sync::RwLock<Option<Arc<SearchIndex>>>,
     /// Wakes the thread that keeps the search index current.
     search_wake: Arc<SearchWake>,
+    /// The policy in balanced mode, built on the first write (its round-trip check).
+    balanced: std::sync::OnceLock<Option<Arc<Engine>>>,
 }
 
 /// Requests to the search-index thread of a root (`ServedRoot::spawn_search_keeper`).
@@ -246,6 +248,7 @@ impl ServedRoot {
             warm_checked: Condvar::new(),
             search: std::sync::RwLock::new(None),
             search_wake: Arc::default(),
+            balanced: std::sync::OnceLock::new(),
         })
     }
 
@@ -257,6 +260,24 @@ impl ServedRoot {
     /// The policy's engine, shared (a benchmark builds a fresh index with it).
     pub fn engine_handle(&self) -> Arc<Engine> {
         self.engine.clone()
+    }
+
+    /// This policy's engine in balanced mode (`None` when it cannot be built), made once
+    /// per snapshot: a write must also redact cleanly for a session served in balanced
+    /// mode (spec 9.1 step 7).
+    pub fn balanced_engine(&self) -> Option<Arc<Engine>> {
+        if self.engine.policy().mode == Mode::Balanced {
+            return Some(self.engine.clone());
+        }
+        self.balanced
+            .get_or_init(|| {
+                let policy = crate::engine::Policy {
+                    mode: Mode::Balanced,
+                    ..self.engine.policy().clone()
+                };
+                Engine::new(Arc::new(policy)).ok().map(Arc::new)
+            })
+            .clone()
     }
 
     /// The index (metadata, ids, listing).
@@ -925,6 +946,30 @@ impl ServedRoot {
             lines,
             read: true,
         })
+    }
+
+    /// Redacts `rel` as it is on disk now and tells `record` each placeholder made and
+    /// the raw text it replaced: the one read that hands raw values out, for
+    /// rehydration. Nothing is cached or counted as served content; the caller holds the
+    /// values for one call.
+    pub fn record_raw(&self, rel: &str, record: &mut dyn Record) -> Result<(), ViewError> {
+        self.servable_stat(rel)?;
+        let (bytes, _) = fs::read_verified(
+            &fs::abs_path(&self.root, rel),
+            self.limits.max_raw_bytes_per_file,
+        )?;
+        if !content::sniff(&bytes) {
+            return Err(ViewError::NotText);
+        }
+        let options = RedactOptions {
+            preserve_line_count: false,
+            prose: is_prose_path(rel),
+            path: rel,
+        };
+        self.engine
+            .redact_recording(&content::decode(&bytes), options, record)
+            .map_err(|_| ViewError::Internal)?;
+        Ok(())
     }
 
     fn redact_record(&self, bytes: &[u8], rel: &str) -> Result<ContentRecord, ViewError> {

@@ -24,7 +24,7 @@ use crate::watch::{WatchOptions, Watcher};
 use redctx_proto::tools::{self as contract, AuditFormat};
 use redctx_proto::{
     BenchmarkParams, BenchmarkReport, Caller, ErrorKind, ErrorReply, ResourceEntry, ResourcePage,
-    ResourceText, RootInfo, RootSpec, ToolResult,
+    ResourceText, RootInfo, RootSpec, ToolResult, WriteOptions,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -565,6 +565,15 @@ fn run_tool(
                 &stop,
             )
         }
+        // Hidden and still callable: without `--enable-writes` it answers that writes
+        // are disabled (`Service::submit_doc` serves sessions that may write).
+        contract::SUBMIT_DOC => crate::writes::submit_doc(
+            root,
+            Path::new(""),
+            None,
+            &contract::SubmitDocArgs::from_json(args),
+            &stop,
+        ),
         contract::DOCTOR => tools::doctor(view, &tools::DoctorArgs::default()),
         contract::AUDIT => {
             let (links, broken_links) = scan_links(root);
@@ -636,6 +645,54 @@ impl Backend for Service {
             Ok(result) => result,
             Err((message, head)) => Self::error(head, message),
         }
+    }
+
+    fn submit_doc(
+        &self,
+        spec: &RootSpec,
+        arguments_json: &str,
+        writes: &WriteOptions,
+        cancel: &Cancel,
+    ) -> ToolResult {
+        let args = contract::SubmitDocArgs::from_json(
+            &serde_json::from_str(arguments_json).unwrap_or(Value::Null),
+        );
+        let handle = match self.handle(spec) {
+            Ok(h) => h,
+            Err(message) => return Self::error(("default", false), message),
+        };
+        match self.current(&handle) {
+            Current::Ready(root) => {
+                let policy = root.engine().policy();
+                let head = (policy.detector_profile.as_str(), policy.detectors);
+                let out = crate::writes::submit_doc(
+                    &root,
+                    handle.source.config_path(),
+                    Some(writes),
+                    &args,
+                    &Stop::on(cancel),
+                );
+                Self::answer(head, out)
+            }
+            Current::Blocked {
+                message,
+                profile,
+                builtin,
+            } => Self::error((profile, builtin), message),
+        }
+    }
+
+    fn rehydrate(
+        &self,
+        spec: &RootSpec,
+        texts: &[String],
+        cancel: &Cancel,
+    ) -> Result<Vec<String>, ErrorReply> {
+        self.with_root(spec, |root| {
+            crate::writes::rehydrate_texts(root, texts, &Stop::on(cancel))
+                .map_err(|e| resource_error(&e.to_string()))
+        })
+        .unwrap_or_else(|(message, _)| Err(resource_error(message)))
     }
 
     fn reject_call(&self, spec: &RootSpec, _tool: &str, message: &str) -> ToolResult {

@@ -35,7 +35,7 @@ impl Rng {
 }
 
 /// Names the daemon is not asked to serve, beside the served ones.
-const OTHER_TOOLS: &[&str] = &["redctx_submit_doc", "no_such_tool", ""];
+const OTHER_TOOLS: &[&str] = &["redctx_github_repos", "no_such_tool", ""];
 
 const KEYS: &[&str] = &[
     "path",

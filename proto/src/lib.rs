@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -190,6 +190,31 @@ pub enum Request {
         root: RootSpec,
         params: BenchmarkParams,
     },
+    /// `redctx_submit_doc` from a session started with `--enable-writes`: a tool call
+    /// (validated like `CallTool`, from an agent) that may write under `writes`. A call of
+    /// the tool without writes enabled is an ordinary `CallTool`, answered `Writes are
+    /// disabled…`. Never resent after a lost connection.
+    SubmitDoc {
+        root: RootSpec,
+        arguments_json: String,
+        writes: WriteOptions,
+    },
+    /// `redctx rehydrate`: each text with every placeholder and path reference the root's
+    /// redaction knows replaced by its raw value (the operator's command; the answer is
+    /// raw text, `Response::Rehydrated`).
+    Rehydrate { root: RootSpec, texts: Vec<String> },
+}
+
+/// How one `redctx mcp` session may write (spec 9.1). Per session, not per root: sessions
+/// of one root with different write settings share its index and cache.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WriteOptions {
+    /// The write sub-directory, root-relative POSIX, as `--write-subdir` gave it (the
+    /// client checked it at start; the daemon checks it again on every call).
+    pub subdir: String,
+    /// `--max-submit-files`, when given: the reference's whole-root file budget of the
+    /// rehydration map. `None`: no file count limit.
+    pub max_submit_files: Option<u64>,
 }
 
 /// What `redctx benchmark` asks the daemon to measure, and under which budget.
@@ -254,6 +279,8 @@ pub enum Response {
     Pong,
     /// Result of `Benchmark`.
     Benchmark(BenchmarkReport),
+    /// Result of `Rehydrate`: one text per text asked.
+    Rehydrated(Vec<String>),
     /// The request failed; `message` is fixed, input-free text a user may see.
     Error(ErrorReply),
 }

@@ -38,6 +38,8 @@ pub const RETRIEVE: &str = "redctx_retrieve";
 pub const STAT: &str = "redctx_stat";
 /// `redctx_bundle`: several files in one answer.
 pub const BUNDLE: &str = "redctx_bundle";
+/// `redctx_submit_doc`: the one write (listed only with `--enable-writes`).
+pub const SUBMIT_DOC: &str = "redctx_submit_doc";
 /// `redctx_doctor`: the redaction setup.
 pub const DOCTOR: &str = "redctx_doctor";
 /// `redctx_audit`: checks of the redaction setup.
@@ -45,8 +47,9 @@ pub const AUDIT: &str = "redctx_audit";
 /// `redctx_refresh_index`: re-walk the root.
 pub const REFRESH_INDEX: &str = "redctx_refresh_index";
 
-/// Every tool served, in the order `tools/list` gives them (the reference's).
-pub const ALL: [&str; 10] = [
+/// Every tool served, in the order `tools/list` gives them (the reference's);
+/// [`SUBMIT_DOC`] is listed only when writes are enabled ([`ToolSpec::writes`]).
+pub const ALL: [&str; 11] = [
     TREE,
     LIST,
     READ,
@@ -54,6 +57,7 @@ pub const ALL: [&str; 10] = [
     RETRIEVE,
     STAT,
     BUNDLE,
+    SUBMIT_DOC,
     DOCTOR,
     AUDIT,
     REFRESH_INDEX,
@@ -200,6 +204,12 @@ impl ToolSpec {
     /// The arguments an agent may send, in schema order.
     pub fn published(&self) -> impl Iterator<Item = &'static ArgSpec> + use<> {
         self.args.iter().filter(|a| !a.cli_only)
+    }
+
+    /// The tool writes (annotated destructive, listed only when writes are enabled,
+    /// never retried after a lost connection).
+    pub fn writes(&self) -> bool {
+        self.name == SUBMIT_DOC
     }
 
     /// The argument called `name` (CLI-only ones included).
@@ -482,6 +492,16 @@ tool_contracts! {
             arg().default(Integer(defaults::BUNDLE_MAX_TOTAL_CHARS as i64)).min(1),
     }
 
+    /// `redctx_submit_doc` arguments.
+    SubmitDocArgs for SUBMIT_DOC, "Submit Doc" {
+        /// File path under the write sub-directory; placeholders in it are restored.
+        target_path: String = arg().required(),
+        /// Document text with placeholders and path references to restore.
+        text: String = arg().required(),
+        /// Replace an existing file.
+        overwrite: bool = arg().default(Boolean(false)),
+    }
+
     /// `redctx_doctor` takes no arguments.
     DoctorArgs for DOCTOR, "Doctor" {}
 
@@ -565,6 +585,7 @@ mod tests {
         check::<RetrieveArgs>(&RetrieveArgs::SPEC);
         check::<StatArgs>(&StatArgs::SPEC);
         check::<BundleArgs>(&BundleArgs::SPEC);
+        check::<SubmitDocArgs>(&SubmitDocArgs::SPEC);
         check::<DoctorArgs>(&DoctorArgs::SPEC);
         check::<AuditArgs>(&AuditArgs::SPEC);
         check::<RefreshIndexArgs>(&RefreshIndexArgs::SPEC);

@@ -444,3 +444,57 @@ pub const TEXT_EXTENSIONS: &[&str] = &[
     ".yaml",
     ".yml",
 ];
+
+/// Generic organisation words (the reference's `GENERIC_ORG_WORDS`); part of the
+/// round-trip probe's stopwords.
+pub const GENERIC_ORG_WORDS: &[&str] = &[
+    "business",
+    "client",
+    "company",
+    "customer",
+    "dataplatform",
+    "department",
+    "division",
+    "internal",
+    "platform",
+    "project",
+    "team",
+    "unit",
+];
+
+/// Words that are never part of a person's name (the reference's
+/// `NON_PERSON_NAME_WORDS`); part of the round-trip probe's stopwords.
+pub const NON_PERSON_NAME_WORDS: &[&str] = &[
+    "account",
+    "application",
+    "client",
+    "company",
+    "corp",
+    "corporation",
+    "customer",
+    "data",
+    "domain",
+    "engineering",
+    "finance",
+    "infrastructure",
+    "lakehouse",
+    "master",
+    "metadata",
+    "migration",
+    "operations",
+    "partner",
+    "partners",
+    "platform",
+    "policy",
+    "program",
+    "programme",
+    "project",
+    "regional",
+    "spreadsheet",
+    "support",
+    "system",
+    "team",
+    "tenant",
+    "vendor",
+    "workflow",
+];

@@ -216,6 +216,8 @@ fn request_kind(r: &Request) -> &'static str {
         Request::Shutdown => "shutdown",
         Request::Ping => "ping",
         Request::Benchmark { .. } => "benchmark",
+        Request::SubmitDoc { .. } => "submit_doc",
+        Request::Rehydrate { .. } => "rehydrate",
     }
 }
 
@@ -290,6 +292,27 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
         Request::Benchmark { root, params } => flatten(
             blocking(shared, cancel, move |b, c| {
                 b.benchmark(&root, &params, c).map(Response::Benchmark)
+            })
+            .await,
+        ),
+        Request::SubmitDoc {
+            root,
+            arguments_json,
+            writes,
+        } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                Ok(Response::ToolResult(b.submit_doc(
+                    &root,
+                    &arguments_json,
+                    &writes,
+                    c,
+                )))
+            })
+            .await,
+        ),
+        Request::Rehydrate { root, texts } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                b.rehydrate(&root, &texts, c).map(Response::Rehydrated)
             })
             .await,
         ),

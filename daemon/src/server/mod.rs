@@ -23,7 +23,7 @@ pub use socket::{BindError, Bound, bind};
 use interprocess::local_socket::tokio::prelude::*;
 use redctx_proto::{
     BenchmarkParams, BenchmarkReport, Caller, ErrorKind, ErrorReply, ResourcePage, ResourceText,
-    RootInfo, RootSpec, ToolResult,
+    RootInfo, RootSpec, ToolResult, WriteOptions,
 };
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -72,6 +72,39 @@ pub trait Backend: Send + Sync + 'static {
         uri: &str,
         cancel: &Cancel,
     ) -> Result<ResourceText, ErrorReply>;
+
+    /// `redctx_submit_doc` from a session that may write under `writes` (arguments
+    /// validated as for `call_tool`, caller an agent). A backend that cannot write
+    /// answers as if writes were disabled.
+    fn submit_doc(
+        &self,
+        root: &RootSpec,
+        arguments_json: &str,
+        _writes: &WriteOptions,
+        cancel: &Cancel,
+    ) -> ToolResult {
+        self.call_tool(
+            root,
+            redctx_proto::tools::SUBMIT_DOC,
+            arguments_json,
+            Caller::Agent,
+            cancel,
+        )
+    }
+
+    /// `texts` rehydrated from `root` (`redctx rehydrate`, the operator's). Errors are
+    /// fixed texts.
+    fn rehydrate(
+        &self,
+        _root: &RootSpec,
+        _texts: &[String],
+        _cancel: &Cancel,
+    ) -> Result<Vec<String>, ErrorReply> {
+        Err(ErrorReply::new(
+            ErrorKind::Unsupported,
+            "This daemon cannot rehydrate.",
+        ))
+    }
 
     /// Roots served right now.
     fn roots(&self) -> Vec<RootInfo>;

@@ -150,6 +150,12 @@ pub struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    /// Leaves the directory just yielded unexpanded: its children are neither listed nor
+    /// charged (the rehydration map's walk prunes the write sub-directory).
+    pub fn prune(&mut self) {
+        self.expand = None;
+    }
+
     fn fail(&mut self, error: ToolError) -> Option<Result<(Entry, u32), ToolError>> {
         self.done = true;
         Some(Err(error))

@@ -4,15 +4,17 @@
 use super::*;
 
 /// State of one redaction call: markers and counts.
-pub(super) struct Call<'e> {
+pub(super) struct Call<'e, 'r> {
     pub(super) engine: &'e Engine,
     pub(super) markers: Markers,
     pub(super) counts: Counts,
     pub(super) preserve: bool,
     pub(super) kept_line_breaks: bool,
+    /// Told each placeholder made and the raw text it replaced (rehydration only).
+    pub(super) record: Option<&'r mut dyn Record>,
 }
 
-impl Call<'_> {
+impl Call<'_, '_> {
     /// Replaces `value` with a marker for its placeholder (plus its line breaks when
     /// line counts are preserved).
     pub(super) fn redact(&mut self, category: Category, value: &str) -> String {
@@ -44,6 +46,12 @@ impl Call<'_> {
     fn redact_as(&mut self, category: Category, value: &str, key: &str) -> String {
         self.counts.add(category, 1);
         let placeholder = self.engine.placeholder(category, key);
+        if let Some(record) = self.record.as_deref_mut() {
+            // A value can span markers of earlier stages: record it as the text shows it.
+            let raw = self.markers.restore(value);
+            self.engine
+                .record(record, category, key, &placeholder, &raw);
+        }
         let mut marker = self.markers.stash(placeholder);
         if self.preserve {
             let breaks = line_breaks(value);

@@ -77,6 +77,13 @@ pub struct Redacted {
     pub kept_line_breaks: bool,
 }
 
+/// Receives every placeholder a recording redaction makes with the raw text it
+/// replaced, in the order they are made ([`Engine::redact_recording`]). Rehydration
+/// keeps the first spelling of each; the engine itself keeps nothing.
+pub trait Record {
+    fn placeholder(&mut self, placeholder: &str, raw: &str);
+}
+
 /// Failures of the engine itself; messages are fixed and never carry input.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum EngineError {
@@ -319,6 +326,25 @@ impl Engine {
 
     /// Redacts file content.
     pub fn redact(&self, text: &str, opts: RedactOptions<'_>) -> Result<Redacted, EngineError> {
+        self.redact_with(text, opts, None)
+    }
+
+    /// [`Engine::redact`], telling `record` every placeholder made and its raw text.
+    pub fn redact_recording(
+        &self,
+        text: &str,
+        opts: RedactOptions<'_>,
+        record: &mut dyn Record,
+    ) -> Result<Redacted, EngineError> {
+        self.redact_with(text, opts, Some(record))
+    }
+
+    fn redact_with(
+        &self,
+        text: &str,
+        opts: RedactOptions<'_>,
+        record: Option<&mut dyn Record>,
+    ) -> Result<Redacted, EngineError> {
         let heuristics = match self.policy.mode {
             Mode::Strict | Mode::Balanced => true,
             Mode::Code => opts.prose,
@@ -327,7 +353,54 @@ impl Engine {
             rel_path: opts.path,
             prose: opts.prose,
         };
-        self.run(text, opts.preserve_line_count, heuristics, Some(&context))
+        self.run(
+            text,
+            opts.preserve_line_count,
+            heuristics,
+            Some(&context),
+            record,
+        )
+    }
+
+    /// Tells `record` about `placeholder` for the raw `value` (keyed as `key`), and about
+    /// the ordinary placeholder a declared alias had before its group existed, which
+    /// older documents still carry.
+    fn record(
+        &self,
+        record: &mut dyn Record,
+        category: Category,
+        key: &str,
+        placeholder: &str,
+        value: &str,
+    ) {
+        record.placeholder(placeholder, value);
+        let normalized = normalize_value(key);
+        if self.alias_links.contains_key(&normalized) {
+            let ordinary = format!("[{category}_{}]", self.key.digest(category, &normalized));
+            record.placeholder(&ordinary, value);
+        }
+    }
+
+    /// Every (ordinary placeholder, linked placeholder) pair of the declared aliases, in
+    /// every category: a document written before an alias group existed carries the
+    /// ordinary one, while redaction now shows the linked one.
+    pub fn superseded_placeholders(&self) -> Vec<(String, String)> {
+        let mut pairs = Vec::new();
+        for (normalized, (entity, suffix)) in &self.alias_links {
+            for category in Category::ALL {
+                pairs.push((
+                    format!("[{category}_{}]", self.key.digest(category, normalized)),
+                    format!("[{category}_{entity}.{suffix}]"),
+                ));
+            }
+        }
+        pairs
+    }
+
+    /// Whether `word` is on the allow list (built-in, months and days, the policy's),
+    /// compared case-folded.
+    pub fn allows(&self, word: &str) -> bool {
+        self.allow_lookup.contains(word)
     }
 
     /// Redacts a built-in sample that reaches every stage and detector family, under a
@@ -363,6 +436,7 @@ impl Engine {
         preserve: bool,
         heuristics: bool,
         detect: Option<&DetectContext<'_>>,
+        record: Option<&mut dyn Record>,
     ) -> Result<Redacted, EngineError> {
         if text.is_empty() {
             return Ok(Redacted::default());
@@ -386,6 +460,7 @@ impl Engine {
             counts: Counts::default(),
             preserve,
             kept_line_breaks: false,
+            record,
         };
         let (placeholders, _) = &*PATH_TOKENS;
         let mut starts = LiteralStarts {
@@ -489,7 +564,7 @@ impl Engine {
 
     /// A multi-word proper name: allow-listed runs stay; on heading lines, heading words
     /// at either end stay and only the span between the first and last other word goes.
-    fn proper_name(&self, value: &str, heading: bool, call: &mut Call<'_>) -> String {
+    fn proper_name(&self, value: &str, heading: bool, call: &mut Call<'_, '_>) -> String {
         if self.allow_lookup.contains(value) {
             return value.to_owned();
         }
@@ -549,13 +624,35 @@ impl Engine {
     /// Redacts a root-relative POSIX path (or a single name): the baseline pipeline, then
     /// (strict and balanced) every remaining 3+ character ASCII token that is not allowed.
     pub fn redact_path(&self, rel: &str) -> Result<Redacted, EngineError> {
+        self.redact_path_with(rel, None)
+    }
+
+    /// [`Engine::redact_path`], telling `record` every placeholder made and its raw text.
+    pub fn redact_path_recording(
+        &self,
+        rel: &str,
+        record: &mut dyn Record,
+    ) -> Result<Redacted, EngineError> {
+        self.redact_path_with(rel, Some(record))
+    }
+
+    fn redact_path_with(
+        &self,
+        rel: &str,
+        mut record: Option<&mut dyn Record>,
+    ) -> Result<Redacted, EngineError> {
         let code = self.policy.mode == Mode::Code;
-        let mut redacted = self.run(rel, false, !code, None)?;
+        let reborrow = record.as_mut().map(|r| &mut **r as &mut dyn Record);
+        let mut redacted = self.run(rel, false, !code, None, reborrow)?;
         if code {
             let counts = &mut redacted.counts;
             if let Some(text) = self.glued.apply(&redacted.text, |category, value| {
                 counts.add(category, 1);
-                self.placeholder(category, value).to_string()
+                let placeholder = self.placeholder(category, value).to_string();
+                if let Some(record) = record.as_deref_mut() {
+                    self.record(record, category, value, &placeholder, value);
+                }
+                placeholder
             }) {
                 redacted.text = text;
             }
@@ -602,7 +699,11 @@ impl Engine {
             }
             out.push_str(&text[last..s]);
             redacted.counts.add(Category::ENTITY, 1);
-            out.push_str(&self.placeholder(Category::ENTITY, token));
+            let placeholder = self.placeholder(Category::ENTITY, token);
+            if let Some(record) = record.as_deref_mut() {
+                self.record(record, Category::ENTITY, token, &placeholder, token);
+            }
+            out.push_str(&placeholder);
             last = e;
         }
         out.push_str(&text[last..]);
@@ -653,7 +754,7 @@ fn replace_spans(
 
 /// Identity lines (`Attendees: Avery, Kim`): the label is protected, every name-like
 /// word of the value becomes a PERSON. `hay` is the splicer's source or its shadow.
-fn identity_lines(hay: &str, splicer: &mut Splicer<'_>, call: &mut Call<'_>) {
+fn identity_lines(hay: &str, splicer: &mut Splicer<'_>, call: &mut Call<'_, '_>) {
     let text = splicer.source();
     for caps in IDENTITY_LINE.captures_iter(hay) {
         let span = |i: usize| caps.get(i).map_or(0..0, |m| m.range());
@@ -673,7 +774,7 @@ fn identity_lines(hay: &str, splicer: &mut Splicer<'_>, call: &mut Call<'_>) {
 fn redact_positions(
     text: &str,
     findings: &[Finding],
-    call: &mut Call<'_>,
+    call: &mut Call<'_, '_>,
     starts: &mut LiteralStarts,
 ) -> String {
     let existing: Vec<(usize, usize)> = placeholder::PLACEHOLDER_RE
