@@ -133,6 +133,10 @@ pub struct ServedRoot {
     /// [`ServedRoot::wait_warm_check`]).
     warm_check: Mutex<bool>,
     warm_checked: Condvar,
+    /// Guards the store of `progress.finished`, so [`ServedRoot::wait_finished`] can
+    /// sleep on `finished_cv` without missing the wake-up.
+    finished_lock: Mutex<()>,
+    finished_cv: Condvar,
 }
 
 impl std::fmt::Debug for ServedRoot {
@@ -207,6 +211,8 @@ impl ServedRoot {
             pause_after: opts.pause_indexing_after,
             warm_check: Mutex::new(false),
             warm_checked: Condvar::new(),
+            finished_lock: Mutex::new(()),
+            finished_cv: Condvar::new(),
         })
     }
 
@@ -320,6 +326,25 @@ impl ServedRoot {
         !*pending
     }
 
+    /// Blocks until a pass has completed (the root is "ready") or `timeout` passes;
+    /// returns whether one has. Wakes the moment the pass ends, for `status --wait`.
+    pub fn wait_finished(&self, timeout: std::time::Duration) -> bool {
+        let finished = || self.progress.finished.load(Ordering::SeqCst);
+        let guard = self.finished_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .finished_cv
+            .wait_timeout_while(guard, timeout, |_| !finished())
+            .unwrap_or_else(|e| e.into_inner());
+        finished()
+    }
+
+    fn mark_finished(&self) {
+        let guard = self.finished_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.progress.finished.store(true, Ordering::SeqCst);
+        drop(guard);
+        self.finished_cv.notify_all();
+    }
+
     /// Redacts every indexed text file into the cache, in parallel at low priority.
     /// Files whose stat matches a settled file record with content under this policy are
     /// not read again (warm restart): the root's file records are loaded in one range
@@ -399,7 +424,7 @@ impl ServedRoot {
             cache.request_sweep();
         }
         p.running.store(false, Ordering::SeqCst);
-        p.finished.store(true, Ordering::SeqCst);
+        self.mark_finished();
         if snap.files_read == 0 {
             // Nothing was redacted (a warm restart): warm the engine after "ready".
             self.warm_up_engine(&files);

@@ -985,9 +985,18 @@ fn tool_calls_answer_while_the_background_pass_is_still_running() {
     );
     let p = view.progress();
     assert!(p.running && !p.finished && p.files_pending > 0, "{p:?}");
+    // `status --wait` sleeps on the pass: held, it times out; let go, it wakes at the end.
+    let short = std::time::Duration::from_millis(50);
+    assert!(!view.wait_finished(short));
 
+    let waiter = {
+        let view = view.clone();
+        std::thread::spawn(move || view.wait_finished(std::time::Duration::from_secs(60)))
+    };
     view.resume_indexing();
+    assert!(waiter.join().unwrap());
     pass.join().unwrap();
+    assert!(view.wait_finished(std::time::Duration::ZERO));
     let p = view.progress();
     assert!(p.finished && !p.running);
     assert_eq!((p.files_indexed, p.files_pending), (40, 0));
