@@ -251,7 +251,8 @@ impl Decoding {
 /// it); `None` when it is not text in any mode. The reference's [`sniff`] decides
 /// first, so whatever it reads stays UTF-8 in every mode; only what it refuses may be
 /// wide text: a byte-order mark, then a prefix that decodes without NUL (the wide form
-/// of the NUL rule, so a binary that merely starts with `FF FE` stays binary).
+/// of the NUL rule, and ripgrep's: it trusts the mark, then calls transcoded text with
+/// a NUL binary).
 pub fn classify(content: &[u8]) -> Option<Encoding> {
     if sniff(content) {
         return Some(Encoding::Utf8);
