@@ -341,50 +341,110 @@ async fn named_paths_the_agent_was_never_shown_answer_like_missing_ones() {
     assert!(out.contains("met about the plan"), "{out}");
 }
 
-/// One file that looks like text by its name but is not (UTF-16, a NUL byte) used to make
-/// every whole-root regex search fail; it is now left out and counted.
+/// UTF-16LE bytes of `text`, after a byte-order mark when `bom`.
+fn utf16le(text: &str, bom: bool) -> Vec<u8> {
+    let mut out = if bom { vec![0xff, 0xfe] } else { Vec::new() };
+    for unit in text.encode_utf16() {
+        out.extend_from_slice(&unit.to_le_bytes());
+    }
+    out
+}
+
+/// One file that looks like text by its name but is not (UTF-16 without a byte-order
+/// mark, a NUL byte) used to make every whole-root regex search fail; it is now left out
+/// and counted. UTF-16 with a byte-order mark is text in code mode (issue 33, as ripgrep
+/// reads it): read, searched, bundled and counted by `stat` in its decoded form; strict
+/// refuses it as the reference does, and its scans leave it out.
 #[test]
-fn a_utf16_file_anywhere_no_longer_breaks_whole_root_searches() {
+fn non_text_files_are_left_out_and_bom_utf16_is_text_in_code_mode_only() {
     let env = Env::new();
     let root = env.root_dir("utf16", "svc");
     write(&root, "src/a.txt", "the needle is here\n");
-    let mut utf16 = vec![0xff, 0xfe];
-    for unit in "needle in UTF-16\n".encode_utf16() {
-        utf16.extend_from_slice(&unit.to_le_bytes());
-    }
-    write(&root, "docs/windows.txt", &utf16);
+    let windows = "first line\r\nneedle in UTF-16, ask jordan.vale@northwind-labs.io\r\n";
+    write(&root, "docs/windows.txt", utf16le(windows, true));
+    write(
+        &root,
+        "docs/nobom.txt",
+        utf16le("needle without a mark\n", false),
+    );
     write(&root, "src/nul.js", b"var x = 1;\0needle\n");
-    for args in [
-        &["grep", "-E", "ne+dle"][..],
-        &["grep", "needle_|needle"][..],
-    ] {
-        let mut all = vec!["--root", root.to_str().unwrap()];
-        all.extend_from_slice(args);
-        let (code, out, err) = env.run(&all);
-        if args.len() == 3 {
-            assert_eq!(code, 0, "{args:?}: {err}{out}");
-            assert!(out.contains("the needle is here"), "{out}");
+    let r = root.to_str().unwrap();
+    for (mode, skipped) in [("code", 2), ("strict", 3)] {
+        let on = |args: &[&str]| {
+            let mut all = vec!["--root", r, "--mode", mode];
+            all.extend_from_slice(args);
+            env.run(&all)
+        };
+        let note = format!("[SKIPPED: {skipped} files that are not text]\n");
+        let (code, out, err) = on(&["grep", "-E", "ne+dle"]);
+        assert_eq!(code, 0, "{mode}: {err}{out}");
+        assert!(out.contains("the needle is here"), "{out}");
+        assert_eq!(
+            out.contains("needle in UTF-16"),
+            mode == "code",
+            "{mode}: {out}"
+        );
+        assert!(out.ends_with(&note), "{mode}: {out}");
+        // Literal and unmatched: no match, exit 1, no error text.
+        let (code, out, err) = on(&["grep", "needle_|needle"]);
+        assert_eq!(code, 1, "{mode}: {err}{out}");
+        assert!(err.is_empty(), "{err}");
+        // A literal query (the reference's raw-byte screen) sees the decoded text too.
+        let (code, out, err) = on(&["grep", "in UTF-16"]);
+        assert_eq!(
+            (code == 0, err.as_str()),
+            (mode == "code", ""),
+            "{mode}: {out}"
+        );
+        assert_eq!(
+            out.contains("needle in UTF-16"),
+            mode == "code",
+            "{mode}: {out}"
+        );
+        let (code, out, err) = on(&["bundle", "."]);
+        assert_eq!(code, 0, "{mode}: {err}");
+        assert_eq!(
+            out.contains("needle in UTF-16"),
+            mode == "code",
+            "{mode}: {out}"
+        );
+        assert!(out.ends_with(&note), "{mode}: {out}");
+        let (code, out, err) = on(&["retrieve", "needle UTF-16"]);
+        assert_eq!(code, 0, "{mode}: {err}");
+        assert_eq!(
+            out.contains("needle in UTF-16"),
+            mode == "code",
+            "{mode}: {out}"
+        );
+        let (code, out, err) = on(&["stat", "docs/windows.txt"]);
+        assert_eq!(code, 0, "{mode}: {err}");
+        // Code mode counts the decoded lines; strict the raw `\n` bytes, as the reference.
+        let lines = if mode == "code" { 2 } else { 3 };
+        assert!(out.ends_with(&format!("lines: {lines}\n")), "{mode}: {out}");
+        let (code, out, err) = on(&["cat", "docs/windows.txt"]);
+        if mode == "code" {
+            assert_eq!(code, 0, "{err}");
             assert!(
-                out.ends_with("[SKIPPED: 2 files that are not text]\n"),
-                "{out}"
+                out.contains("first line\r\nneedle in UTF-16, ask "),
+                "{out:?}"
+            );
+            assert!(!out.contains("jordan.vale@northwind-labs.io"), "{out}");
+            let (code, out, err) = on(&["cat", "--start-line", "2", "docs/windows.txt"]);
+            assert_eq!(code, 0, "{err}");
+            assert!(
+                out.contains("lines 2-2 ---\nneedle in UTF-16, ask [EMAIL_"),
+                "{out:?}"
             );
         } else {
-            // Literal and unmatched: no match, exit 1, no error text.
-            assert_eq!(code, 1, "{args:?}: {err}{out}");
-            assert!(err.is_empty(), "{err}");
+            // A direct read refuses, with the reference's message.
+            assert_eq!(code, 1);
+            assert_eq!(
+                err.trim_end(),
+                "Refusing to print non-text file. Use stat/list to inspect metadata."
+            );
         }
+        let (code, _, err) = on(&["cat", "docs/nobom.txt"]);
+        assert_eq!(code, 1, "{mode}");
+        assert!(err.starts_with("Refusing to print non-text file."), "{err}");
     }
-    let out = env.ok_on(&root, &["bundle", "."]);
-    assert!(out.contains("the needle is here"), "{out}");
-    assert!(
-        out.ends_with("[SKIPPED: 2 files that are not text]\n"),
-        "{out}"
-    );
-    // A direct read still refuses, with the reference's message.
-    let (code, _, err) = env.run(&["--root", root.to_str().unwrap(), "cat", "docs/windows.txt"]);
-    assert_eq!(code, 1);
-    assert_eq!(
-        err.trim_end(),
-        "Refusing to print non-text file. Use stat/list to inspect metadata."
-    );
 }

@@ -69,11 +69,13 @@ fn cat(engine: &Engine, root: &std::path::Path, path: &str) {
     let bytes = std::fs::read(root.join(path)).expect("read");
     // As the daemon: a file that fails the text sniff is not read as text (its bytes
     // may even fill every marker block, which the engine refuses).
-    if !redctx_daemon::fs::content::sniff(&bytes) {
+    use redctx_daemon::fs::content::{self, Decoding};
+    let decoding = Decoding::for_mode(engine.policy().mode);
+    let Some(encoding) = content::text_encoding(&bytes, decoding) else {
         eprintln!("engine_cat: skipped, not text: {}", engine.path_id(path));
         return;
-    }
-    let text = redctx_daemon::fs::content::decode(&bytes);
+    };
+    let text = content::decode(&bytes, encoding);
     let out = engine
         .redact(
             &text,

@@ -76,6 +76,7 @@ pub fn run(
 
     // 1. Walk and text detection, from a cold index without a content cache.
     let started = Instant::now();
+    let decoding = content::Decoding::for_mode(engine.policy().mode);
     let fresh = ServedRoot::open(root, engine.clone(), None, options)?;
     let view: &dyn RootView = &fresh;
     let start = view.resolve(".")?;
@@ -109,10 +110,10 @@ pub fn run(
         let meta = std::fs::symlink_metadata(&path).map_err(|_| ViewError::Missing)?;
         budget.consume_file(meta.len())?;
         let (bytes, _) = fs::read_verified(&path, fresh.limits().max_raw_bytes_per_file)?;
-        if !content::sniff(&bytes) {
+        let Some(encoding) = content::text_encoding(&bytes, decoding) else {
             return Err(ViewError::NotText.into());
-        }
-        let text = content::decode(&bytes).into_owned();
+        };
+        let text = content::decode(&bytes, encoding).into_owned();
         report.text_characters += text.chars().count() as u64;
         texts.push((entry.rel.clone(), bytes.len() as u64, text));
     }

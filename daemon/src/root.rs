@@ -12,6 +12,7 @@ use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
 use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
+use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
 use crate::search_index::plan::GramPlan;
@@ -126,6 +127,8 @@ pub struct ServedRoot {
     hash_key: [u8; 32],
     racy_window_ns: i64,
     threads: usize,
+    /// Which encodings this policy's mode reads as text.
+    decoding: Decoding,
     paths: Mutex<HashMap<Box<str>, RedactedPath>>,
     names: Mutex<HashMap<Box<str>, RedactedPath>>,
     progress: IndexProgress,
@@ -137,6 +140,10 @@ pub struct ServedRoot {
     /// [`ServedRoot::wait_warm_check`]).
     warm_check: Mutex<bool>,
     warm_checked: Condvar,
+    /// Guards the store of `progress.finished`, so [`ServedRoot::wait_finished`] can
+    /// sleep on `finished_cv` without missing the wake-up.
+    finished_lock: Mutex<()>,
+    finished_cv: Condvar,
     /// The search index in use (`None` until one is loaded or built).
     search: std::sync::RwLock<Option<Arc<SearchIndex>>>,
     /// Wakes the thread that keeps the search index current.
@@ -216,6 +223,7 @@ impl ServedRoot {
             .to_owned();
         let rules = fs::FsRules::new(engine.policy(), &root_name, opts.include_private);
         let threads = opts.index.threads.max(1);
+        let decoding = Decoding::for_mode(engine.policy().mode);
         let racy_window_ns = opts.index.racy_window_ns;
         let index = Index::new(&root, engine.clone(), rules, opts.index)?;
         index.scan();
@@ -237,6 +245,7 @@ impl ServedRoot {
             cache,
             racy_window_ns,
             threads,
+            decoding,
             paths: Mutex::new(HashMap::new()),
             names: Mutex::new(HashMap::new()),
             progress: IndexProgress::default(),
@@ -246,6 +255,8 @@ impl ServedRoot {
             pause_after: opts.pause_indexing_after,
             warm_check: Mutex::new(false),
             warm_checked: Condvar::new(),
+            finished_lock: Mutex::new(()),
+            finished_cv: Condvar::new(),
             search: std::sync::RwLock::new(None),
             search_wake: Arc::default(),
             balanced: std::sync::OnceLock::new(),
@@ -402,6 +413,7 @@ impl ServedRoot {
                 rec.trusted_for(stat)
                     .then_some(rec.text)
                     .flatten()
+                    .filter(|info| self.decoding.reads(info.encoding))
                     .map(|info| self.content_key(&info.hash, rel))
             })?;
             if !record.trusted_for(stat) {
@@ -409,6 +421,10 @@ impl ServedRoot {
             }
             match (record.text, content) {
                 (None, _) => Some(Indexed::Opaque(record)),
+                // Wide text this mode does not read.
+                (Some(info), _) if !self.decoding.reads(info.encoding) => {
+                    Some(Indexed::Opaque(record))
+                }
                 (Some(_), Some(content)) => Some(Indexed::Text(record, content)),
                 (Some(_), None) => None,
             }
@@ -476,6 +492,25 @@ impl ServedRoot {
             .wait_timeout_while(pending, timeout, |pending| *pending)
             .unwrap_or_else(|e| e.into_inner());
         !*pending
+    }
+
+    /// Blocks until a pass has completed (the root is "ready") or `timeout` passes;
+    /// returns whether one has. Wakes the moment the pass ends, for `status --wait`.
+    pub fn wait_finished(&self, timeout: std::time::Duration) -> bool {
+        let finished = || self.progress.finished.load(Ordering::SeqCst);
+        let guard = self.finished_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .finished_cv
+            .wait_timeout_while(guard, timeout, |_| !finished())
+            .unwrap_or_else(|e| e.into_inner());
+        finished()
+    }
+
+    fn mark_finished(&self) {
+        let guard = self.finished_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.progress.finished.store(true, Ordering::SeqCst);
+        drop(guard);
+        self.finished_cv.notify_all();
     }
 
     /// Redacts every indexed text file into the cache, in parallel at low priority.
@@ -556,7 +591,7 @@ impl ServedRoot {
         // changed many files rebuilds it, so the first searches after ready use it.
         self.refresh_search_index();
         p.running.store(false, Ordering::SeqCst);
-        p.finished.store(true, Ordering::SeqCst);
+        self.mark_finished();
         if snap.files_read == 0 {
             // Nothing was redacted (a warm restart): warm the engine after "ready".
             self.warm_up_engine(&files);
@@ -645,7 +680,10 @@ impl ServedRoot {
             ) else {
                 continue;
             };
-            let text = content::decode(&bytes);
+            let Some(encoding) = content::text_encoding(&bytes, self.decoding) else {
+                continue;
+            };
+            let text = content::decode(&bytes, encoding);
             let _ = self.engine.redact(
                 &text,
                 RedactOptions {
@@ -720,6 +758,9 @@ impl ServedRoot {
             }
             match rec.text {
                 None => self.count(Outcome::Skipped, stat.size),
+                Some(info) if !self.decoding.reads(info.encoding) => {
+                    self.count(Outcome::Skipped, stat.size)
+                }
                 Some(_) if rec.stored_under == Some(self.fingerprint) => {
                     self.count(Outcome::Indexed { read: false }, stat.size)
                 }
@@ -795,7 +836,9 @@ impl ServedRoot {
         // again (a tool call may have stored it since) and says whether it read.
         if kind.text_by_name().is_none() {
             let observed = now_ns();
-            if !content::sniff_file(&fs::abs_path(&self.root, rel)) {
+            // Binary in every mode: recorded from the prefix. Wide text this mode does not
+            // read goes through `load`, which records its encoding for the modes that do.
+            if content::classify_file(&fs::abs_path(&self.root, rel)).is_none() {
                 if let Some(cache) = &self.cache {
                     let settled = is_settled(stat, observed, self.racy_window_ns);
                     cache.put(
@@ -859,6 +902,7 @@ impl ServedRoot {
             .trusted_for(&stat)
             .then_some(rec.text)
             .flatten()
+            .filter(|info| self.decoding.reads(info.encoding))
             .map(|info| info.lines))
     }
 
@@ -882,12 +926,16 @@ impl ServedRoot {
                 rec.trusted_for(&stat)
                     .then_some(rec.text)
                     .flatten()
+                    .filter(|info| self.decoding.reads(info.encoding))
                     .map(|info| self.content_key(&info.hash, rel))
             })
             && rec.trusted_for(&stat)
         {
             match (rec.text, content) {
                 (None, _) => return Err(ViewError::NotText),
+                (Some(info), _) if !self.decoding.reads(info.encoding) => {
+                    return Err(ViewError::NotText);
+                }
                 (Some(info), Some(content)) => {
                     return Ok(Loaded {
                         content,
@@ -906,7 +954,7 @@ impl ServedRoot {
         self.counters.content_reads.fetch_add(1, Ordering::Relaxed);
         self.index.note(rel, stat);
         let settled = is_settled(&stat, observed, self.racy_window_ns);
-        if !content::sniff(&bytes) {
+        let Some(encoding) = content::classify(&bytes) else {
             if let Some(cache) = &self.cache {
                 cache.put(
                     &self.root_key,
@@ -916,20 +964,33 @@ impl ServedRoot {
                 );
             }
             return Err(ViewError::NotText);
-        }
+        };
         let hash = cache::content_hash(&self.hash_key, &bytes);
-        let lines = content::count_lines(&bytes);
+        let lines = content::decoded_lines(&bytes, encoding);
+        let info = TextInfo {
+            hash,
+            lines,
+            encoding,
+        };
+        if !self.decoding.reads(encoding) {
+            // Wide text under strict or balanced: refused like binary, but recorded as
+            // what it is, so that the same root served in code mode can reuse the record.
+            if let Some(cache) = &self.cache {
+                let file = FileRecord::new(&stat, settled, Some(info));
+                cache.put(&self.root_key, rel, file, None);
+            }
+            return Err(ViewError::NotText);
+        }
         let key = self.content_key(&hash, rel);
         let epoch = self.cache.as_ref().map_or(0, |c| c.sweep_epoch());
         let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
         let (content, is_new) = match known {
             Some(content) => (content, false),
-            None => (Arc::new(self.redact_record(&bytes, rel)?), true),
+            None => (Arc::new(self.redact_record(&bytes, encoding, rel)?), true),
         };
         drop(bytes);
         if let Some(cache) = &self.cache {
-            let file = FileRecord::new(&stat, settled, Some(TextInfo { hash, lines }))
-                .stored_under(self.fingerprint);
+            let file = FileRecord::new(&stat, settled, Some(info)).stored_under(self.fingerprint);
             cache.put(
                 &self.root_key,
                 rel,
@@ -958,22 +1019,27 @@ impl ServedRoot {
             &fs::abs_path(&self.root, rel),
             self.limits.max_raw_bytes_per_file,
         )?;
-        if !content::sniff(&bytes) {
+        let Some(encoding) = content::text_encoding(&bytes, self.decoding) else {
             return Err(ViewError::NotText);
-        }
+        };
         let options = RedactOptions {
             preserve_line_count: false,
             prose: is_prose_path(rel),
             path: rel,
         };
         self.engine
-            .redact_recording(&content::decode(&bytes), options, record)
+            .redact_recording(&content::decode(&bytes, encoding), options, record)
             .map_err(|_| ViewError::Internal)?;
         Ok(())
     }
 
-    fn redact_record(&self, bytes: &[u8], rel: &str) -> Result<ContentRecord, ViewError> {
-        let text = content::decode(bytes);
+    fn redact_record(
+        &self,
+        bytes: &[u8],
+        encoding: Encoding,
+        rel: &str,
+    ) -> Result<ContentRecord, ViewError> {
+        let text = content::decode(bytes, encoding);
         let options = RedactOptions {
             preserve_line_count: true,
             prose: is_prose_path(rel),
@@ -1185,9 +1251,9 @@ impl RootView for ServedRoot {
             && let Some(rec) = cache.get_file(&self.root_key, &file.rel)
             && rec.trusted_for(&stat)
         {
-            return rec.text.is_some();
+            return rec.text.is_some_and(|t| self.decoding.reads(t.encoding));
         }
-        let flag = content::sniff_file(&path);
+        let flag = content::classify_file(&path).is_some_and(|e| self.decoding.reads(e));
         self.index.set_text_flag(&file.rel, &stat, flag);
         flag
     }

@@ -30,6 +30,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Resources per `resources/list` page.
 const RESOURCE_PAGE: usize = 200;
@@ -163,6 +164,16 @@ impl Service {
     pub fn with_index_pause_after(mut self, files: Option<u64>) -> Service {
         self.pause_indexing_after = files;
         self
+    }
+
+    /// TEST ONLY: lets every held background pass go on (`redctxd` does this on SIGUSR1
+    /// when started with a pause), so a test decides when a pass ends.
+    pub fn resume_indexing(&self) {
+        for h in self.roots.lock().expect("roots lock").values() {
+            if let Snapshot::Ready { root, .. } = &*h.snapshot.lock().expect("snapshot lock") {
+                root.resume_indexing();
+            }
+        }
     }
 
     fn handle(&self, spec: &RootSpec) -> Result<Arc<RootHandle>, &'static str> {
@@ -390,6 +401,21 @@ impl Service {
         )
     }
 
+    /// The entries served at `root` (one per option set) and the served roots among them
+    /// whose first pass is still running. The roots lock is released before a caller
+    /// waits on them.
+    fn root_state(&self, root: &Path) -> (Vec<RootInfo>, Vec<Arc<ServedRoot>>) {
+        let roots = self.roots.lock().expect("roots lock");
+        let mut entries = Vec::new();
+        let mut busy = Vec::new();
+        for (key, h) in roots.iter().filter(|(_, h)| h.source.root() == root) {
+            let (info, running) = root_info(key, h);
+            entries.push(info);
+            busy.extend(running);
+        }
+        (entries, busy)
+    }
+
     fn with_root<T>(
         &self,
         spec: &RootSpec,
@@ -606,6 +632,44 @@ fn run_tool(
 }
 
 /// MIME type of a resource (spec 4).
+/// How often a `wait_root` waiting on a pass looks at the rest of the root's state.
+const WAIT_SLICE: Duration = Duration::from_millis(100);
+
+/// One registered root as `status` shows it, and its served root while a pass has not
+/// completed yet (what `wait_root` sleeps on).
+fn root_info(key: &RootKey, h: &RootHandle) -> (RootInfo, Option<Arc<ServedRoot>>) {
+    let snap = h.snapshot.lock().expect("snapshot lock");
+    let options = Some(key.describe());
+    match &*snap {
+        Snapshot::Ready { root, .. } => {
+            let p = root.progress();
+            let info = RootInfo {
+                path: h.source.root().to_path_buf(),
+                state: if p.finished { "ready" } else { "indexing" }.to_owned(),
+                files: p.files_seen,
+                files_seen: Some(p.files_seen),
+                files_indexed: Some(p.files_indexed),
+                files_pending: Some(p.files_pending),
+                bytes: Some(p.bytes_indexed),
+                policy: Some("ok".to_owned()),
+                options,
+                ..RootInfo::default()
+            };
+            (info, (!p.finished).then(|| root.clone()))
+        }
+        Snapshot::Blocked { reason, .. } => {
+            let info = RootInfo {
+                path: h.source.root().to_path_buf(),
+                state: "blocked".to_owned(),
+                policy: Some(format!("blocked ({reason})")),
+                options,
+                ..RootInfo::default()
+            };
+            (info, None)
+        }
+    }
+}
+
 fn mime_type(name: &str) -> &'static str {
     let lower = crate::engine::placeholder::casefold(name);
     let ext = lower.rsplit_once('.').map_or("", |(_, e)| e);
@@ -805,37 +869,23 @@ impl Backend for Service {
 
     fn roots(&self) -> Vec<RootInfo> {
         let roots = self.roots.lock().expect("roots lock");
-        roots
-            .iter()
-            .map(|(key, h)| {
-                let snap = h.snapshot.lock().expect("snapshot lock");
-                let options = Some(key.describe());
-                match &*snap {
-                    Snapshot::Ready { root, .. } => {
-                        let p = root.progress();
-                        RootInfo {
-                            path: h.source.root().to_path_buf(),
-                            state: if p.finished { "ready" } else { "indexing" }.to_owned(),
-                            files: p.files_seen,
-                            files_seen: Some(p.files_seen),
-                            files_indexed: Some(p.files_indexed),
-                            files_pending: Some(p.files_pending),
-                            bytes: Some(p.bytes_indexed),
-                            policy: Some("ok".to_owned()),
-                            options,
-                            ..RootInfo::default()
-                        }
-                    }
-                    Snapshot::Blocked { reason, .. } => RootInfo {
-                        path: h.source.root().to_path_buf(),
-                        state: "blocked".to_owned(),
-                        policy: Some(format!("blocked ({reason})")),
-                        options,
-                        ..RootInfo::default()
-                    },
-                }
-            })
-            .collect()
+        roots.iter().map(|(key, h)| root_info(key, h).0).collect()
+    }
+
+    /// Sleeps on the first busy entry's pass ([`ServedRoot::wait_finished`]), in slices
+    /// of [`WAIT_SLICE`] so that a policy swap, a block, a `forget` or a cancel is
+    /// noticed too; the moment the pass ends is not one of the things it polls for.
+    fn wait_root(&self, root: &Path, timeout: Duration, cancel: &Cancel) -> Vec<RootInfo> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (entries, busy) = self.root_state(root);
+            let settled = busy.is_empty() || entries.iter().any(|r| r.state == "blocked");
+            let now = Instant::now();
+            if settled || now >= deadline || cancel.is_cancelled() {
+                return entries;
+            }
+            busy[0].wait_finished((deadline - now).min(WAIT_SLICE));
+        }
     }
 
     fn benchmark(

@@ -985,9 +985,18 @@ fn tool_calls_answer_while_the_background_pass_is_still_running() {
     );
     let p = view.progress();
     assert!(p.running && !p.finished && p.files_pending > 0, "{p:?}");
+    // `status --wait` sleeps on the pass: held, it times out; let go, it wakes at the end.
+    let short = std::time::Duration::from_millis(50);
+    assert!(!view.wait_finished(short));
 
+    let waiter = {
+        let view = view.clone();
+        std::thread::spawn(move || view.wait_finished(std::time::Duration::from_secs(60)))
+    };
     view.resume_indexing();
+    assert!(waiter.join().unwrap());
     pass.join().unwrap();
+    assert!(view.wait_finished(std::time::Duration::ZERO));
     let p = view.progress();
     assert!(p.finished && !p.running);
     assert_eq!((p.files_indexed, p.files_pending), (40, 0));
@@ -1045,4 +1054,96 @@ fn stat_line_counts_come_from_the_record_and_follow_edits() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     write(&root, "a.py", "x=1\ny=2\nz=3\n");
     assert_eq!(view.stat_line_count(&entry), Ok(3));
+}
+
+/// `text` as UTF-16LE, with a byte-order mark when `bom`.
+fn utf16le(text: &str, bom: bool) -> Vec<u8> {
+    let mut out = if bom { vec![0xff, 0xfe] } else { Vec::new() };
+    text.encode_utf16()
+        .for_each(|u| out.extend(u.to_le_bytes()));
+    out
+}
+
+/// UTF-16 with a byte-order mark is text in code mode only (issue 33). One cache serves
+/// the root in strict and code mode, cold then warm, and neither mode gets the other's
+/// verdict or redacted text: strict refuses the file as the reference does and counts
+/// its raw lines, code mode reads, searches and counts the decoded text.
+#[test]
+fn wide_text_is_read_in_code_mode_and_refused_in_strict_through_one_cache() {
+    use redctx_daemon::engine::Mode;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let text = "owner = \"jordan.vale@northwind-labs.io\"\r\nnaïve \u{a0a}\r\n";
+    std::fs::create_dir_all(root.join("win")).unwrap();
+    std::fs::write(root.join("win/notes.txt"), utf16le(text, true)).unwrap();
+    std::fs::write(root.join("win/Program.cs"), utf16le(text, true)).unwrap();
+    std::fs::write(root.join("win/raw.txt"), utf16le(text, false)).unwrap();
+    // The reference's count of the raw bytes: four `\n` bytes (two line ends, the two
+    // halves of U+0A0A), and no `\n` as the last byte.
+    let raw_lines = 5;
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let serve_as = |mode: Mode| {
+        let policy = Policy {
+            salt: "served-root-test-salt".into(),
+            mode,
+            ..Policy::default()
+        };
+        let view = ServedRoot::open(
+            &root,
+            engine_with(policy),
+            Some(cache.clone()),
+            opts(true, 0),
+        )
+        .unwrap();
+        view.index_all();
+        view
+    };
+    for round in ["cold", "warm"] {
+        for mode in [Mode::Strict, Mode::Code, Mode::Strict] {
+            let view = serve_as(mode);
+            let reads = view
+                .counters()
+                .content_reads
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let notes = view.resolve("win/notes.txt").unwrap();
+            let cs = view.resolve("win/Program.cs").unwrap();
+            let raw = view.resolve("win/raw.txt").unwrap();
+            assert!(view.is_text(&notes), "{round} {mode:?}: named like text");
+            assert_eq!(view.content(&raw, true), Err(ViewError::NotText));
+            if mode == Mode::Code {
+                assert!(view.is_text(&cs), "{round}");
+                for (file, rel) in [(&notes, "win/notes.txt"), (&cs, "win/Program.cs")] {
+                    let doc = view.content(file, true).unwrap();
+                    assert_eq!(
+                        doc.text.as_ref(),
+                        expected(&view, text, rel, true),
+                        "{round}"
+                    );
+                    assert!(
+                        !doc.text.contains("jordan.vale@northwind-labs.io"),
+                        "{round}"
+                    );
+                    assert_eq!(view.stat_line_count(file), Ok(2), "{round}");
+                }
+            } else {
+                assert!(!view.is_text(&cs), "{round}");
+                assert_eq!(
+                    view.content(&notes, true),
+                    Err(ViewError::NotText),
+                    "{round}"
+                );
+                assert_eq!(view.content(&cs, true), Err(ViewError::NotText), "{round}");
+                assert_eq!(view.stat_line_count(&notes), Ok(raw_lines), "{round}");
+            }
+            if round == "warm" {
+                // Every verdict came from the records the first round left.
+                let now = view
+                    .counters()
+                    .content_reads
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(now, reads, "{mode:?} re-read content");
+                assert_eq!(view.progress().files_read, 0, "{mode:?}");
+            }
+        }
+    }
 }

@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -177,6 +177,11 @@ pub enum Request {
     Status,
     /// The roots the daemon currently serves.
     Roots,
+    /// Answer `Response::Roots` with the entries of the root served at `root` (one per
+    /// option set) the moment all of them are `ready` or one is `blocked` (at once when
+    /// that holds already, or when none is served), else after `timeout_ms` with their
+    /// progress then: `redctx status --wait` learns of "ready" without polling.
+    WaitRoot { root: PathBuf, timeout_ms: u64 },
     /// Stop serving a root and drop its in-memory state.
     ForgetRoot { root: PathBuf },
     /// Answer `Response::Ok`, then stop the daemon cleanly.
@@ -269,7 +274,7 @@ pub enum Response {
     ResourceText(ResourceText),
     /// Result of `Status`.
     Status(StatusInfo),
-    /// Result of `Roots`.
+    /// Result of `Roots` and `WaitRoot`.
     Roots(Vec<RootInfo>),
     /// Result of `ForgetRoot`: whether the root was being served.
     Forgotten(bool),
@@ -523,6 +528,10 @@ mod tests {
             },
             Request::Status,
             Request::Roots,
+            Request::WaitRoot {
+                root: "/tmp/r".into(),
+                timeout_ms: 250,
+            },
             Request::ForgetRoot {
                 root: "/srv/repo".into(),
             },

@@ -3,8 +3,9 @@
 //!
 //! `status --root DIR` also registers the root: the daemon starts indexing a root the
 //! first time a client asks for it, so a cheap `redctx_doctor` call on it comes first.
-//! `--wait` then polls `Request::Roots` until the root is `ready`, with an indicatif bar
-//! on a terminal and one plain line per second otherwise.
+//! `--wait` then asks `Request::WaitRoot` until the root is `ready`: the daemon answers
+//! the moment its pass ends, or after a period with the progress then (an indicatif bar
+//! on a terminal, updated five times a second; one plain line per second otherwise).
 
 use super::files::{self, Globals};
 use crate::daemon::{self, ClientError, Conn, Endpoint};
@@ -267,8 +268,14 @@ pub fn plain_line(p: &Progress) -> String {
     }
 }
 
-async fn root_info(conn: &Conn, root: &Path) -> Result<Vec<RootInfo>, ExitCode> {
-    match conn.request(Request::Roots).await {
+/// The root's entries once it is ready or blocked, or after `timeout` (the daemon waits;
+/// a zero timeout answers at once).
+async fn root_info(conn: &Conn, root: &Path, timeout: Duration) -> Result<Vec<RootInfo>, ExitCode> {
+    let request = Request::WaitRoot {
+        root: root.to_path_buf(),
+        timeout_ms: timeout.as_millis() as u64,
+    };
+    match conn.request(request).await {
         Ok(Response::Roots(roots)) => Ok(roots.into_iter().filter(|r| r.path == root).collect()),
         Ok(Response::Error(e)) => Err(super::fail(e.message)),
         Ok(_) => Err(super::fail(
@@ -286,8 +293,10 @@ async fn wait(conn: &Conn, root: &Path) -> ExitCode {
     } else {
         Duration::from_secs(1)
     };
+    // The first answer at once (the state now), then one per period unless ready sooner.
+    let mut timeout = Duration::ZERO;
     loop {
-        let entries = match root_info(conn, root).await {
+        let entries = match root_info(conn, root, timeout).await {
             Ok(e) if !e.is_empty() => e,
             Ok(_) => {
                 if let Some(b) = bar.take() {
@@ -326,7 +335,7 @@ async fn wait(conn: &Conn, root: &Path) -> ExitCode {
             }
             Progress::Indexing { .. } => println!("{}", plain_line(&p)),
         }
-        tokio::time::sleep(period).await;
+        timeout = period;
     }
 }
 

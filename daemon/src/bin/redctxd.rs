@@ -151,16 +151,29 @@ fn make_backend(args: &Args, state_dir: &std::path::Path) -> Result<Made, String
             None
         }
     };
-    // TEST ONLY: hold background indexing after N files (kill -9 mid-index tests).
+    // TEST ONLY: hold background indexing after N files (kill -9 mid-index tests) until
+    // SIGUSR1 (`status --wait` latency tests).
     let pause_after = std::env::var("REDCTX_TEST_PAUSE_INDEX_AFTER")
         .ok()
         .and_then(|v| v.parse().ok());
+    let service = Arc::new(
+        Service::new(cache.clone(), EnvOverrides::from_process_env())
+            .with_index_pause_after(pause_after),
+    );
     if pause_after.is_some() {
         tracing::warn!("background indexing will pause (REDCTX_TEST_PAUSE_INDEX_AFTER, test only)");
+        let held = service.clone();
+        let mut resume =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+                .map_err(|e| format!("cannot install the SIGUSR1 handler: {e}"))?;
+        tokio::spawn(async move {
+            while resume.recv().await.is_some() {
+                tracing::info!("resuming held indexing (SIGUSR1, test only)");
+                held.resume_indexing();
+            }
+        });
     }
-    let service = Service::new(cache.clone(), EnvOverrides::from_process_env())
-        .with_index_pause_after(pause_after);
-    Ok((Arc::new(service), cache))
+    Ok((service, cache))
 }
 
 fn init_logging(

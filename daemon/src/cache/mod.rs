@@ -76,8 +76,8 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 /// Layout version of the whole database; a mismatch rebuilds it. (2: file records say
 /// under which policy their content was stored; 3: zstd content in page-sized chunks
-/// under digest keys.)
-pub const CACHE_FORMAT: u64 = 3;
+/// under digest keys; 4: text records name their encoding.)
+pub const CACHE_FORMAT: u64 = 4;
 
 /// Bump whenever the redaction engine's output for the same policy changes, so older
 /// cached text is never served. Part of the policy fingerprint.
@@ -880,6 +880,7 @@ mod tests {
         let info = TextInfo {
             hash: [b; 32],
             lines: 1,
+            encoding: crate::fs::content::Encoding::Utf8,
         };
         FileRecord::new(&crate::fs::StatKey::default(), true, Some(info)).stored_under(FP)
     }

@@ -3,6 +3,7 @@
 
 use crate::engine::{Category, Counts};
 use crate::fs::StatKey;
+use crate::fs::content::Encoding;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -106,8 +107,11 @@ impl WireText<'_> {
 pub struct TextInfo {
     /// Keyed blake3 of the exact bytes that were decoded and redacted.
     pub hash: [u8; 32],
-    /// `stat` line count of those bytes.
+    /// `stat` line count of the decoded text.
     pub lines: u64,
+    /// What the bytes are: UTF-8 text is served in every mode, wide text only in those
+    /// that decode it (`fs::content::Decoding`), so one record serves them all.
+    pub encoding: Encoding,
 }
 
 /// The file table's record of one path: the stat it was read at and what it held.
@@ -122,7 +126,7 @@ pub struct FileRecord {
     /// The stat was old enough when read that a later change must alter it; unsettled
     /// records are re-verified (re-read and re-hashed) before use.
     pub settled: bool,
-    /// `None`: the file failed the text sniff at this stat.
+    /// `None`: the file is not text in any mode at this stat.
     pub text: Option<TextInfo>,
     /// Fingerprint of the policy under which the redacted content of `text.hash` was
     /// stored when this record was written: a warm restart under the same policy counts

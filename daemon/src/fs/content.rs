@@ -19,15 +19,24 @@
 //!    UTF-8 sequence cut by the 4,096-byte boundary makes the strict decode fail, so such
 //!    a prefix falls back to the printable ratio. [`decode`] then strips one BOM and
 //!    replaces invalid sequences.
+//! 3. **The encoding** ([`classify`]): bytes that fail that check but start with a
+//!    UTF-32 or UTF-16 byte-order mark, and decode to a prefix without NUL, are wide
+//!    text ([`Encoding`]). The reference refuses them (`Refusing to print non-text
+//!    file.`) and so do `strict` and `balanced`; `code` mode reads them, as ripgrep
+//!    does, so Windows-authored files are readable and searchable ([`Decoding`]). The
+//!    cache keeps the encoding in a file's record, so one record serves every mode, and
+//!    redacted content is keyed by the policy fingerprint, which holds the mode.
 //!
 //! Documents are not extracted yet: a [`ContentKind::Document`] is not text, kept as
 //! metadata only by the indexing pass, and refused by a read with
 //! `Document extraction is disabled.` ([`ContentKind::refusal`]). Extraction is the
 //! handling of that arm.
 
+use crate::engine::Mode;
 use crate::engine::placeholder::casefold;
 use crate::engine::wordlists::TEXT_EXTENSIONS;
 use crate::view::ViewError;
+use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::path::Path;
 
@@ -191,19 +200,148 @@ pub fn sniff(content: &[u8]) -> bool {
     textish as f64 / chunk.len() as f64 > 0.85
 }
 
-/// The content sniff of a file on disk (its first [`SNIFF_BYTES`] bytes), without
-/// following a symlink. Unreadable files are not text.
-pub fn sniff_file(path: &Path) -> bool {
-    super::read::read_prefix(path, SNIFF_BYTES).is_some_and(|prefix| sniff(&prefix))
+/// How a text file's bytes encode its characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Encoding {
+    /// Everything the reference reads as text ([`sniff`]), decoded as UTF-8.
+    Utf8,
+    /// A byte-order mark, then 16-bit (or 32-bit) code units; text to `code` mode only.
+    Utf16Le,
+    Utf16Be,
+    Utf32Le,
+    Utf32Be,
 }
 
-/// Decodes file bytes as the reference does: strip one UTF-8 BOM, then replace each
+impl Encoding {
+    /// The wide encodings and their byte-order marks, UTF-32 first: its little-endian
+    /// mark begins with UTF-16's.
+    const WIDE: [(Encoding, &'static [u8]); 4] = [
+        (Encoding::Utf32Le, b"\xff\xfe\0\0"),
+        (Encoding::Utf32Be, b"\0\0\xfe\xff"),
+        (Encoding::Utf16Le, b"\xff\xfe"),
+        (Encoding::Utf16Be, b"\xfe\xff"),
+    ];
+}
+
+/// Which encodings a policy reads as text: a function of the mode alone, so the policy
+/// fingerprint (which holds the mode) keys every redacted record by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decoding {
+    /// `strict` and `balanced`: the reference's rule, UTF-8 only.
+    Reference,
+    /// `code`: UTF-16 and UTF-32 with a byte-order mark too.
+    Wide,
+}
+
+impl Decoding {
+    pub fn for_mode(mode: Mode) -> Decoding {
+        match mode {
+            Mode::Code => Decoding::Wide,
+            Mode::Strict | Mode::Balanced => Decoding::Reference,
+        }
+    }
+
+    /// Whether text in `encoding` is served as text.
+    pub fn reads(self, encoding: Encoding) -> bool {
+        encoding == Encoding::Utf8 || self == Decoding::Wide
+    }
+}
+
+/// The encoding of content whose first [`SNIFF_BYTES`] bytes are `content` (or all of
+/// it); `None` when it is not text in any mode. The reference's [`sniff`] decides
+/// first, so whatever it reads stays UTF-8 in every mode; only what it refuses may be
+/// wide text: a byte-order mark, then a prefix that decodes without NUL (the wide form
+/// of the NUL rule, and ripgrep's: it trusts the mark, then calls transcoded text with
+/// a NUL binary).
+pub fn classify(content: &[u8]) -> Option<Encoding> {
+    if sniff(content) {
+        return Some(Encoding::Utf8);
+    }
+    let chunk = &content[..content.len().min(SNIFF_BYTES)];
+    let (encoding, _) = Encoding::WIDE
+        .into_iter()
+        .find(|(_, bom)| chunk.starts_with(bom))?;
+    (!decode(chunk, encoding).contains('\0')).then_some(encoding)
+}
+
+/// The encoding `decoding` reads `content` in, or `None` when it is not text to it.
+pub fn text_encoding(content: &[u8], decoding: Decoding) -> Option<Encoding> {
+    classify(content).filter(|e| decoding.reads(*e))
+}
+
+/// [`classify`] of a file on disk (its first [`SNIFF_BYTES`] bytes), without following
+/// a symlink. Unreadable files are not text.
+pub fn classify_file(path: &Path) -> Option<Encoding> {
+    super::read::read_prefix(path, SNIFF_BYTES).and_then(|prefix| classify(&prefix))
+}
+
+/// Decodes file bytes. UTF-8 as the reference does: strip one BOM, then replace each
 /// maximal invalid subpart with U+FFFD (CPython's `errors="replace"` and Rust's lossy
-/// decoding follow the same Unicode recommendation). Valid UTF-8, nearly every source
-/// file, is borrowed rather than copied.
-pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
-    let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
-    String::from_utf8_lossy(body)
+/// decoding follow the same Unicode recommendation); valid UTF-8, nearly every source
+/// file, is borrowed rather than copied. Wide text: strip its BOM, replace each lone
+/// surrogate or invalid scalar with U+FFFD, and a cut unit at the end with one more, as
+/// a lossy decoder does.
+///
+/// Hand-written rather than `encoding_rs`: that crate (the WHATWG set) has no UTF-32,
+/// is not in the lockfile, and `char::decode_utf16` gives the same replacement rules.
+pub fn decode(bytes: &[u8], encoding: Encoding) -> Cow<'_, str> {
+    let unit = match encoding {
+        Encoding::Utf8 => {
+            return String::from_utf8_lossy(bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes));
+        }
+        Encoding::Utf16Le | Encoding::Utf16Be => 2,
+        Encoding::Utf32Le | Encoding::Utf32Be => 4,
+    };
+    let bom = Encoding::WIDE
+        .iter()
+        .find(|(e, _)| *e == encoding)
+        .map_or(&b""[..], |(_, bom)| bom);
+    let body = bytes.strip_prefix(bom).unwrap_or(bytes);
+    let units = body.chunks_exact(unit);
+    let cut = !units.remainder().is_empty();
+    let mut text = String::with_capacity(body.len() / unit + 3);
+    match encoding {
+        Encoding::Utf16Le | Encoding::Utf16Be => {
+            let big = encoding == Encoding::Utf16Be;
+            let code_units = units.map(|u| {
+                let u = [u[0], u[1]];
+                if big {
+                    u16::from_be_bytes(u)
+                } else {
+                    u16::from_le_bytes(u)
+                }
+            });
+            text.extend(
+                char::decode_utf16(code_units).map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER)),
+            );
+        }
+        _ => {
+            let big = encoding == Encoding::Utf32Be;
+            text.extend(units.map(|u| {
+                let u = [u[0], u[1], u[2], u[3]];
+                let scalar = if big {
+                    u32::from_be_bytes(u)
+                } else {
+                    u32::from_le_bytes(u)
+                };
+                char::from_u32(scalar).unwrap_or(char::REPLACEMENT_CHARACTER)
+            }));
+        }
+    }
+    if cut {
+        text.push(char::REPLACEMENT_CHARACTER);
+    }
+    Cow::Owned(text)
+}
+
+/// The `stat` line count of text in `encoding`: [`count_lines`] of the decoded text.
+/// For UTF-8 that is the count of the raw bytes (lossy decoding keeps every `\n`), so
+/// only wide text is decoded for it.
+pub fn decoded_lines(bytes: &[u8], encoding: Encoding) -> u64 {
+    match encoding {
+        Encoding::Utf8 => count_lines(bytes),
+        wide => count_lines(decode(bytes, wide).as_bytes()),
+    }
 }
 
 /// `\n` count, plus one when the content is non-empty and does not end with `\n`
@@ -385,11 +523,110 @@ mod tests {
     /// Spec 6.3: decode UTF-8 with BOM stripping and U+FFFD replacement.
     #[test]
     fn decode_strips_one_bom_and_replaces() {
-        assert_eq!(decode(b"\xef\xbb\xbfhi"), "hi");
-        assert_eq!(decode(b"\xef\xbb\xbf\xef\xbb\xbfhi"), "\u{feff}hi");
-        assert_eq!(decode(b"caf\xe9"), "caf\u{fffd}");
-        assert_eq!(decode(b"a\xffb"), "a\u{fffd}b");
-        assert!(matches!(decode(b"plain"), Cow::Borrowed("plain")));
+        let utf8 = |b| decode(b, Encoding::Utf8);
+        assert_eq!(utf8(b"\xef\xbb\xbfhi"), "hi");
+        assert_eq!(utf8(b"\xef\xbb\xbf\xef\xbb\xbfhi"), "\u{feff}hi");
+        assert_eq!(utf8(b"caf\xe9"), "caf\u{fffd}");
+        assert_eq!(utf8(b"a\xffb"), "a\u{fffd}b");
+        assert!(matches!(utf8(b"plain"), Cow::Borrowed("plain")));
+    }
+
+    /// `text` in `encoding` with its byte-order mark.
+    fn wide(encoding: Encoding, text: &str) -> Vec<u8> {
+        let (_, bom) = Encoding::WIDE.iter().find(|(e, _)| *e == encoding).unwrap();
+        let mut out = bom.to_vec();
+        match encoding {
+            Encoding::Utf16Le => text
+                .encode_utf16()
+                .for_each(|u| out.extend(u.to_le_bytes())),
+            Encoding::Utf16Be => text
+                .encode_utf16()
+                .for_each(|u| out.extend(u.to_be_bytes())),
+            Encoding::Utf32Le => text
+                .chars()
+                .for_each(|c| out.extend((c as u32).to_le_bytes())),
+            Encoding::Utf32Be => text
+                .chars()
+                .for_each(|c| out.extend((c as u32).to_be_bytes())),
+            Encoding::Utf8 => unreachable!(),
+        }
+        out
+    }
+
+    /// UTF-16 and UTF-32 with a byte-order mark are wide text, in either byte order;
+    /// the reference's sniff still refuses them, and only `code` mode reads them.
+    #[test]
+    fn wide_text_is_classified_by_its_bom_and_read_in_code_mode() {
+        use Encoding::*;
+        let text = "naïve 日本語 \u{1f600}\r\nsecond line\n";
+        for encoding in [Utf16Le, Utf16Be, Utf32Le, Utf32Be] {
+            let bytes = wide(encoding, text);
+            assert!(!sniff(&bytes), "{encoding:?}");
+            assert_eq!(classify(&bytes), Some(encoding));
+            assert_eq!(decode(&bytes, encoding), text, "{encoding:?}");
+            assert_eq!(decoded_lines(&bytes, encoding), 2, "{encoding:?}");
+            assert_eq!(text_encoding(&bytes, Decoding::Wide), Some(encoding));
+            assert_eq!(text_encoding(&bytes, Decoding::Reference), None);
+        }
+        assert_eq!(Decoding::for_mode(Mode::Code), Decoding::Wide);
+        assert_eq!(Decoding::for_mode(Mode::Strict), Decoding::Reference);
+        assert_eq!(Decoding::for_mode(Mode::Balanced), Decoding::Reference);
+        // What the reference reads is UTF-8 in every mode.
+        assert_eq!(classify(b"plain\n"), Some(Utf8));
+        assert_eq!(classify(b""), Some(Utf8));
+        assert!(Decoding::Reference.reads(Utf8));
+        // A BOM alone is empty text; lines count the decoded text.
+        assert_eq!(classify(b"\xff\xfe"), Some(Utf16Le));
+        assert_eq!(decode(b"\xff\xfe", Utf16Le), "");
+        assert_eq!(decoded_lines(b"\xff\xfe", Utf16Le), 0);
+        // U+0A0A holds two `\n` bytes and is no line break.
+        let gurmukhi = wide(Utf16Le, "\u{a0a}\u{a0a}");
+        assert_eq!(
+            (count_lines(&gurmukhi), decoded_lines(&gurmukhi, Utf16Le)),
+            (4, 1)
+        );
+    }
+
+    /// Odd trailing bytes and invalid units decode to U+FFFD, as a lossy decoder does.
+    #[test]
+    fn wide_decoding_replaces_what_is_invalid() {
+        use Encoding::*;
+        // A cut last unit: one replacement character.
+        assert_eq!(decode(b"\xff\xfeh\0i\0\n", Utf16Le), "hi\u{fffd}");
+        assert_eq!(decode(b"\xfe\xff\0h\0", Utf16Be), "h\u{fffd}");
+        assert_eq!(decode(b"\xff\xfe\0\0h\0\0\0i\0", Utf32Le), "h\u{fffd}");
+        // Lone surrogates, high then low, each replaced.
+        assert_eq!(
+            decode(b"\xff\xfe\x3d\xd8a\0\x00\xdcb\0", Utf16Le),
+            "\u{fffd}a\u{fffd}b"
+        );
+        assert_eq!(decode(b"\xfe\xff\xd8\x3d", Utf16Be), "\u{fffd}");
+        // A surrogate pair is one character.
+        assert_eq!(decode(b"\xff\xfe\x3d\xd8\x00\xde", Utf16Le), "\u{1f600}");
+        // Scalars past U+10FFFF and surrogates are not characters in UTF-32.
+        assert_eq!(
+            decode(b"\0\0\xfe\xff\0\x11\0\0\0\0\xd8\0\0\0\0a", Utf32Be),
+            "\u{fffd}\u{fffd}a"
+        );
+        // Only the first BOM is stripped.
+        assert_eq!(decode(&wide(Utf16Le, "\u{feff}x"), Utf16Le), "\u{feff}x");
+    }
+
+    /// Without a BOM UTF-16 stays binary (its NUL bytes), as it does for the
+    /// reference; so does a binary that starts with a BOM but decodes to NUL.
+    #[test]
+    fn wide_text_needs_its_bom_and_no_nul() {
+        let no_bom: Vec<u8> = "hello\n"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(classify(&no_bom), None);
+        assert_eq!(classify(b"\xff\xfeh\0\0\0i\0"), None);
+        assert_eq!(classify(b"\xff\xfe\0\0\0\0\0\0"), None);
+        // NUL past the sniffed prefix does not count, as for UTF-8.
+        let mut late = wide(Encoding::Utf16Le, &"a".repeat(SNIFF_BYTES));
+        late.extend([0, 0]);
+        assert_eq!(classify(&late), Some(Encoding::Utf16Le));
     }
 
     #[test]

@@ -212,6 +212,7 @@ fn request_kind(r: &Request) -> &'static str {
         Request::ReadResource { .. } => "read_resource",
         Request::Status => "status",
         Request::Roots => "roots",
+        Request::WaitRoot { .. } => "wait_root",
         Request::ForgetRoot { .. } => "forget_root",
         Request::Shutdown => "shutdown",
         Request::Ping => "ping",
@@ -243,6 +244,13 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
         Request::Roots => {
             flatten(blocking(shared, cancel, |b, _| Ok(Response::Roots(b.roots()))).await)
         }
+        Request::WaitRoot { root, timeout_ms } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                let timeout = std::time::Duration::from_millis(timeout_ms.min(MAX_WAIT_MS));
+                Ok(Response::Roots(b.wait_root(&root, timeout, c)))
+            })
+            .await,
+        ),
         Request::ForgetRoot { root } => flatten(
             blocking(shared, cancel, move |b, _| {
                 Ok(Response::Forgotten(b.forget_root(&root)))
@@ -318,6 +326,10 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
         ),
     }
 }
+
+/// Longest `WaitRoot` wait: a waiting request holds a thread of the blocking pool, and a
+/// client wanting longer asks again.
+const MAX_WAIT_MS: u64 = 10_000;
 
 fn flatten(r: Result<Result<Response, ErrorReply>, ErrorReply>) -> Response {
     match r {

@@ -29,7 +29,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// What the daemon does with requests; the server only schedules and transports.
@@ -108,6 +108,17 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Roots served right now.
     fn roots(&self) -> Vec<RootInfo>;
+
+    /// The entries of [`Backend::roots`] served at `root`, returned the moment all of them
+    /// are `ready` or one is `blocked` (at once if so already, or if none is served), else
+    /// once `timeout` has passed or `cancel` is set, with the progress then. Waits on a
+    /// notification, never by polling, so `status --wait` ends when the root is ready.
+    /// The default answers at once: right for a backend whose roots are always ready.
+    fn wait_root(&self, root: &Path, _timeout: Duration, _cancel: &Cancel) -> Vec<RootInfo> {
+        let mut roots = self.roots();
+        roots.retain(|r| r.path == root);
+        roots
+    }
 
     /// Stop serving `root` and drop its state; `true` if it was served.
     fn forget_root(&self, root: &Path) -> bool;

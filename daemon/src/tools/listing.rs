@@ -148,7 +148,8 @@ pub fn tree(view: &dyn RootView, args: &TreeArgs) -> ToolOutput {
 }
 
 /// `stat`: `id`, `path`, `type`, `size_bytes`, and `lines` for files the view serves as
-/// text (count of `\n` bytes, +1 for an unterminated last line). Counting lines charges
+/// text (count of `\n`, +1 for an unterminated last line: of the decoded text, or of the
+/// raw bytes of a file named like text that is not). Counting lines charges
 /// the file to the byte budget, so a text file over the per-file limit fails.
 pub fn stat(view: &dyn RootView, path: &str) -> ToolOutput {
     let mut counts = Counts::default();
