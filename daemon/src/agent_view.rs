@@ -15,7 +15,10 @@
 use crate::engine::Engine;
 use crate::fs::{self, PathInput};
 use crate::root::ServedRoot;
-use crate::view::{Entry, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError};
+use crate::search_index::plan::GramPlan;
+use crate::view::{
+    Entry, FileScreen, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
+};
 
 /// A [`ServedRoot`] as an agent may address it: ids as usual, paths only where they hold
 /// nothing that would be redacted (see the module doc). Everything else is the root's.
@@ -81,5 +84,9 @@ impl RootView for AgentView<'_> {
 
     fn name(&self, name: &str) -> RedactedPath {
         self.0.name(name)
+    }
+
+    fn search_screen(&self, plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>> {
+        self.0.search_screen(plan)
     }
 }

@@ -238,10 +238,9 @@ pub trait RootView: Send + Sync {
     fn name(&self, name: &str) -> RedactedPath;
 
     /// The search index's pre-screen of files for one query (`crate::search_index`):
-    /// `None` when the view has no usable index, and every file in scope is read.
-    fn search_screen(&self, _plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>> {
-        None
-    }
+    /// `None` when the view has no usable index, and every file in scope is read. No
+    /// default, so that a wrapping view cannot silently drop its inner view's index.
+    fn search_screen(&self, plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>>;
 }
 
 /// Which files of a query's scope cannot match, known without reading them.

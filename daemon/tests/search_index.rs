@@ -4,6 +4,7 @@
 //! the answer of reading every file, byte for byte and count for count; the same after
 //! edits, deletes, renames, a restart and a policy change.
 
+use redctx_daemon::agent_view::AgentView;
 use redctx_daemon::cache::Cache;
 use redctx_daemon::cancel::Stop;
 use redctx_daemon::engine::{Engine, Mode, Policy};
@@ -311,4 +312,25 @@ fn a_file_changed_after_the_build_is_found_with_its_new_text() {
     let out = search(&view, &args, &Stop::never()).text;
     assert!(out.ends_with(":a fresh needle appears\n"), "{out}");
     assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[test]
+fn agent_calls_use_the_index_too() {
+    // An agent's calls go through `AgentView`; a wrapper that forgot to pass the index
+    // on would answer the same, only slowly, so this counts the files ruled out.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut rng = Rng(7);
+    generate(&root, &mut rng, 40);
+    let view = serve(&root, &cache, policy("agent-salt", Mode::Code));
+    let before = view.counters().screened_out.load(Ordering::Relaxed);
+    let args = SearchArgs {
+        query: "absent-in-every-file".into(),
+        ..SearchArgs::default()
+    };
+    let out = search(&AgentView(&view), &args, &Stop::never());
+    assert_eq!(out.text, "No matches.\n");
+    let ruled_out = view.counters().screened_out.load(Ordering::Relaxed) - before;
+    assert!(ruled_out >= 35, "only {ruled_out} files ruled out");
 }

@@ -197,6 +197,13 @@ impl FakeView {
 }
 
 impl RootView for FakeView {
+    fn search_screen(
+        &self,
+        _plan: &crate::search_index::plan::GramPlan,
+    ) -> Option<Box<dyn crate::view::FileScreen + '_>> {
+        None
+    }
+
     fn engine(&self) -> &Engine {
         &self.engine
     }
