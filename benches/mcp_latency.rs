@@ -262,6 +262,26 @@ async fn run(
         Outcome::Failed(m, _) => println!("redctx: warm-up search failed: {m}"),
         Outcome::Timeout => println!("redctx: warm-up search timed out"),
     }
+    // The search index is built at the end of the indexing pass, which the warm-up
+    // search does not wait for: measure searches once it is in use, as a user who waits
+    // for `redctx status --wait` would see them.
+    let waited = Instant::now();
+    let index_ready = (0..1200).any(|_| {
+        let seen = std::fs::read_to_string(&log).is_ok_and(|l| l.contains("search index"));
+        if !seen {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        seen
+    });
+    println!(
+        "redctx: search index {} {:.1} s after the warm-up",
+        if index_ready {
+            "in use"
+        } else {
+            "still not built"
+        },
+        waited.elapsed().as_secs_f64()
+    );
     ours.timeout = s.ref_timeout.max(Duration::from_secs(60));
     let mut our_rows = Vec::new();
     for op in &ops {

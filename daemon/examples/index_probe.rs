@@ -49,8 +49,12 @@ fn main() {
     let cache = Arc::new(Cache::open(state).expect("cache"));
     let open_s = t.elapsed().as_secs_f64();
     let (t, c) = (Instant::now(), cpu());
-    let served =
-        ServedRoot::open(root, engine, Some(cache.clone()), RootOptions::default()).expect("serve");
+    let mut options = RootOptions::default();
+    if std::env::var("REDCTX_PROBE_LIFT_CAPS").is_ok() {
+        options.limits.max_total_raw_bytes = 1 << 40;
+        options.limits.max_traversal_entries = 1 << 30;
+    }
+    let served = ServedRoot::open(root, engine, Some(cache.clone()), options).expect("serve");
     let walk_s = t.elapsed().as_secs_f64();
     let walk_cpu = cpu() - c;
     let (t, c) = (Instant::now(), cpu());

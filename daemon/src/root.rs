@@ -401,6 +401,7 @@ impl ServedRoot {
         if let Some(index) = current
             && !index.is_stale_for(&files)
         {
+            tracing::info!(root = %self.root.display(), files = index.len(), "search index in use");
             self.set_search_index(Some(index));
             return;
         }
@@ -1236,10 +1237,14 @@ impl RootView for ServedRoot {
             return text;
         }
         let path = fs::abs_path(&self.root, &file.rel);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            return false;
+        // The stat the walk just took, if it handed this entry out; else one now.
+        let stat = match file.stat {
+            Some(stat) => stat,
+            None => match std::fs::symlink_metadata(&path) {
+                Ok(meta) => StatKey::of(&meta),
+                Err(_) => return false,
+            },
         };
-        let stat = StatKey::of(&meta);
         if !stat.is_regular() {
             return false;
         }

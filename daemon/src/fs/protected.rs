@@ -55,15 +55,20 @@ impl ProtectedSet {
     /// Whether a file about to be listed or served is another name of a protected file.
     /// Costs nothing for the usual file with a single link.
     pub fn is_link_to_protected(&self, meta: &Metadata) -> bool {
+        self.is_link_to_protected_stat(&super::StatKey::of(meta), meta.nlink())
+    }
+
+    /// [`ProtectedSet::is_link_to_protected`] from a stat key and link count.
+    pub fn is_link_to_protected_stat(&self, stat: &super::StatKey, nlink: u64) -> bool {
         // Regular files only: a directory always has more than one link, and its inode
         // number may be one a deleted protected file had.
-        meta.is_file()
-            && meta.nlink() > 1
+        stat.is_regular()
+            && nlink > 1
             && self
                 .0
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
-                .contains(&(meta.dev(), meta.ino()))
+                .contains(&(stat.dev, stat.ino))
     }
 }
 
@@ -82,6 +87,11 @@ pub fn remember_identity(dev: u64, ino: u64) {
 /// [`ProtectedSet::is_link_to_protected`] on the daemon's set.
 pub fn is_link_to_protected(meta: &Metadata) -> bool {
     PROTECTED.is_link_to_protected(meta)
+}
+
+/// [`ProtectedSet::is_link_to_protected_stat`] on the daemon's set.
+pub fn is_link_to_protected_stat(stat: &super::StatKey, nlink: u64) -> bool {
+    PROTECTED.is_link_to_protected_stat(stat, nlink)
 }
 
 #[cfg(test)]

@@ -44,6 +44,11 @@ impl StatKey {
         self.mode & libc::S_IFMT == libc::S_IFREG
     }
 
+    /// Whether the key is a symbolic link.
+    pub fn is_symlink(&self) -> bool {
+        self.mode & libc::S_IFMT == libc::S_IFLNK
+    }
+
     /// Whether the key is a directory.
     pub fn is_dir(&self) -> bool {
         self.mode & libc::S_IFMT == libc::S_IFDIR

@@ -21,8 +21,64 @@ use std::sync::atomic::{AtomicU64, Ordering};
 static BATCHES: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// (batch, directory relative path, its `O_PATH` descriptor) of this thread.
-    static OPEN_DIR: RefCell<Option<(u64, String, OwnedFd)>> = const { RefCell::new(None) };
+    /// (batch, directory relative path, the open directory) of this thread.
+    static OPEN_DIR: RefCell<Option<(u64, String, OpenDir)>> = const { RefCell::new(None) };
+}
+
+/// An open directory (`O_PATH`) whose children are stat'ed by name.
+#[derive(Debug)]
+pub struct OpenDir(OwnedFd);
+
+/// A child's `lstat`: its key and link count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildStat {
+    pub key: StatKey,
+    pub nlink: u64,
+}
+
+impl OpenDir {
+    /// Opens `path` (its last component must not be a symlink; the caller has checked
+    /// the ones before it).
+    pub fn open(path: &Path) -> Option<OpenDir> {
+        let path = CString::new(path.as_os_str().as_bytes()).ok()?;
+        // SAFETY: a plain open(2) of a NUL-terminated path; the descriptor is owned below.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        };
+        // SAFETY: `fd` is a descriptor we just opened and nobody else owns.
+        (fd >= 0).then(|| OpenDir(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// The `lstat` of the child `name`, `None` when it fails.
+    pub fn lstat(&self, name: &str) -> Option<ChildStat> {
+        let name = CString::new(name).ok()?;
+        // SAFETY: `st` is read only when fstatat succeeded; the descriptor and `name`
+        // outlive the call.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::fstatat(
+                self.0.as_raw_fd(),
+                name.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+        (rc == 0).then(|| ChildStat {
+            key: StatKey {
+                dev: st.st_dev,
+                ino: st.st_ino,
+                mode: st.st_mode,
+                size: st.st_size as u64,
+                mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+                ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+            },
+            nlink: st.st_nlink,
+        })
+    }
 }
 
 /// Stats files under one root for the length of one call.
@@ -43,56 +99,18 @@ impl StatBatch {
     /// The `lstat` of `root/rel` (a file: `rel` is not `.`), `None` when it fails.
     pub fn lstat(&self, rel: &str) -> Option<StatKey> {
         let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
-        let name = CString::new(name).ok()?;
         OPEN_DIR.with(|open| {
             let mut open = open.borrow_mut();
             let reuse = matches!(&*open, Some((id, d, _)) if *id == self.id && d == dir);
             if !reuse {
                 *open = None;
-                let fd = open_dir(&self.root.join(dir))?;
-                *open = Some((self.id, dir.to_owned(), fd));
+                let opened = OpenDir::open(&self.root.join(dir))?;
+                *open = Some((self.id, dir.to_owned(), opened));
             }
-            let (_, _, fd) = open.as_ref()?;
-            // SAFETY: `st` is written by fstatat before it is read (checked by the
-            // return value); `fd` and `name` outlive the call.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            let rc = unsafe {
-                libc::fstatat(
-                    fd.as_raw_fd(),
-                    name.as_ptr(),
-                    &mut st,
-                    libc::AT_SYMLINK_NOFOLLOW,
-                )
-            };
-            (rc == 0).then(|| StatKey {
-                dev: st.st_dev,
-                ino: st.st_ino,
-                mode: st.st_mode,
-                size: st.st_size as u64,
-                mtime_ns: st
-                    .st_mtime
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(st.st_mtime_nsec),
-                ctime_ns: st
-                    .st_ctime
-                    .saturating_mul(1_000_000_000)
-                    .saturating_add(st.st_ctime_nsec),
-            })
+            let (_, _, opened) = open.as_ref()?;
+            opened.lstat(name).map(|child| child.key)
         })
     }
-}
-
-fn open_dir(path: &Path) -> Option<OwnedFd> {
-    let path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a plain open(2) of a NUL-terminated path; the descriptor is owned below.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    // SAFETY: `fd` is a descriptor we just opened and nobody else owns.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::engine::Engine;
 use crate::fs::{self, FsRules, GitignoreRules, PathInput, StatKey};
 use crate::view::{Entry, EntryKind, PathId, ViewError};
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -620,18 +621,30 @@ impl Index {
             return Ok(listed.iter().map(|(r, s)| entry(r, s)).collect());
         }
         let mut out = Vec::with_capacity(listed.len());
+        // Children are stat'ed by name in the directory just validated: one lookup each
+        // instead of a walk of the whole path (most of a whole-root search's time).
+        let opened = fs::statat::OpenDir::open(&fs::abs_path(&self.root, rel));
+        let lstat = |child_rel: &str| match &opened {
+            Some(dir) => dir.lstat(child_rel.rsplit('/').next().unwrap_or(child_rel)),
+            None => std::fs::symlink_metadata(fs::abs_path(&self.root, child_rel))
+                .ok()
+                .map(|m| fs::statat::ChildStat {
+                    key: StatKey::of(&m),
+                    nlink: m.nlink(),
+                }),
+        };
         for (child_rel, stat) in listed {
             if stat.is_dir() {
                 out.push(indexed_entry(&child_rel, &stat));
                 continue;
             }
-            match std::fs::symlink_metadata(fs::abs_path(&self.root, &child_rel)) {
-                Ok(m)
-                    if !m.file_type().is_symlink()
-                        && !m.is_dir()
-                        && !fs::protected::is_link_to_protected(&m) =>
+            match lstat(&child_rel) {
+                Some(child)
+                    if !child.key.is_symlink()
+                        && !child.key.is_dir()
+                        && !fs::protected::is_link_to_protected_stat(&child.key, child.nlink) =>
                 {
-                    let now = StatKey::of(&m);
+                    let now = child.key;
                     if now != stat {
                         self.note(&child_rel, now);
                     }

@@ -5,7 +5,7 @@ use super::glob::{Pattern, matches_any};
 use super::walk::{Budget, walk};
 use crate::fs::ContentKind;
 use crate::view::{Entry, EntryKind, RootView};
-use std::collections::HashSet;
+use foldhash::HashSet;
 use std::sync::Arc;
 
 /// Files in scope, in walk order. `error` is a traversal failure met after the last
@@ -43,7 +43,7 @@ pub(crate) fn target_files(
             .collect::<Result<_, _>>()?
     };
     let patterns: Vec<Pattern> = globs.iter().map(|glob| Pattern::new(glob)).collect();
-    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    let mut seen: HashSet<Arc<str>> = HashSet::default();
     let mut files = Vec::new();
     let mut keep = |entry: Entry, files: &mut Vec<Entry>| {
         if entry.kind != EntryKind::File || seen.contains(&entry.rel) {
