@@ -79,6 +79,35 @@ fn main() {
         p.files_seen, p.files_read, p.files_indexed, p.files_skipped, p.files_failed
     );
     drop(watcher);
+    // REDCTX_PROBE_RETRIEVE=query: whole-root retrieve with the search index (the first
+    // call learns the statistics of the files it can skip later) and without it.
+    if let Ok(query) = std::env::var("REDCTX_PROBE_RETRIEVE") {
+        let args = redctx_daemon::tools::RetrieveArgs {
+            query,
+            ..Default::default()
+        };
+        let stop = redctx_daemon::cancel::Stop::never;
+        let index = served.search_index();
+        let mut answers = Vec::new();
+        for label in ["with index, first call", "with index, second call", "scan"] {
+            if label == "scan" {
+                served.set_search_index(None);
+            }
+            let t = Instant::now();
+            let out = redctx_daemon::tools::retrieve(&*served, &args, &stop());
+            println!(
+                "retrieve {label}: {:.1} ms, {} lines",
+                t.elapsed().as_secs_f64() * 1e3,
+                out.text.lines().count()
+            );
+            answers.push(out.text);
+        }
+        served.set_search_index(index);
+        assert!(
+            answers.windows(2).all(|w| w[0] == w[1]),
+            "retrieve answers differ"
+        );
+    }
     // REDCTX_PROBE_SEARCH=query: whole-root search with the search index and without it
     // (best of 5 each), the files it ruled out and its size in the database.
     if let Ok(query) = std::env::var("REDCTX_PROBE_SEARCH") {

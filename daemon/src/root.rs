@@ -16,9 +16,12 @@ use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
 use crate::search_index::plan::GramPlan;
-use crate::search_index::{Indexed, Screen, SearchIndex, Verdict, too_stale};
+use crate::search_index::{
+    Indexed, PassageStats, PassageVerdict, Screen, SearchIndex, Verdict, too_stale,
+};
 use crate::view::{
-    Entry, EntryKind, FileScreen, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
+    Entry, EntryKind, FileScreen, Limits, PassageScreen, RedactedDoc, RedactedPath, RootView,
+    TreeRow, ViewError,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -1147,6 +1150,25 @@ impl FileScreen for RootScreen<'_> {
                 None
             }
         }
+    }
+
+    fn passages(&self, file: &Entry) -> PassageScreen {
+        match self
+            .screen
+            .passage_verdict(&self.stats, &file.rel, file.stat)
+        {
+            PassageVerdict::Known(counts, stats) => {
+                let counters = &self.root.counters;
+                counters.screened_out.fetch_add(1, Ordering::Relaxed);
+                PassageScreen::Known(counts.clone(), stats)
+            }
+            PassageVerdict::Learn => PassageScreen::Learn,
+            PassageVerdict::Read => PassageScreen::Read,
+        }
+    }
+
+    fn learn_passages(&self, file: &Entry, stats: PassageStats) {
+        self.screen.learn_passages(&self.stats, &file.rel, stats);
     }
 }
 

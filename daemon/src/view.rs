@@ -7,6 +7,7 @@
 
 use crate::engine::{Counts, Engine};
 use crate::fs::StatKey;
+use crate::search_index::PassageStats;
 use crate::search_index::plan::GramPlan;
 use std::sync::Arc;
 
@@ -250,4 +251,22 @@ pub trait FileScreen: Sync {
     /// counts are those of its redacted content (what reading it would add to a
     /// receipt). `None`: read it.
     fn rules_out(&self, file: &Entry) -> Option<Counts>;
+
+    /// For retrieve: whether `file` can be left unread, as [`FileScreen::rules_out`],
+    /// with what it adds to the BM25 statistics.
+    fn passages(&self, file: &Entry) -> PassageScreen;
+
+    /// Keeps what reading a file judged [`PassageScreen::Learn`] found.
+    fn learn_passages(&self, file: &Entry, stats: PassageStats);
+}
+
+/// A screen's answer for retrieve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PassageScreen {
+    /// Holds no query term: its content counts and passage statistics, without reading.
+    Known(Counts, PassageStats),
+    /// Holds no query term, but read it once to learn its statistics.
+    Learn,
+    /// Read it.
+    Read,
 }

@@ -10,7 +10,7 @@ use redctx_daemon::cancel::Stop;
 use redctx_daemon::engine::{Engine, Mode, Policy};
 use redctx_daemon::index::IndexOptions;
 use redctx_daemon::root::{RootOptions, ServedRoot};
-use redctx_daemon::tools::{SearchArgs, search};
+use redctx_daemon::tools::{RetrieveArgs, SearchArgs, retrieve, search};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -291,6 +291,94 @@ fn indexed_search_answers_exactly_as_a_scan_through_edits_restarts_and_policy_ch
     let view = serve(&root, &cache, policy("another-salt", Mode::Strict));
     let used = assert_same_answers(&view, &queries, "under another policy");
     assert!(used > 500, "the index ruled out only {used} files");
+}
+
+/// Retrieve answers (text, counts, errors) with the index equal those without, on the
+/// first call (which learns the files' passage statistics) and on the second (which uses
+/// them); returns the files the second round left unread.
+fn assert_same_retrievals(view: &ServedRoot, queries: &[RetrieveArgs], stage: &str) -> u64 {
+    let index = view.search_index().expect("an index was built");
+    let first: Vec<_> = queries
+        .iter()
+        .map(|q| retrieve(view, q, &Stop::never()))
+        .collect();
+    let before = view.counters().screened_out.load(Ordering::Relaxed);
+    let second: Vec<_> = queries
+        .iter()
+        .map(|q| retrieve(view, q, &Stop::never()))
+        .collect();
+    let used = view.counters().screened_out.load(Ordering::Relaxed) - before;
+    view.set_search_index(None);
+    for ((q, a), b) in queries.iter().zip(first).zip(second) {
+        let scanned = retrieve(view, q, &Stop::never());
+        for with_index in [&a, &b] {
+            assert_eq!(with_index.text, scanned.text, "{stage}: {q:?}");
+            assert_eq!(with_index.counts, scanned.counts, "{stage}: {q:?}");
+            assert_eq!(with_index.is_error, scanned.is_error, "{stage}: {q:?}");
+        }
+    }
+    view.set_search_index(Some(index));
+    used
+}
+
+fn retrieve_queries(rng: &mut Rng, count: usize) -> Vec<RetrieveArgs> {
+    const TERMS: &[&str] = &[
+        "mutex",
+        "kelvin",
+        "Straße",
+        "σίσυφος",
+        "gamma",
+        "crab",
+        "snake",
+        "camelcasename",
+        "istanbul",
+        "absent",
+        "fixme",
+        "todo",
+        "日本語",
+    ];
+    (0..count)
+        .map(|_| {
+            let n = 1 + rng.below(3);
+            let query = (0..n)
+                .map(|_| *rng.pick(TERMS))
+                .collect::<Vec<_>>()
+                .join(" ");
+            RetrieveArgs {
+                query,
+                max_results: [1, 3, 8][rng.below(3)],
+                max_chars: [300, 12_000][rng.below(2)],
+                paths: if rng.below(4) == 0 {
+                    vec![rng.pick(DIRS).to_string()]
+                } else {
+                    Vec::new()
+                },
+                ..RetrieveArgs::default()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn indexed_retrieve_answers_exactly_as_a_scan_and_learns_what_it_skips() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut rng = Rng(0xbead);
+    let rels = generate(&root, &mut rng, 120);
+    let queries = retrieve_queries(&mut rng, 40);
+    let view = serve(&root, &cache, policy("retrieve-salt", Mode::Balanced));
+    let used = assert_same_retrievals(&view, &queries, "fresh index");
+    assert!(used > 200, "the index left only {used} files unread");
+    // Edited files are read again (their statistics were learnt for the old text).
+    for rel in rels.iter().step_by(7) {
+        write(
+            &root,
+            rel,
+            format!("{}\n{}\n", line(&mut rng), line(&mut rng)).as_bytes(),
+        );
+    }
+    assert_same_retrievals(&view, &queries, "after edits");
 }
 
 #[test]

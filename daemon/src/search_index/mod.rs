@@ -54,6 +54,17 @@ struct Slot {
     number: Option<u32>,
     record: FileRecord,
     counts: Counts,
+    /// Retrieve's statistics of the text, learnt from the first retrieve that read it
+    /// (memory only: a restart learns them again).
+    passages: std::sync::OnceLock<PassageStats>,
+}
+
+/// What a file adds to retrieve's BM25 statistics when none of its passages holds a
+/// query term: a function of its redacted text alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PassageStats {
+    pub passages: u64,
+    pub tokens: u64,
 }
 
 /// A file table row as stored.
@@ -104,6 +115,7 @@ impl SearchIndex {
                     number: row.text.then(|| numbers.next()).flatten(),
                     record: row.record,
                     counts: load_counts(&row.counts)?,
+                    passages: std::sync::OnceLock::new(),
                 };
                 files.insert(row.rel.into_boxed_str(), slot);
             }
@@ -177,6 +189,7 @@ impl SearchIndex {
                     number,
                     record,
                     counts,
+                    passages: std::sync::OnceLock::new(),
                 };
                 index.insert(rel.into_boxed_str(), slot);
             }
@@ -295,6 +308,18 @@ pub struct Screen {
     candidates: Vec<Option<Vec<u32>>>,
 }
 
+/// A screen's verdict on one file for retrieve.
+#[derive(Debug, PartialEq, Eq)]
+pub enum PassageVerdict<'a> {
+    /// Ruled out, with its content counts and passage statistics: not read.
+    Known(&'a Counts, PassageStats),
+    /// Ruled out, but its passage statistics are not known yet: read it, then
+    /// [`Screen::learn_passages`].
+    Learn,
+    /// Read it.
+    Read,
+}
+
 /// A screen's verdict on one file.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Verdict<'a> {
@@ -328,6 +353,37 @@ impl Screen {
                 Verdict::RuledOut(&slot.counts)
             }
             _ => Verdict::Candidate,
+        }
+    }
+}
+
+impl Screen {
+    /// The verdict on `rel` for retrieve ([`Screen::verdict`] with passage statistics).
+    pub fn passage_verdict(
+        &self,
+        stats: &StatBatch,
+        rel: &str,
+        walked: Option<StatKey>,
+    ) -> PassageVerdict<'_> {
+        match self.verdict(stats, rel, walked) {
+            Verdict::RuledOut(counts) => {
+                match self.index.files.get(rel).and_then(|s| s.passages.get()) {
+                    Some(known) => PassageVerdict::Known(counts, *known),
+                    None => PassageVerdict::Learn,
+                }
+            }
+            _ => PassageVerdict::Read,
+        }
+    }
+
+    /// Keeps the passage statistics of `rel`'s text, read after a [`PassageVerdict::Learn`],
+    /// if the file is still at the stat it was indexed at (so the text read was that one).
+    pub fn learn_passages(&self, stats: &StatBatch, rel: &str, learnt: PassageStats) {
+        if let Some(slot) = self.index.files.get(rel)
+            && slot.number.is_some()
+            && stats.lstat(rel).is_some_and(|now| slot.known_at(&now))
+        {
+            let _ = slot.passages.set(learnt);
         }
     }
 }

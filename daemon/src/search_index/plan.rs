@@ -117,6 +117,18 @@ impl GramPlan {
     }
 }
 
+impl GramPlan {
+    /// The plan of "holds at least one of `words`" (already case-folded, as retrieve's
+    /// terms are); `None` when one of them is shorter than a gram.
+    pub fn any_of(words: &[String]) -> Option<GramPlan> {
+        let alternatives = words
+            .iter()
+            .map(|w| string_grams(w))
+            .collect::<Option<Vec<_>>>()?;
+        (!alternatives.is_empty()).then_some(GramPlan { alternatives })
+    }
+}
+
 /// The longest prefix of `bytes` that is UTF-8 (a literal cut inside a character is still
 /// a substring of the match up to there).
 fn valid_prefix(bytes: &[u8]) -> &str {

@@ -12,7 +12,9 @@ use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
 use crate::engine::python::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
-use crate::view::{Entry, RedactedPath, RootView};
+use crate::search_index::PassageStats;
+use crate::search_index::plan::GramPlan;
+use crate::view::{Entry, PassageScreen, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -306,16 +308,41 @@ fn retrieve_inner(
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[Entry] = &files;
 
+    // The search index leaves out the files that hold no term, once it knows what each
+    // adds to the statistics (learnt by the first call that reads it).
+    let screen = GramPlan::any_of(&term_list).and_then(|plan| view.search_screen(&plan));
     let scanned: Vec<Result<Option<ScannedDoc>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
+            let verdict = screen
+                .as_deref()
+                .map_or(PassageScreen::Read, |screen| screen.passages(entry));
+            if let PassageScreen::Known(content_counts, stats) = verdict {
+                stop.check()?;
+                let scan = DocScan {
+                    passages: stats.passages,
+                    tokens: stats.tokens,
+                    df: vec![0; terms.len()],
+                    candidates: Vec::new(),
+                };
+                return Ok(Some((None, content_counts, view.path(&entry.rel), scan)));
+            }
             // Left out silently: the answer's character budget has no room for a note.
             let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
                 return Ok(None);
             };
             let path = view.path(&entry.rel);
             let scan = scan_document(doc, &content.text, &terms);
+            if let (PassageScreen::Learn, Some(screen)) = (verdict, screen.as_deref())
+                && scan.candidates.is_empty()
+            {
+                let stats = PassageStats {
+                    passages: scan.passages,
+                    tokens: scan.tokens,
+                };
+                screen.learn_passages(entry, stats);
+            }
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
