@@ -385,11 +385,45 @@ impl ServedRoot {
         let _ = std::thread::Builder::new()
             .name("redctx-search-index".into())
             .spawn(move || {
-                while wake.wait() {
+                lower_thread_priority();
+                loop {
+                    if let Some(me) = weak.upgrade() {
+                        me.learn_passages();
+                    }
+                    if !wake.wait() {
+                        return;
+                    }
                     let Some(me) = weak.upgrade() else { return };
                     me.refresh_search_index();
                 }
             });
+    }
+
+    /// Learns, for every indexed text, what retrieve needs to skip it (its passage
+    /// statistics), from the cached content of the indexed version, so that the first
+    /// retrieve does not read the whole root. Background work after "ready".
+    pub fn learn_passages(&self) {
+        let (Some(cache), Some(index)) = (&self.cache, self.search_index()) else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let content = |rel: &str, record: &FileRecord| {
+            let info = record
+                .text
+                .filter(|info| self.decoding.reads(info.encoding))?;
+            cache.get_content(&self.content_key(&info.hash, rel))
+        };
+        let pool = self.background_pool("redctx-passages");
+        let learnt =
+            index.learn_all_passages(&content, &crate::tools::passage_stats, pool.as_ref());
+        if learnt > 0 {
+            tracing::info!(
+                root = %self.root.display(),
+                files = learnt,
+                ms = started.elapsed().as_millis() as u64,
+                "retrieve statistics learnt"
+            );
+        }
     }
 
     /// Loads the root's search index, or builds it when there is none for this policy

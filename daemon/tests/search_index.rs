@@ -382,6 +382,27 @@ fn indexed_retrieve_answers_exactly_as_a_scan_and_learns_what_it_skips() {
 }
 
 #[test]
+fn statistics_learnt_in_the_background_spare_the_first_retrieve_its_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut rng = Rng(0xfeed);
+    generate(&root, &mut rng, 60);
+    let view = serve(&root, &cache, policy("learn-salt", Mode::Code));
+    view.learn_passages();
+    let args = RetrieveArgs {
+        query: "absent".into(),
+        ..RetrieveArgs::default()
+    };
+    let before = view.counters().screened_out.load(Ordering::Relaxed);
+    let first = retrieve(&view, &args, &Stop::never());
+    let skipped = view.counters().screened_out.load(Ordering::Relaxed) - before;
+    assert!(skipped >= 40, "the first call left only {skipped} files unread");
+    view.set_search_index(None);
+    assert_eq!(first, retrieve(&view, &args, &Stop::never()));
+}
+
+#[test]
 fn a_file_changed_after_the_build_is_found_with_its_new_text() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");

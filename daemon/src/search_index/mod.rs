@@ -223,6 +223,31 @@ impl SearchIndex {
         })
     }
 
+    /// Learns the passage statistics of every indexed text not known yet, from its
+    /// redacted content as `content` finds it for the slot's record (the indexed version
+    /// itself, so no race with edits), with `stats` (retrieve's own passage cutting).
+    /// Returns how many were learnt. Meant for a background thread after "ready".
+    pub fn learn_all_passages(
+        &self,
+        content: &(dyn Fn(&str, &FileRecord) -> Option<Arc<ContentRecord>> + Sync),
+        stats: &(dyn Fn(&str) -> PassageStats + Sync),
+        pool: Option<&rayon::ThreadPool>,
+    ) -> usize {
+        let learn = |(rel, slot): (&Box<str>, &Slot)| {
+            if slot.number.is_none() || slot.passages.get().is_some() {
+                return 0;
+            }
+            let Some(record) = content(rel, &slot.record) else {
+                return 0;
+            };
+            usize::from(slot.passages.set(stats(&record.preserved.text)).is_ok())
+        };
+        match pool {
+            Some(pool) => pool.install(|| self.files.par_iter().map(learn).sum()),
+            None => self.files.iter().map(learn).sum(),
+        }
+    }
+
     /// Files indexed.
     pub fn len(&self) -> usize {
         self.files.len()

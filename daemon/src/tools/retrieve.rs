@@ -246,6 +246,16 @@ fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocS
     scan
 }
 
+/// What a text adds to the BM25 statistics of any query none of its passages matches
+/// (the search index learns it once per indexed version, so retrieve can skip the file).
+pub fn passage_stats(text: &str) -> PassageStats {
+    let scan = scan_document(0, text, &HashMap::new());
+    PassageStats {
+        passages: scan.passages,
+        tokens: scan.tokens,
+    }
+}
+
 /// The passage text: its lines joined with `\n`.
 fn passage_text(text: &str, candidate: &Candidate) -> String {
     let mut lines = splitlines(&text[candidate.range.0..candidate.range.1], false);
