@@ -397,7 +397,10 @@ fn statistics_learnt_in_the_background_spare_the_first_retrieve_its_reads() {
     let before = view.counters().screened_out.load(Ordering::Relaxed);
     let first = retrieve(&view, &args, &Stop::never());
     let skipped = view.counters().screened_out.load(Ordering::Relaxed) - before;
-    assert!(skipped >= 40, "the first call left only {skipped} files unread");
+    assert!(
+        skipped >= 40,
+        "the first call left only {skipped} files unread"
+    );
     view.set_search_index(None);
     assert_eq!(first, retrieve(&view, &args, &Stop::never()));
 }

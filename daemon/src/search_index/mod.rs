@@ -233,7 +233,7 @@ impl SearchIndex {
         stats: &(dyn Fn(&str) -> PassageStats + Sync),
         pool: Option<&rayon::ThreadPool>,
     ) -> usize {
-        let learn = |(rel, slot): (&Box<str>, &Slot)| {
+        let learn = |rel: &str, slot: &Slot| {
             if slot.number.is_none() || slot.passages.get().is_some() {
                 return 0;
             }
@@ -243,8 +243,8 @@ impl SearchIndex {
             usize::from(slot.passages.set(stats(&record.preserved.text)).is_ok())
         };
         match pool {
-            Some(pool) => pool.install(|| self.files.par_iter().map(learn).sum()),
-            None => self.files.iter().map(learn).sum(),
+            Some(pool) => pool.install(|| self.files.par_iter().map(|(r, s)| learn(r, s)).sum()),
+            None => self.files.iter().map(|(r, s)| learn(r, s)).sum(),
         }
     }
 
