@@ -11,29 +11,10 @@ use redctx_daemon::engine::{Engine, Mode, Policy};
 use redctx_daemon::index::IndexOptions;
 use redctx_daemon::root::{RootOptions, ServedRoot};
 use redctx_daemon::tools::{RetrieveArgs, SearchArgs, retrieve, search};
+use redctx_test_support::Rng;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-/// A small deterministic generator (xorshift64*), so every run sees the same trees.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// Words that exercise folding (ß, Σ/σ/ς, the Kelvin sign, dotted İ), identifiers,
 /// configured terms (redacted into placeholders) and values the detectors redact.

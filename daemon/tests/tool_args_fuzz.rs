@@ -10,29 +10,12 @@ use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::server::{Backend, Cancel};
 use redctx_daemon::service::Service;
 use redctx_proto::{Caller, RootSpec};
+use redctx_test_support::Rng;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "ghp_R4wS3cr3tV4lu3F0rTh3Fuzz3rX9yZ8wQ7vU6t";
 const NAME: &str = "Quillon Marrowby";
-
-/// xorshift64*: small, deterministic, good enough to pick shapes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 /// Names the daemon is not asked to serve, beside the served ones.
 const OTHER_TOOLS: &[&str] = &["redctx_github_repos", "no_such_tool", ""];

@@ -1,7 +1,8 @@
 //! What the test suites of every redctx crate share. Test code only: no crate depends on
 //! it outside `[dev-dependencies]`.
 //!
-//! Today that is one thing: where the reference oracle (redacted-context-mcp 0.10.1) is.
+//! Where the reference oracle (redacted-context-mcp 0.10.1) is, and a small seeded
+//! random generator for tests that generate inputs.
 //! Every differential test finds it here, the same way, so none can pass silently
 //! without it.
 
@@ -77,5 +78,27 @@ impl Oracle {
                 Some(path)
             }
         }
+    }
+}
+
+/// xorshift64*: a small deterministic generator, so every run of a test that generates
+/// trees, queries or arguments sees the same ones (seed it with a non-zero constant).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
     }
 }
