@@ -166,7 +166,13 @@ fn main() {
         println!(
             "search index: {} files, {:.1} MB in the database",
             index.map_or(0, |i| i.len()),
-            cache.gram_bytes(&root_key).unwrap_or(0) as f64 / 1e6
+            cache
+                .gram_bytes(
+                    &root_key,
+                    &redctx_daemon::cache::policy_fingerprint(served.engine().policy())
+                )
+                .unwrap_or(0) as f64
+                / 1e6
         );
     }
     // REDCTX_PROBE_FILE=rel: time redacting one file a few times in a row (first-use cost

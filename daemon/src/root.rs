@@ -482,8 +482,11 @@ impl ServedRoot {
             ms = started.elapsed().as_millis() as u64,
             "search index built"
         );
-        if built.is_some() {
-            self.set_search_index(built.map(Arc::new));
+        if let Some(built) = built {
+            if let Some(old) = self.search_index() {
+                built.adopt_passages(&old);
+            }
+            self.set_search_index(Some(Arc::new(built)));
         }
     }
 

@@ -387,6 +387,39 @@ fn statistics_learnt_in_the_background_spare_the_first_retrieve_its_reads() {
 }
 
 #[test]
+fn a_root_served_under_two_policies_at_once_keeps_both_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut rng = Rng(0xd0d0);
+    generate(&root, &mut rng, 40);
+    let first = serve(&root, &cache, policy("two-policies", Mode::Code));
+    let second = serve(&root, &cache, policy("two-policies", Mode::Strict));
+    let args = SearchArgs {
+        query: "absent-in-every-file".into(),
+        ..SearchArgs::default()
+    };
+    for view in [&first, &second] {
+        let before = view.counters().screened_out.load(Ordering::Relaxed);
+        assert_eq!(search(view, &args, &Stop::never()).text, "No matches.\n");
+        let ruled_out = view.counters().screened_out.load(Ordering::Relaxed) - before;
+        assert!(ruled_out >= 30, "only {ruled_out} files ruled out");
+    }
+    // The second build did not drop the first one's postings, and a restart of the first
+    // finds its index in the database.
+    drop(first);
+    let again = ServedRoot::open(
+        &root,
+        Arc::new(Engine::new(Arc::new(policy("two-policies", Mode::Code))).unwrap()),
+        Some(cache.clone()),
+        RootOptions::default(),
+    )
+    .unwrap();
+    again.refresh_search_index();
+    assert!(again.search_index().is_some_and(|i| i.len() >= 40));
+}
+
+#[test]
 fn a_file_changed_after_the_build_is_found_with_its_new_text() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");

@@ -2,16 +2,18 @@
 //! text's grams only, never text.
 //!
 //! Tables:
-//! - `gram_heads`: root key → [`GramHead`]: which generation of the root's index is
-//!   complete, under which policy, and how many segments it has.
+//! - `gram_heads`: (root key, policy fingerprint) → [`GramHead`]: which generation of the
+//!   root's index under that policy is complete, and how many segments it has. A root
+//!   served under two policies at once (two option sets) has two.
 //! - `grams`: (root key, generation, segment, part) → value, where part `u32::MAX` is the
 //!   segment's file table and any other part a postings bucket
 //!   (`crate::search_index::postings`).
 //!
 //! A build writes each segment in a transaction of its own and the head last, in the
-//! transaction that also drops every other generation of the root, so `kill -9` at any
-//! moment leaves either the previous complete index or the new one (plus segments of an
-//! unfinished build, which the next publish drops). Reads of a generation that a newer
+//! transaction that also drops the heads of policies no longer served for the root and
+//! every generation no head names, so `kill -9` at any moment leaves either the previous
+//! complete index or the new one (plus segments of an unfinished build, which the next
+//! publish drops). Reads of a generation that a newer
 //! publish dropped find nothing and say so (`None`), and the caller scans instead.
 
 use super::Cache;
@@ -37,6 +39,18 @@ pub struct GramHead {
     pub format: u32,
 }
 
+fn head_key(root: &[u8; 32], fingerprint: &[u8; 32]) -> [u8; 64] {
+    let mut key = [0u8; 64];
+    key[..32].copy_from_slice(root);
+    key[32..].copy_from_slice(fingerprint);
+    key
+}
+
+/// The first and last head keys of a root.
+fn head_range(root: &[u8; 32]) -> ([u8; 64], [u8; 64]) {
+    (head_key(root, &[0; 32]), head_key(root, &[0xff; 32]))
+}
+
 fn data_key(root: &[u8; 32], generation: u64, segment: u32, part: u32) -> [u8; 48] {
     let mut key = [0u8; 48];
     key[..32].copy_from_slice(root);
@@ -47,9 +61,9 @@ fn data_key(root: &[u8; 32], generation: u64, segment: u32, part: u32) -> [u8; 4
 }
 
 impl Cache {
-    /// The root's complete index, if any.
-    pub fn gram_head(&self, root: &[u8; 32]) -> Option<GramHead> {
-        let bytes = self.read_value(GRAM_HEADS, root)?;
+    /// The root's complete index under policy `fingerprint`, if any.
+    pub fn gram_head(&self, root: &[u8; 32], fingerprint: &[u8; 32]) -> Option<GramHead> {
+        let bytes = self.read_value(GRAM_HEADS, &head_key(root, fingerprint))?;
         record::decode(&bytes)
     }
 
@@ -85,8 +99,9 @@ impl Cache {
         self.wrote(written)
     }
 
-    /// Makes `head` the root's index and drops every other generation of the root
-    /// (older builds, unfinished ones), in one transaction.
+    /// Makes `head` the root's index under its policy, drops the heads of the root's
+    /// other policies that are not served any more, and every generation of the root no
+    /// remaining head names (older builds, unfinished ones), in one transaction.
     pub fn publish_grams(&self, root: &[u8; 32], head: &GramHead) -> bool {
         let Some(db) = self.reader() else {
             return false;
@@ -95,14 +110,29 @@ impl Cache {
             let w = db.begin_write()?;
             {
                 let mut heads = w.open_table(GRAM_HEADS)?;
-                heads.insert(root.as_slice(), record::encode(head).as_slice())?;
+                heads.insert(
+                    head_key(root, &head.fingerprint).as_slice(),
+                    record::encode(head).as_slice(),
+                )?;
+                let (first, last) = head_range(root);
+                let mut live = Vec::new();
+                heads.retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |k, v| {
+                    let fingerprint: [u8; 32] = k[32..].try_into().unwrap_or([0; 32]);
+                    let keep =
+                        fingerprint == head.fingerprint || self.is_served(root, &fingerprint);
+                    if let (true, Some(kept)) = (keep, record::decode::<GramHead>(v)) {
+                        live.push(kept.generation);
+                    }
+                    keep
+                })?;
                 let mut t = w.open_table(GRAMS)?;
                 let (first, last) = (
                     data_key(root, 0, 0, 0),
                     data_key(root, u64::MAX, u32::MAX, u32::MAX),
                 );
                 t.retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |k, _| {
-                    k[32..40] == head.generation.to_be_bytes()
+                    let generation = u64::from_be_bytes(k[32..40].try_into().unwrap_or([0; 8]));
+                    live.contains(&generation)
                 })?;
             }
             w.commit()?;
@@ -117,7 +147,9 @@ impl Cache {
         let written = (|| -> Result<(), redb::Error> {
             let w = db.begin_write()?;
             {
-                w.open_table(GRAM_HEADS)?.remove(root.as_slice())?;
+                let (first, last) = head_range(root);
+                w.open_table(GRAM_HEADS)?
+                    .retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |_, _| false)?;
                 let (first, last) = (
                     data_key(root, 0, 0, 0),
                     data_key(root, u64::MAX, u32::MAX, u32::MAX),
@@ -148,9 +180,10 @@ impl Cache {
     pub fn gram_buckets(
         &self,
         root: &[u8; 32],
-        generation: u64,
+        head: &GramHead,
         wanted: &[(u32, u16)],
     ) -> Option<Vec<Option<Vec<u8>>>> {
+        let generation = head.generation;
         let db = self.reader()?;
         let found = (|| -> Result<Option<Vec<Option<Vec<u8>>>>, redb::Error> {
             let r = db.begin_read()?;
@@ -159,7 +192,7 @@ impl Cache {
             // "no file holds these grams".
             let heads = r.open_table(GRAM_HEADS)?;
             let current = heads
-                .get(root.as_slice())?
+                .get(head_key(root, &head.fingerprint).as_slice())?
                 .and_then(|g| record::decode::<GramHead>(g.value()));
             if current.is_none_or(|h| h.generation != generation) {
                 return Ok(None);
@@ -176,8 +209,8 @@ impl Cache {
 
     /// Bytes the root's index takes (keys and values of its current generation), for
     /// benches and `status`.
-    pub fn gram_bytes(&self, root: &[u8; 32]) -> Option<u64> {
-        let head = self.gram_head(root)?;
+    pub fn gram_bytes(&self, root: &[u8; 32], fingerprint: &[u8; 32]) -> Option<u64> {
+        let head = self.gram_head(root, fingerprint)?;
         let db = self.reader()?;
         let counted = (|| -> Result<u64, redb::Error> {
             let r = db.begin_read()?;

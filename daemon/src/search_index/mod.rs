@@ -100,7 +100,7 @@ impl SearchIndex {
     /// Loads the root's published index if it was built under `fingerprint` by this
     /// format; `None` otherwise (or on any damage), and the caller builds one.
     pub fn load(cache: &Cache, root_key: &[u8; 32], fingerprint: &[u8; 32]) -> Option<SearchIndex> {
-        let head = cache.gram_head(root_key)?;
+        let head = cache.gram_head(root_key, fingerprint)?;
         if head.fingerprint != *fingerprint || head.format != INDEX_FORMAT {
             return None;
         }
@@ -248,6 +248,19 @@ impl SearchIndex {
         }
     }
 
+    /// Keeps the passage statistics `old` learnt for files this index holds at the same
+    /// version (a rebuild then relearns only what changed).
+    pub fn adopt_passages(&self, old: &SearchIndex) {
+        for (rel, slot) in &self.files {
+            if let Some(prev) = old.files.get(rel)
+                && prev.record == slot.record
+                && let Some(known) = prev.passages.get()
+            {
+                let _ = slot.passages.set(*known);
+            }
+        }
+    }
+
     /// Files indexed.
     pub fn len(&self) -> usize {
         self.files.len()
@@ -284,7 +297,7 @@ impl SearchIndex {
             .flat_map(|s| grams.iter().map(move |&g| (s, postings::bucket_of(g))))
             .collect();
         wanted.dedup();
-        let values = cache.gram_buckets(&self.root_key, self.head.generation, &wanted)?;
+        let values = cache.gram_buckets(&self.root_key, &self.head, &wanted)?;
         let bucket = |segment: u32, gram: Gram| {
             let at = wanted
                 .binary_search(&(segment, postings::bucket_of(gram)))
