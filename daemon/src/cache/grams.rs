@@ -5,9 +5,11 @@
 //! - `gram_heads`: (root key, policy fingerprint) → [`GramHead`]: which generation of the
 //!   root's index under that policy is complete, and how many segments it has. A root
 //!   served under two policies at once (two option sets) has two.
-//! - `grams`: (root key, generation, segment, part) → value, where part `u32::MAX` is the
-//!   segment's file table and any other part a postings bucket
-//!   (`crate::search_index::postings`).
+//! - `grams`: (root key, generation, segment, part) → one page-sized chunk of a segment's
+//!   postings (parts from 0) or of its file table (parts from [`FILE_TABLE`]). Chunked
+//!   like content, so that each fills one redb leaf: stored whole, the values of
+//!   thousands of sorted keys cost three times their size in half-full leaves and
+//!   power-of-two large-value pages.
 //!
 //! A build writes each segment in a transaction of its own and the head last, in the
 //! transaction that also drops the heads of policies no longer served for the root and
@@ -24,8 +26,14 @@ use serde::{Deserialize, Serialize};
 pub(super) const GRAM_HEADS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("gram_heads");
 pub(super) const GRAMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("grams");
 
-/// The part number of a segment's file table.
-const FILE_TABLE: u32 = u32::MAX;
+/// The part number of a segment's file table's first chunk.
+const FILE_TABLE: u32 = 1 << 31;
+
+/// Bytes of a `grams` key.
+const GRAM_DB_KEY: usize = 48;
+
+/// Largest chunk: one chunk with its key fills a 4 KiB leaf page (as content chunks).
+pub const GRAM_CHUNK_BYTES: usize = 4096 - 4 - 8 - GRAM_DB_KEY;
 
 /// A complete index of one root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,8 +59,8 @@ fn head_range(root: &[u8; 32]) -> ([u8; 64], [u8; 64]) {
     (head_key(root, &[0; 32]), head_key(root, &[0xff; 32]))
 }
 
-fn data_key(root: &[u8; 32], generation: u64, segment: u32, part: u32) -> [u8; 48] {
-    let mut key = [0u8; 48];
+fn data_key(root: &[u8; 32], generation: u64, segment: u32, part: u32) -> [u8; GRAM_DB_KEY] {
+    let mut key = [0u8; GRAM_DB_KEY];
     key[..32].copy_from_slice(root);
     key[32..40].copy_from_slice(&generation.to_be_bytes());
     key[40..44].copy_from_slice(&segment.to_be_bytes());
@@ -67,15 +75,15 @@ impl Cache {
         record::decode(&bytes)
     }
 
-    /// Stores one segment of a build: its file table and its postings buckets. False
-    /// when the database refused (the build is then abandoned).
+    /// Stores one segment of a build: its file table and its postings, each in chunks.
+    /// False when the database refused (the build is then abandoned).
     pub fn put_gram_segment(
         &self,
         root: &[u8; 32],
         generation: u64,
         segment: u32,
         file_table: &[u8],
-        buckets: &[(u16, Vec<u8>)],
+        postings: &[u8],
     ) -> bool {
         let Some(db) = self.reader() else {
             return false;
@@ -84,13 +92,11 @@ impl Cache {
             let w = db.begin_write()?;
             {
                 let mut t = w.open_table(GRAMS)?;
-                t.insert(
-                    data_key(root, generation, segment, FILE_TABLE).as_slice(),
-                    file_table,
-                )?;
-                for (bucket, value) in buckets {
-                    let key = data_key(root, generation, segment, u32::from(*bucket));
-                    t.insert(key.as_slice(), value.as_slice())?;
+                for (first, blob) in [(0, postings), (FILE_TABLE, file_table)] {
+                    for (n, chunk) in blob.chunks(GRAM_CHUNK_BYTES).enumerate() {
+                        let key = data_key(root, generation, segment, first + n as u32);
+                        t.insert(key.as_slice(), chunk)?;
+                    }
                 }
             }
             w.commit()?;
@@ -163,44 +169,64 @@ impl Cache {
         self.wrote(written);
     }
 
-    /// The file table of one segment.
+    /// The file table of one segment (its chunks joined).
     pub fn gram_file_table(
         &self,
         root: &[u8; 32],
         generation: u64,
         segment: u32,
     ) -> Option<Vec<u8>> {
-        self.read_value(GRAMS, &data_key(root, generation, segment, FILE_TABLE))
+        let db = self.reader()?;
+        let found = (|| -> Result<Option<Vec<u8>>, redb::Error> {
+            let r = db.begin_read()?;
+            let t = r.open_table(GRAMS)?;
+            let first = data_key(root, generation, segment, FILE_TABLE);
+            let last = data_key(root, generation, segment, u32::MAX);
+            let mut table = Vec::new();
+            for (n, item) in t
+                .range::<&[u8]>(first.as_slice()..=last.as_slice())?
+                .enumerate()
+            {
+                let (k, v) = item?;
+                if k.value()[44..] != (FILE_TABLE + n as u32).to_be_bytes() {
+                    return Ok(None);
+                }
+                table.extend_from_slice(v.value());
+            }
+            Ok((!table.is_empty()).then_some(table))
+        })();
+        self.settle(found)
     }
 
-    /// The postings buckets `wanted` (segment, bucket) of one generation, read in one
-    /// transaction: for each, `Some(value)` or `Some(None)` when no file has a gram of
-    /// that bucket. `None` when the generation is gone (a newer build was published) or
-    /// the database failed.
-    pub fn gram_buckets(
+    /// The postings chunks `wanted` (segment, chunk) of the index `head` names, read in
+    /// one transaction. `None` when that generation is gone (a newer build was
+    /// published), a chunk is missing, or the database failed.
+    pub fn gram_chunks(
         &self,
         root: &[u8; 32],
         head: &GramHead,
-        wanted: &[(u32, u16)],
-    ) -> Option<Vec<Option<Vec<u8>>>> {
-        let generation = head.generation;
+        wanted: &[(u32, u32)],
+    ) -> Option<Vec<Vec<u8>>> {
         let db = self.reader()?;
-        let found = (|| -> Result<Option<Vec<Option<Vec<u8>>>>, redb::Error> {
+        let found = (|| -> Result<Option<Vec<Vec<u8>>>, redb::Error> {
             let r = db.begin_read()?;
-            let t = r.open_table(GRAMS)?;
             // The head first: a generation dropped by a newer publish must not read as
             // "no file holds these grams".
             let heads = r.open_table(GRAM_HEADS)?;
             let current = heads
                 .get(head_key(root, &head.fingerprint).as_slice())?
                 .and_then(|g| record::decode::<GramHead>(g.value()));
-            if current.is_none_or(|h| h.generation != generation) {
+            if current.is_none_or(|h| h.generation != head.generation) {
                 return Ok(None);
             }
+            let t = r.open_table(GRAMS)?;
             let mut out = Vec::with_capacity(wanted.len());
-            for &(segment, bucket) in wanted {
-                let key = data_key(root, generation, segment, u32::from(bucket));
-                out.push(t.get(key.as_slice())?.map(|g| g.value().to_vec()));
+            for &(segment, chunk) in wanted {
+                let key = data_key(root, head.generation, segment, chunk);
+                match t.get(key.as_slice())? {
+                    Some(value) => out.push(value.value().to_vec()),
+                    None => return Ok(None),
+                }
             }
             Ok(Some(out))
         })();

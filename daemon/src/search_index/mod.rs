@@ -21,7 +21,7 @@
 pub mod plan;
 pub mod postings;
 
-use crate::cache::{Cache, ContentRecord, FileRecord, GramHead, record};
+use crate::cache::{Cache, ContentRecord, FileRecord, GRAM_CHUNK_BYTES, GramHead, record};
 use crate::engine::{Category, Counts};
 use crate::fs::{StatBatch, StatKey};
 use foldhash::HashMap;
@@ -35,7 +35,7 @@ pub const INDEX_FORMAT: u32 = 1;
 
 /// Text a segment covers, about (by file size): bounds the memory a build holds at once
 /// (its gram pairs, 8 bytes per distinct gram of each file, about 3 bytes of text each).
-const SEGMENT_TEXT_BYTES: u64 = 16 << 20;
+const SEGMENT_TEXT_BYTES: u64 = 8 << 20;
 
 /// Files a segment holds at most.
 const SEGMENT_MAX_FILES: usize = 1 << 16;
@@ -76,6 +76,14 @@ struct StoredSlot {
     counts: Vec<(String, u64)>,
 }
 
+/// A segment as stored: its file table, and where each postings bucket lies in its
+/// postings (bucket, byte offset, length), sorted by bucket.
+#[derive(Serialize, Deserialize)]
+struct StoredSegment {
+    slots: Vec<StoredSlot>,
+    directory: Vec<(u16, u32, u32)>,
+}
+
 /// What the cache knows of a file at its current stat.
 pub enum Indexed {
     /// Text, with its redacted content.
@@ -90,6 +98,8 @@ pub struct SearchIndex {
     root_key: [u8; 32],
     head: GramHead,
     files: HashMap<Box<str>, Slot>,
+    /// Per segment, where its buckets lie ([`StoredSegment::directory`]).
+    directories: Vec<Vec<(u16, u32, u32)>>,
 }
 
 /// What the build needs of a file: its record and redacted content, if the cache holds
@@ -105,11 +115,13 @@ impl SearchIndex {
             return None;
         }
         let mut files = HashMap::default();
+        let mut directories = Vec::with_capacity(head.segments as usize);
         for segment in 0..head.segments {
             let table = cache.gram_file_table(root_key, head.generation, segment)?;
-            let rows: Vec<StoredSlot> = record::decode(&table)?;
+            let stored: StoredSegment = record::decode(&table)?;
+            directories.push(stored.directory);
             let mut numbers = 0..;
-            for row in rows {
+            for row in stored.slots {
                 let slot = Slot {
                     segment,
                     number: row.text.then(|| numbers.next()).flatten(),
@@ -124,6 +136,7 @@ impl SearchIndex {
             root_key: *root_key,
             head,
             files,
+            directories,
         })
     }
 
@@ -141,6 +154,7 @@ impl SearchIndex {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64);
         let mut index = HashMap::default();
+        let mut directories = Vec::new();
         let mut segments = 0u32;
         for chunk in segment_ranges(files) {
             let gram_files = |(rel, stat): &(String, StatKey)| {
@@ -196,15 +210,26 @@ impl SearchIndex {
             postings::sort_by_gram(&mut pairs);
             let buckets = postings::encode_buckets(&pairs);
             drop(pairs);
+            let mut blob = Vec::with_capacity(buckets.iter().map(|(_, v)| v.len()).sum());
+            let mut directory = Vec::with_capacity(buckets.len());
+            for (bucket, value) in buckets {
+                directory.push((bucket, blob.len() as u32, value.len() as u32));
+                blob.extend_from_slice(&value);
+            }
+            let stored = StoredSegment {
+                slots: table,
+                directory,
+            };
             if !cache.put_gram_segment(
                 root_key,
                 generation,
                 segments,
-                &record::encode(&table),
-                &buckets,
+                &record::encode(&stored),
+                &blob,
             ) {
                 return None;
             }
+            directories.push(stored.directory);
             segments += 1;
         }
         let head = GramHead {
@@ -220,6 +245,7 @@ impl SearchIndex {
             root_key: *root_key,
             head,
             files: index,
+            directories,
         })
     }
 
@@ -293,16 +319,49 @@ impl SearchIndex {
         let mut grams: Vec<Gram> = plan.alternatives.iter().flatten().copied().collect();
         grams.sort_unstable();
         grams.dedup();
-        let mut wanted: Vec<(u32, u16)> = (0..self.head.segments)
-            .flat_map(|s| grams.iter().map(move |&g| (s, postings::bucket_of(g))))
-            .collect();
+        // Where each wanted bucket lies, and the chunks that hold those bytes.
+        let place = |segment: u32, gram: Gram| {
+            let directory = self.directories.get(segment as usize)?;
+            let bucket = postings::bucket_of(gram);
+            let at = directory.binary_search_by_key(&bucket, |e| e.0).ok()?;
+            Some((directory[at].1 as usize, directory[at].2 as usize))
+        };
+        let mut wanted: Vec<(u32, u32)> = Vec::new();
+        for segment in 0..self.head.segments {
+            for &gram in &grams {
+                if let Some((offset, len)) = place(segment, gram).filter(|p| p.1 > 0) {
+                    let (first, last) = (
+                        offset / GRAM_CHUNK_BYTES,
+                        (offset + len - 1) / GRAM_CHUNK_BYTES,
+                    );
+                    wanted.extend((first..=last).map(|c| (segment, c as u32)));
+                }
+            }
+        }
+        wanted.sort_unstable();
         wanted.dedup();
-        let values = cache.gram_buckets(&self.root_key, &self.head, &wanted)?;
-        let bucket = |segment: u32, gram: Gram| {
-            let at = wanted
-                .binary_search(&(segment, postings::bucket_of(gram)))
-                .ok()?;
-            values[at].as_deref()
+        let chunks = cache.gram_chunks(&self.root_key, &self.head, &wanted)?;
+        // A bucket's bytes, joined from its chunks; `Some(None)` when no file holds a
+        // gram of that bucket, `None` when a chunk is missing (damage: read every file).
+        let bucket = |segment: u32, gram: Gram| -> Option<Option<Vec<u8>>> {
+            let Some((offset, len)) = place(segment, gram) else {
+                return Some(None);
+            };
+            let mut bytes = Vec::with_capacity(len);
+            let mut at = offset;
+            while at < offset + len {
+                let chunk = (at / GRAM_CHUNK_BYTES) as u32;
+                let k = wanted.binary_search(&(segment, chunk)).ok()?;
+                let data = &chunks[k];
+                let start = at - chunk as usize * GRAM_CHUNK_BYTES;
+                let end = (start + (offset + len - at)).min(data.len());
+                if start >= end {
+                    return None;
+                }
+                bytes.extend_from_slice(&data[start..end]);
+                at += end - start;
+            }
+            Some(Some(bytes))
         };
         let candidates = (0..self.head.segments)
             .map(|segment| {
@@ -310,7 +369,7 @@ impl SearchIndex {
                 for alternative in &plan.alternatives {
                     let mut all: Option<Vec<u32>> = None;
                     for &gram in alternative {
-                        let files = postings::files_with(bucket(segment, gram), gram)?;
+                        let files = postings::files_with(bucket(segment, gram)?.as_deref(), gram)?;
                         all = Some(match all {
                             None => files,
                             Some(so_far) => postings::intersect(&so_far, &files),
