@@ -79,3 +79,4 @@ impl Oracle {
         }
     }
 }
+pub mod documents;
