@@ -27,8 +27,11 @@ pub fn workbook(bytes: &[u8], xls: bool) -> Result<String, DocError> {
     Ok(out.join("\n\n") + "\n")
 }
 
-/// Each sheet's name and cells as text.
-fn ranges<RS, R>(book: &mut R) -> Result<Vec<(String, Vec<Vec<String>>)>, DocError>
+/// A sheet's name and its cells as text, row by row.
+type Sheet = (String, Vec<Vec<String>>);
+
+/// Each sheet in workbook order.
+fn ranges<RS, R>(book: &mut R) -> Result<Vec<Sheet>, DocError>
 where
     RS: std::io::Read + std::io::Seek,
     R: Reader<RS>,
