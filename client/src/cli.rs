@@ -89,6 +89,10 @@ struct McpArgs {
     /// Do not honour .gitignore files.
     #[arg(long)]
     no_gitignore: bool,
+    /// Serve .docx .pptx .xlsx .xls .pdf as extracted, redacted Markdown (also: the
+    /// config's `documents = true`).
+    #[arg(long)]
+    documents: bool,
     /// Refuse files larger than this many bytes (default 5000000).
     #[arg(long, value_name = "BYTES")]
     max_raw_bytes_per_file: Option<u64>,
@@ -241,6 +245,7 @@ fn root_spec(args: &McpArgs) -> Result<RootSpec, String> {
         mode: args.mode.clone(),
         include_private: args.include_private,
         gitignore: !args.no_gitignore,
+        documents: args.documents,
         detector_profile: None,
         limits: RootLimits {
             max_raw_bytes_per_file: args.max_raw_bytes_per_file,

@@ -125,6 +125,8 @@ pub struct PolicySource {
     config_path: PathBuf,
     protected: Vec<String>,
     mode: Option<Mode>,
+    /// The client asked for `--documents` (the config's `documents` can only add to it).
+    documents: bool,
     env: EnvOverrides,
 }
 
@@ -175,8 +177,15 @@ impl PolicySource {
             config_path,
             protected,
             mode,
+            documents: false,
             env,
         })
+    }
+
+    /// Turns document extraction on whatever the config says (`--documents`).
+    pub fn with_documents(mut self, documents: bool) -> PolicySource {
+        self.documents = documents;
+        self
     }
 
     /// The resolved root.
@@ -248,7 +257,7 @@ impl PolicySource {
         } else {
             None
         };
-        config::build_policy(PolicyInputs {
+        let mut policy = config::build_policy(PolicyInputs {
             root_name: &self.root_name,
             config: config.as_ref(),
             term_files: &term_files,
@@ -256,7 +265,9 @@ impl PolicySource {
             vault_salt: vault_salt.as_deref(),
             mode: self.mode,
             protected_paths: &self.protected,
-        })
+        })?;
+        policy.documents |= self.documents;
+        Ok(policy)
     }
 
     /// Stamps of the config path and of `policy`'s term files.

@@ -11,6 +11,7 @@
 use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
+use crate::documents;
 use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
@@ -132,6 +133,8 @@ pub struct ServedRoot {
     threads: usize,
     /// Which encodings this policy's mode reads as text.
     decoding: Decoding,
+    /// Documents are served as extracted Markdown (the policy's `documents`).
+    documents: bool,
     paths: Mutex<HashMap<Box<str>, RedactedPath>>,
     names: Mutex<HashMap<Box<str>, RedactedPath>>,
     progress: IndexProgress,
@@ -227,6 +230,7 @@ impl ServedRoot {
         let rules = fs::FsRules::new(engine.policy(), &root_name, opts.include_private);
         let threads = opts.index.threads.max(1);
         let decoding = Decoding::for_mode(engine.policy().mode);
+        let documents = engine.policy().documents;
         let racy_window_ns = opts.index.racy_window_ns;
         let index = Index::new(&root, engine.clone(), rules, opts.index)?;
         index.scan();
@@ -249,6 +253,7 @@ impl ServedRoot {
             racy_window_ns,
             threads,
             decoding,
+            documents,
             paths: Mutex::new(HashMap::new()),
             names: Mutex::new(HashMap::new()),
             progress: IndexProgress::default(),
@@ -1050,6 +1055,91 @@ impl ServedRoot {
         })
     }
 
+    /// The redacted Markdown of document `rel` (spec 8), from the cache when its record
+    /// is trusted for the current stat, else read, extracted ([`documents::extract`]) and
+    /// redacted now. The key is the raw bytes' hash with [`documents::EXTRACTOR_VERSION`]
+    /// under the policy fingerprint, so the same document is extracted once.
+    fn load_document(
+        &self,
+        rel: &str,
+        format: fs::DocumentFormat,
+    ) -> Result<Arc<ContentRecord>, ViewError> {
+        let meta = fs::validate_components(&self.root, rel)?;
+        let stat = StatKey::of(&meta);
+        if !stat.is_regular() {
+            return Err(ViewError::NotAFile);
+        }
+        if !self.index.admitted(rel, false) || fs::protected::is_link_to_protected(&meta) {
+            return Err(ViewError::Excluded);
+        }
+        // The reference checks the document cap on the stat, before the read's budget.
+        if stat.size > documents::MAX_INPUT_BYTES {
+            return Err(documents::DocError::InputLimit.into());
+        }
+        if stat.size > self.limits.max_raw_bytes_per_file {
+            return Err(ViewError::FileByteLimit);
+        }
+        self.index.note(rel, stat);
+        if let Some(cache) = &self.cache
+            && let Some((rec, Some(content))) =
+                cache.get_file_and_content(&self.root_key, rel, |rec| {
+                    rec.trusted_for(&stat)
+                        .then_some(rec.text)
+                        .flatten()
+                        .map(|info| self.content_key(&info.hash, rel))
+                })
+            && rec.trusted_for(&stat)
+        {
+            return Ok(content);
+        }
+        let observed = now_ns();
+        let (bytes, stat) = fs::read_verified(
+            &fs::abs_path(&self.root, rel),
+            self.limits
+                .max_raw_bytes_per_file
+                .min(documents::MAX_INPUT_BYTES),
+        )?;
+        self.counters.content_reads.fetch_add(1, Ordering::Relaxed);
+        self.index.note(rel, stat);
+        let settled = is_settled(&stat, observed, self.racy_window_ns);
+        let raw = cache::content_hash(&self.hash_key, &bytes);
+        let mut versioned = raw.to_vec();
+        versioned.extend_from_slice(b"redctx document");
+        versioned.extend_from_slice(&documents::EXTRACTOR_VERSION.to_le_bytes());
+        let hash = cache::content_hash(&self.hash_key, &versioned);
+        let key = self.content_key(&hash, rel);
+        let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
+        let (content, lines, is_new) = match known {
+            Some(content) => {
+                let lines =
+                    content::decoded_lines(content.preserved.text.as_bytes(), Encoding::Utf8);
+                (content, lines, false)
+            }
+            None => {
+                let markdown = documents::extract(format, &bytes, documents::DEADLINE)?;
+                drop(bytes);
+                let lines = content::decoded_lines(markdown.as_bytes(), Encoding::Utf8);
+                let record = self.redact_record(markdown.as_bytes(), Encoding::Utf8, rel)?;
+                (Arc::new(record), lines, true)
+            }
+        };
+        if let Some(cache) = &self.cache {
+            let info = TextInfo {
+                hash,
+                lines,
+                encoding: Encoding::Utf8,
+            };
+            let file = FileRecord::new(&stat, settled, Some(info)).stored_under(self.fingerprint);
+            cache.put(
+                &self.root_key,
+                rel,
+                file,
+                Some((key, content.clone())).filter(|_| is_new),
+            );
+        }
+        Ok(content)
+    }
+
     /// Redacts `rel` as it is on disk now and tells `record` each placeholder made and
     /// the raw text it replaced: the one read that hands raw values out, for
     /// rehydration. Nothing is cached or counted as served content; the caller holds the
@@ -1291,9 +1381,15 @@ impl RootView for ServedRoot {
             return false;
         }
         // Legacy .doc/.ppt files are sniffed like any other file (stat counts their
-        // lines); renderers refuse to print them with their own message.
-        if let Some(text) = ContentKind::of_name(file.name()).text_by_name() {
-            return text;
+        // lines); renderers refuse to print them with their own message. Documents are
+        // readable exactly when extraction is on (the reference's `is_readable`).
+        match ContentKind::of_name(file.name()) {
+            ContentKind::Document(_) => return self.documents,
+            kind => {
+                if let Some(text) = kind.text_by_name() {
+                    return text;
+                }
+            }
         }
         let path = fs::abs_path(&self.root, &file.rel);
         // The stat the walk just took, if it handed this entry out; else one now.
@@ -1323,12 +1419,21 @@ impl RootView for ServedRoot {
     }
 
     fn content(&self, file: &Entry, preserve_line_count: bool) -> Result<RedactedDoc, ViewError> {
-        // Documents are refused here until extraction exists (their arm of the classifier).
-        if let Some(refusal) = ContentKind::of_name(file.name()).refusal() {
-            return Err(refusal);
-        }
-        let loaded = self.load(&file.rel)?;
-        let (text, counts) = loaded.content.variant(preserve_line_count);
+        let content = match ContentKind::of_name(file.name()) {
+            ContentKind::Document(format) if self.documents => {
+                match self.load_document(&file.rel, format) {
+                    Err(ViewError::ChangedDuringRead) => self.load_document(&file.rel, format),
+                    other => other,
+                }?
+            }
+            kind => {
+                if let Some(refusal) = kind.refusal() {
+                    return Err(refusal);
+                }
+                self.load(&file.rel)?.content
+            }
+        };
+        let (text, counts) = content.variant(preserve_line_count);
         Ok(RedactedDoc {
             text: text.clone(),
             counts: counts.clone(),

@@ -43,6 +43,7 @@ struct RootKey {
     mode: Option<String>,
     include_private: bool,
     gitignore: bool,
+    documents: bool,
     detector_profile: Option<String>,
     limits: [Option<u64>; 4],
 }
@@ -67,6 +68,9 @@ impl RootKey {
         if !self.gitignore {
             parts.push("no-gitignore".to_owned());
         }
+        if self.documents {
+            parts.push("documents".to_owned());
+        }
         let names = [
             "max-raw-bytes-per-file",
             "max-total-raw-bytes",
@@ -89,6 +93,7 @@ impl RootKey {
             mode: spec.mode.clone(),
             include_private: spec.include_private,
             gitignore: spec.gitignore,
+            documents: spec.documents,
             detector_profile: spec.detector_profile.clone(),
             limits: [
                 l.max_raw_bytes_per_file,
@@ -223,7 +228,8 @@ impl Service {
             .map_err(|e| match e {
                 ConfigError::RootNotDirectory => "Root must be an existing directory.",
                 other => other.blocked_message(),
-            })?;
+            })?
+            .with_documents(spec.documents);
         let defaults = Limits::default();
         let l = &spec.limits;
         let limits = Limits {
@@ -862,6 +868,12 @@ impl Backend for Service {
                 ));
             }
             let doc = view.content(&entry, false).map_err(|e| resource_error(&e.to_string()))?;
+            let document = matches!(crate::fs::ContentKind::of_name(entry.name()), crate::fs::ContentKind::Document(_));
+            if document && doc.text.len() as u64 > view.limits().max_resource_bytes {
+                return Err(resource_error(
+                    "Extracted resource exceeds the server resource byte limit. Use redctx_read with a narrower range.",
+                ));
+            }
             Ok(ResourceText { uri: uri.to_owned(), mime_type: mime_type(entry.name()).to_owned(), text: doc.text.to_string() })
         })
         .unwrap_or_else(|(message, _)| Err(resource_error(message)))

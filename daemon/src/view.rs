@@ -143,6 +143,9 @@ pub enum ViewError {
         "Document extraction is disabled. Install the documents extra and start with --documents."
     )]
     DocumentsDisabled,
+    /// A document that gave no text (spec 8), in the reference's words.
+    #[error("{0}")]
+    Document(#[from] crate::documents::DocError),
     /// Carries the opaque id the caller gave (already opaque: safe to echo).
     #[error("Unknown path id: {0}")]
     UnknownId(String),

@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -117,6 +117,8 @@ pub struct RootSpec {
     pub include_private: bool,
     /// Honour `.gitignore` files (the default; `--no-gitignore` turns it off).
     pub gitignore: bool,
+    /// Extract documents (`--documents`; the config's `documents = true` also turns it on).
+    pub documents: bool,
     /// `default` or `extended` (the CLI's `--detector-profile`); `None` = the config's,
     /// else `REDACTED_CONTEXT_DETECTOR_PROFILE`, else `default`.
     pub detector_profile: Option<String>,
@@ -496,6 +498,7 @@ mod tests {
             mode: Some("strict".into()),
             include_private: false,
             gitignore: true,
+            documents: true,
             detector_profile: Some("extended".into()),
             limits: RootLimits {
                 max_traversal_entries: Some(10),

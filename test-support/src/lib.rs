@@ -1,10 +1,10 @@
 //! What the test suites of every redctx crate share. Test code only: no crate depends on
 //! it outside `[dev-dependencies]`.
 //!
-//! Where the reference oracle (redacted-context-mcp 0.10.1) is, and a small seeded
-//! random generator for tests that generate inputs.
-//! Every differential test finds it here, the same way, so none can pass silently
-//! without it.
+//! Where the reference oracle (redacted-context-mcp 0.10.1) is: every differential test
+//! finds it here, the same way, so none can pass silently without it. Also a seeded
+//! random generator for tests that generate inputs, and builders of small documents
+//! (`documents`).
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +80,8 @@ impl Oracle {
         }
     }
 }
+
+pub mod documents;
 
 /// xorshift64*: a small deterministic generator, so every run of a test that generates
 /// trees, queries or arguments sees the same ones (seed it with a non-zero constant).

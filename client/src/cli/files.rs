@@ -46,6 +46,10 @@ pub struct Globals {
     /// Do not honour .gitignore files.
     #[arg(long)]
     pub no_gitignore: bool,
+    /// Serve .docx .pptx .xlsx .xls .pdf as extracted, redacted Markdown (also: the
+    /// config's `documents = true`).
+    #[arg(long)]
+    pub documents: bool,
 }
 
 impl Globals {
@@ -492,6 +496,7 @@ pub fn root_spec(
         mode: g.mode.clone(),
         include_private: g.include_private,
         gitignore: !g.no_gitignore,
+        documents: g.documents,
         detector_profile: g.detector_profile.clone(),
         limits,
     })

@@ -38,7 +38,17 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // The document worker (`documents::worker`): before anything else, so it opens no
+    // log, socket or cache.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(redctx_daemon::documents::WORKER_FLAG) {
+        let code = redctx_daemon::documents::worker::main(argv.get(2).map_or("", String::as_str));
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     withhold_panic_messages();
+    if let Ok(exe) = std::env::current_exe() {
+        redctx_daemon::documents::install_worker(exe);
+    }
     let args = Args::parse();
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,6 +18,8 @@
 //!   client does not ask for one (a client request wins; the default is `code`).
 //! - `detectors = true | false`: the built-in secret/PII detector layer beyond the
 //!   reference's baseline (default `true`; `false` keeps output byte-compatible).
+//! - `documents = true | false`: document extraction (spec 8), as `--documents`. Either
+//!   one turns it on; `false` cannot turn off a client's `--documents`.
 //!
 //! Any other value for them is refused with a fixed message.
 //!
@@ -130,6 +132,8 @@ pub enum ConfigError {
     InvalidMode,
     #[error("detectors must be true or false.")]
     InvalidDetectors,
+    #[error("documents must be true or false.")]
+    InvalidDocuments,
     #[error("root_terms must be true or false.")]
     InvalidRootTerms,
     #[error("Policy input must be a regular file.")]
@@ -175,6 +179,8 @@ pub struct ConfigFile {
     pub mode: Option<Mode>,
     /// Our `detectors` key.
     pub detectors: Option<bool>,
+    /// Our `documents` key.
+    pub documents: Option<bool>,
     /// Our `root_terms` key: whether the root directory's name is a client term. Unset:
     /// yes in strict and balanced (the reference's rule), no in code mode, where the
     /// root is a checkout named after its project (`~/src/kafka`), not after a client.
@@ -207,6 +213,7 @@ impl Default for ConfigFile {
             term_files: Vec::new(),
             mode: None,
             detectors: None,
+            documents: None,
             root_terms: None,
             github: Ok(Vec::new()),
         }
@@ -278,6 +285,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         term_files: Vec::new(),
         mode: None,
         detectors: None,
+        documents: None,
         root_terms: None,
         github: Ok(Vec::new()),
     };
@@ -301,6 +309,11 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         None => None,
         Some(Value::Boolean(b)) => Some(*b),
         Some(_) => return Err(ConfigError::InvalidDetectors),
+    };
+    config.documents = match redaction.get("documents") {
+        None => None,
+        Some(Value::Boolean(b)) => Some(*b),
+        Some(_) => return Err(ConfigError::InvalidDocuments),
     };
     config.root_terms = match redaction.get("root_terms") {
         None => None,
@@ -343,6 +356,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
     let mut aliases: &[(String, Vec<String>)] = &[];
     let mut config_mode = None;
     let mut detectors = true;
+    let mut documents = false;
     let mut github_repos = Vec::new();
 
     if let Some(config) = inputs.config {
@@ -376,6 +390,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
         }
         config_mode = config.mode;
         detectors = config.detectors.unwrap_or(true);
+        documents = config.documents.unwrap_or(false);
     }
 
     let environment_terms = match inputs.env.terms.as_deref() {
@@ -439,6 +454,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
         mode: inputs.mode.or(config_mode).unwrap_or_default(),
         detector_profile,
         detectors,
+        documents,
         clients,
         organizations,
         people,

@@ -118,6 +118,9 @@ pub struct Policy {
     pub detector_profile: DetectorProfile,
     /// Built-in secret/PII detector layer (ours; off gives byte parity with the reference).
     pub detectors: bool,
+    /// Document extraction (`--documents` or the config's `documents`): the five document
+    /// globs are lifted and documents are served as extracted Markdown (spec 8).
+    pub documents: bool,
     /// De-duplicated term lists, root-name terms included in `clients`, person terms expanded.
     pub clients: Vec<String>,
     pub organizations: Vec<String>,
@@ -171,6 +174,7 @@ impl Policy {
         field(&mut h, 2, self.mode.as_str());
         field(&mut h, 3, self.detector_profile.as_str());
         h.update(&[4, u8::from(self.detectors)]);
+        h.update(&[18, u8::from(self.documents)]);
         list(&mut h, 5, &self.clients);
         list(&mut h, 6, &self.organizations);
         list(&mut h, 7, &self.people);

@@ -27,10 +27,9 @@
 //!    cache keeps the encoding in a file's record, so one record serves every mode, and
 //!    redacted content is keyed by the policy fingerprint, which holds the mode.
 //!
-//! Documents are not extracted yet: a [`ContentKind::Document`] is not text, kept as
-//! metadata only by the indexing pass, and refused by a read with
-//! `Document extraction is disabled.` ([`ContentKind::refusal`]). Extraction is the
-//! handling of that arm.
+//! A [`ContentKind::Document`] is never decoded as text: without `--documents` a read
+//! refuses it (`Document extraction is disabled.`, [`ContentKind::refusal`]); with it,
+//! `crate::documents` extracts it to Markdown. The indexing pass keeps it as metadata.
 
 use crate::engine::Mode;
 use crate::engine::placeholder::casefold;
@@ -86,9 +85,9 @@ pub enum ContentKind {
     /// Text by its suffix (or the name `.gitignore`): listed as text without reading. Its
     /// bytes are still [`sniff`]ed when it is read.
     Text,
-    /// A document format. Until extraction exists: not text, metadata only for the
-    /// indexing pass, refused by reads (`Document extraction is disabled.`) and, with the
-    /// default globs, excluded.
+    /// A document format: metadata only for the indexing pass; without `--documents`
+    /// refused by reads (`Document extraction is disabled.`) and excluded by the default
+    /// globs, with it extracted (`crate::documents`).
     Document(DocumentFormat),
     /// A legacy `.doc`/`.ppt` file: reads refuse it with their own message; whether it is
     /// listed as text (`stat` counts its lines) is sniffed like any other file.

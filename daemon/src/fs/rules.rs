@@ -36,7 +36,12 @@ impl FsRules {
             .map(|d| (*d).to_owned())
             .collect();
         exclude_dirs.extend(policy.exclude_dirs.iter().cloned());
-        let mut globs: Vec<&str> = DEFAULT_EXCLUDE_GLOBS.to_vec();
+        // `--documents` lifts the five document globs (spec 6.2); configured ones stay.
+        let mut globs: Vec<&str> = DEFAULT_EXCLUDE_GLOBS
+            .iter()
+            .copied()
+            .filter(|glob| !(policy.documents && super::content::is_document_glob(glob)))
+            .collect();
         globs.extend(policy.exclude_globs.iter().map(String::as_str));
         globs.sort_unstable();
         globs.dedup();

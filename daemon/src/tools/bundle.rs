@@ -71,6 +71,7 @@ fn bundle_inner(
             out.push_str(&not_text_note(not_text));
             return Ok(out);
         }
+        super::check_document_size(entry)?;
         budget.consume_file(entry.size)?;
         let doc = match scan_content(view, entry, false, stop)? {
             Scanned::Content(doc) => doc,

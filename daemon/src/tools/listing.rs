@@ -165,7 +165,13 @@ pub fn stat(view: &dyn RootView, path: &str) -> ToolOutput {
             if is_dir { "directory" } else { "file" },
             entry.size
         );
-        if !is_dir && view.is_text(&entry) {
+        // Documents get no `lines`, extracted or not (the reference counts raw bytes'
+        // line breaks only for text files).
+        let document = matches!(
+            crate::fs::ContentKind::of_name(entry.name()),
+            crate::fs::ContentKind::Document(_)
+        );
+        if !is_dir && !document && view.is_text(&entry) {
             Budget::from_limits(view.limits()).consume_file(entry.size)?;
             let lines = view.stat_line_count(&entry)?;
             out.push_str(&format!("lines: {lines}\n"));

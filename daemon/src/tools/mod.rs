@@ -154,6 +154,16 @@ pub(crate) fn check_text_file(view: &dyn RootView, entry: &Entry) -> Result<(), 
     Ok(())
 }
 
+/// The reference refuses a document over the input cap before charging the read budget
+/// (`Document input byte limit exceeded.` rather than the raw byte limit).
+pub(crate) fn check_document_size(entry: &Entry) -> Result<(), ToolError> {
+    let document = matches!(ContentKind::of_name(entry.name()), ContentKind::Document(_));
+    if document && entry.size > crate::documents::MAX_INPUT_BYTES {
+        return Err(ViewError::from(crate::documents::DocError::InputLimit).into());
+    }
+    Ok(())
+}
+
 /// What a multi-file scan (search, retrieve, bundle) got for one file.
 pub(crate) enum Scanned {
     /// Its redacted content.

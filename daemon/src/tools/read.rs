@@ -64,6 +64,7 @@ impl Default for LinesArgs {
 fn open_text(view: &dyn RootView, path: &str) -> Result<(Entry, RedactedDoc), ToolError> {
     let entry = view.resolve(path)?;
     check_text_file(view, &entry)?;
+    super::check_document_size(&entry)?;
     Budget::from_limits(view.limits()).consume_file(entry.size)?;
     let doc = view.content(&entry, true)?;
     Ok((entry, doc))
