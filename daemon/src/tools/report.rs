@@ -24,7 +24,8 @@ pub struct PluggedDetector {
 /// What `doctor` needs beyond the policy: server facts the view does not carry.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DoctorArgs {
-    /// Document extraction is on (the five document globs are then not excluded).
+    /// Document extraction is on (the five document globs are then not excluded); the
+    /// policy's own `documents` counts too.
     pub documents: bool,
     /// Loaded plugged detectors, in load order (the `detectors:` line).
     pub plugged_detectors: Vec<PluggedDetector>,
@@ -54,7 +55,7 @@ pub fn doctor(view: &dyn RootView, args: &DoctorArgs) -> ToolOutput {
     let globs: BTreeSet<&str> = DEFAULT_EXCLUDE_GLOBS
         .iter()
         .copied()
-        .filter(|glob| !(args.documents && is_document_glob(glob)))
+        .filter(|glob| !((args.documents || policy.documents) && is_document_glob(glob)))
         .chain(policy.exclude_globs.iter().map(String::as_str))
         .collect();
     let mut out = String::new();

@@ -1138,6 +1138,13 @@ fn doctor_matches_the_reference_then_adds_our_keys() {
     assert!(out.text.contains(
         "excluded_globs: 15\ndetectors: patterns 1\nbuiltin_detectors: false\nroot_terms: true\ncache_entries: 3\n"
     ));
+    // The service passes default arguments: a policy with documents on lifts the globs.
+    let view = FakeView::with_policy(Policy {
+        documents: true,
+        ..doctor_policy()
+    });
+    let out = doctor(&view, &DoctorArgs::default());
+    assert!(out.text.contains("excluded_globs: 15\n"), "{}", out.text);
 }
 
 #[test]
