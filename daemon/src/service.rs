@@ -45,6 +45,7 @@ struct RootKey {
     gitignore: bool,
     detector_profile: Option<String>,
     limits: [Option<u64>; 4],
+    detectors: Vec<String>,
 }
 
 impl RootKey {
@@ -78,6 +79,11 @@ impl RootKey {
                 parts.push(format!("{name} {v}"));
             }
         }
+        for spec in &self.detectors {
+            // The name only: an argument may be a private path.
+            let name = spec.split('=').next().unwrap_or_default();
+            parts.push(format!("detector {name}"));
+        }
         parts.join(", ")
     }
 
@@ -96,6 +102,7 @@ impl RootKey {
                 l.max_traversal_entries,
                 l.max_resource_bytes,
             ],
+            detectors: spec.detectors.clone(),
         }
     }
 }
@@ -219,11 +226,13 @@ impl Service {
         if let Some(profile) = &spec.detector_profile {
             env.detector_profile = Some(profile.clone());
         }
+        let detectors = plugged_specs(&spec.detectors)?;
         let source = PolicySource::new(&spec.path, spec.config.as_deref(), mode, env, &[])
             .map_err(|e| match e {
                 ConfigError::RootNotDirectory => "Root must be an existing directory.",
                 other => other.blocked_message(),
-            })?;
+            })?
+            .with_detectors(detectors);
         let defaults = Limits::default();
         let l = &spec.limits;
         let limits = Limits {
@@ -431,6 +440,26 @@ impl Service {
             } => Err((message, (profile, builtin))),
         }
     }
+}
+
+/// The `--detector` values a client sent, checked again: the client shows the
+/// operator the reference's messages; a spec that still fails here is refused with a
+/// fixed sentence.
+fn plugged_specs(specs: &[String]) -> Result<Vec<(String, PathBuf)>, &'static str> {
+    const BAD: &str = "Invalid --detector value; expected NAME or NAME=ARGUMENT.";
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for spec in specs {
+        let (name, argument) = spec.split_once('=').ok_or(BAD)?;
+        let path = PathBuf::from(argument);
+        if name != crate::engine::plugged::patterns::NAME
+            || !path.is_absolute()
+            || out.iter().any(|(n, _)| n == name)
+        {
+            return Err(BAD);
+        }
+        out.push((name.to_owned(), path));
+    }
+    Ok(out)
 }
 
 fn usize_of(v: u64) -> usize {
