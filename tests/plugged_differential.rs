@@ -128,12 +128,22 @@ fn patterns_detector_matches_the_reference() {
                     .iter()
                     .map(|(c, n)| (c.as_str().to_owned(), Value::from(*n)))
                     .collect();
+                let (nominated, positional) = got.counts.1.first().copied().unwrap_or_default();
+                let detectors = serde_json::json!([{
+                    "name": "patterns", "version": "1",
+                    "nominated": nominated, "positional": positional,
+                }]);
                 if got.text != want["text"]
+                    || detectors != want["receipt"]["detectors"]
                     || Value::Object(counts.clone()) != want["receipt"]["counts_by_category"]
                 {
                     mismatches.push(format!(
-                    "{mode} preserve={preserve} {text:?}\n  reference {} {}\n  ours      {:?} {}",
-                    want["text"], want["receipt"]["counts_by_category"], got.text, Value::Object(counts)
+                    "{mode} preserve={preserve} {text:?}\n  reference {} {} {}\n  ours      {:?} {} {detectors}",
+                    want["text"],
+                    want["receipt"]["counts_by_category"],
+                    want["receipt"]["detectors"],
+                    got.text,
+                    Value::Object(counts)
                 ));
                 }
             }

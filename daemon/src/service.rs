@@ -14,7 +14,7 @@ use crate::cache::Cache;
 use crate::cancel::Stop;
 use crate::engine::config::EnvOverrides;
 use crate::engine::config::{BLOCKED_APPLY, ConfigError};
-use crate::engine::{Engine, Mode, Policy};
+use crate::engine::{Counts, Engine, Mode, Policy};
 use crate::policy_loader::{PolicySource, PolicyStamps, ReloadDecision};
 use crate::root::{RootOptions, ServedRoot};
 use crate::server::{Backend, Cancel};
@@ -385,11 +385,12 @@ impl Service {
     }
 
     /// `head` is the receipt's policy part: (detector profile, built-in detector layer on).
-    fn answer((profile, builtin): (&str, bool), out: ToolOutput) -> ToolResult {
+    fn answer((profile, builtin): (&str, bool), spec: &RootSpec, out: ToolOutput) -> ToolResult {
+        let detectors = plugged_receipts(spec, &out.counts);
         let receipt = tools::Receipt {
             detector_profile: profile.to_owned(),
             counts: out.counts,
-            detectors: None,
+            detectors,
             builtin_detector: builtin,
         };
         ToolResult {
@@ -399,9 +400,10 @@ impl Service {
         }
     }
 
-    fn error(head: (&str, bool), message: &str) -> ToolResult {
+    fn error(head: (&str, bool), spec: &RootSpec, message: &str) -> ToolResult {
         Self::answer(
             head,
+            spec,
             ToolOutput {
                 text: message.to_owned(),
                 is_error: true,
@@ -440,6 +442,30 @@ impl Service {
             } => Err((message, (profile, builtin))),
         }
     }
+}
+
+/// The receipt's `detectors` array (spec 5.11): every plugged detector of the launch,
+/// in its order, with this call's counts; `None` when none is plugged. Names and
+/// versions only: an argument may be a private path.
+fn plugged_receipts(spec: &RootSpec, counts: &Counts) -> Option<Vec<tools::DetectorReceipt>> {
+    if spec.detectors.is_empty() {
+        return None;
+    }
+    let list = spec
+        .detectors
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (nominated, positional) = counts.1.get(i).copied().unwrap_or_default();
+            tools::DetectorReceipt {
+                name: d.split('=').next().unwrap_or_default().to_owned(),
+                version: crate::engine::plugged::patterns::VERSION.to_owned(),
+                nominated,
+                positional,
+            }
+        })
+        .collect();
+    Some(list)
 }
 
 /// The `--detector` values a client sent, checked again: the client shows the
@@ -731,12 +757,12 @@ impl Backend for Service {
             let policy = root.engine().policy();
             let head = (policy.detector_profile.as_str(), policy.detectors);
             run_tool(root, tool, &args, caller, cancel).map_or_else(
-                || Self::error(head, "Tool execution failed."),
-                |out| Self::answer(head, out),
+                || Self::error(head, spec, "Tool execution failed."),
+                |out| Self::answer(head, spec, out),
             )
         }) {
             Ok(result) => result,
-            Err((message, head)) => Self::error(head, message),
+            Err((message, head)) => Self::error(head, spec, message),
         }
     }
 
@@ -752,7 +778,7 @@ impl Backend for Service {
         );
         let handle = match self.handle(spec) {
             Ok(h) => h,
-            Err(message) => return Self::error(("default", false), message),
+            Err(message) => return Self::error(("default", false), spec, message),
         };
         match self.current(&handle) {
             Current::Ready(root) => {
@@ -765,13 +791,13 @@ impl Backend for Service {
                     &args,
                     &Stop::on(cancel),
                 );
-                Self::answer(head, out)
+                Self::answer(head, spec, out)
             }
             Current::Blocked {
                 message,
                 profile,
                 builtin,
-            } => Self::error((profile, builtin), message),
+            } => Self::error((profile, builtin), spec, message),
         }
     }
 
@@ -793,8 +819,8 @@ impl Backend for Service {
             let policy = root.engine().policy();
             (policy.detector_profile.as_str(), policy.detectors)
         }) {
-            Ok(head) => Self::error(head, message),
-            Err((blocked, head)) => Self::error(head, blocked),
+            Ok(head) => Self::error(head, spec, message),
+            Err((blocked, head)) => Self::error(head, spec, blocked),
         }
     }
 

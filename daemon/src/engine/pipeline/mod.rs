@@ -34,9 +34,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use terms::compile_terms;
 
-/// Per-category substitution counts of one redaction (every occurrence counts).
+/// Per-category substitution counts of one redaction (every occurrence counts), and
+/// per plugged detector, in launch order, the values it nominated into the alternation
+/// and the spans redacted only where they were found (the receipt's `detectors`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts(pub BTreeMap<Category, u64>);
+pub struct Counts(pub BTreeMap<Category, u64>, pub Vec<(u64, u64)>);
 
 impl Counts {
     pub fn add(&mut self, category: Category, n: u64) {
@@ -45,14 +47,29 @@ impl Counts {
         }
     }
 
+    /// Adds one plugged detector's counts (`index` in launch order).
+    pub fn add_plugged(&mut self, index: usize, nominated: u64, positional: u64) {
+        if nominated + positional == 0 {
+            return;
+        }
+        if self.1.len() <= index {
+            self.1.resize(index + 1, (0, 0));
+        }
+        self.1[index].0 += nominated;
+        self.1[index].1 += positional;
+    }
+
     pub fn merge(&mut self, other: &Counts) {
         for (category, n) in &other.0 {
             self.add(*category, *n);
         }
+        for (i, (nominated, positional)) in other.1.iter().enumerate() {
+            self.add_plugged(i, *nominated, *positional);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_empty() && self.1.is_empty()
     }
 }
 
@@ -594,6 +611,9 @@ impl Engine {
             self.allow_lookup.contains_folded(folded)
                 || RESERVED_PLACEHOLDER_WORDS.contains(&folded)
         })?;
+        for (i, (nominated, positional)) in n.counts.iter().enumerate() {
+            call.counts.add_plugged(i, *nominated, *positional);
+        }
         if n.spans.is_empty() {
             return Ok(());
         }

@@ -52,8 +52,6 @@ pub enum PluggedKind {
 
 /// A compiled plugged detector.
 pub(crate) struct Plugged {
-    pub name: String,
-    pub version: String,
     rules: Vec<(Category, Regex)>,
 }
 
@@ -73,11 +71,7 @@ impl Plugged {
             .iter()
             .map(|r| Some((r.category, r.compile()?)))
             .collect::<Option<Vec<_>>>()?;
-        Some(Plugged {
-            name: def.name.clone(),
-            version: def.version.clone(),
-            rules,
-        })
+        Some(Plugged { rules })
     }
 
     /// Every non-empty match of every rule, rule by rule.
