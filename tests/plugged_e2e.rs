@@ -48,6 +48,22 @@ async fn a_patterns_file_redacts_ids_in_every_tool_and_is_never_served() {
         bundle.text
     );
 
+    let doctor = c.call("redctx_doctor", json!({})).await;
+    assert!(
+        doctor.ok().contains("\ndetectors: patterns 1\n"),
+        "{}",
+        doctor.text
+    );
+    assert!(!doctor.text.contains("ids.toml"));
+    let audit = c.call("redctx_audit", json!({"format": "json"})).await;
+    assert!(
+        audit
+            .ok()
+            .contains("1 active in addition to the built-in baseline"),
+        "{}",
+        audit.text
+    );
+
     // The rules file: not listed, not readable, even by the operator.
     let list = c.call("redctx_list", json!({"path": "."})).await;
     assert!(!list.ok().contains("ids.toml"), "{}", list.text);

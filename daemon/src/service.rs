@@ -655,7 +655,23 @@ fn run_tool(
             &contract::SubmitDocArgs::from_json(args),
             &stop,
         ),
-        contract::DOCTOR => tools::doctor(view, &tools::DoctorArgs::default()),
+        contract::DOCTOR => {
+            let plugged_detectors = root
+                .engine()
+                .policy()
+                .plugged
+                .iter()
+                .map(|d| tools::PluggedDetector {
+                    name: d.name.clone(),
+                    version: d.version.clone(),
+                })
+                .collect();
+            let args = tools::DoctorArgs {
+                plugged_detectors,
+                ..tools::DoctorArgs::default()
+            };
+            tools::doctor(view, &args)
+        }
         contract::AUDIT => {
             let (links, broken_links) = scan_links(root);
             let format = match contract::AuditArgs::from_json(args).format {
@@ -668,6 +684,7 @@ fn run_tool(
                     format,
                     links,
                     broken_links,
+                    plugged_detectors: root.engine().policy().plugged.len(),
                     ..tools::AuditArgs::default()
                 },
             )
