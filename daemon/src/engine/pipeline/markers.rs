@@ -276,6 +276,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn segments_map_a_working_text_back_onto_the_original() {
+        let original = "ab SECRET cd\nEF gh";
+        let mut m = Markers::new(original).unwrap();
+        // A value replaced, then a stretch holding that marker and a line break kept
+        // after its own marker (line-count preservation).
+        let inner = m.stash_for("[S]", "SECRET");
+        let working = format!("ab {inner} cd\nEF gh");
+        let outer_raw = format!("{inner} cd\nEF");
+        let mut outer = m.stash_for("[X]", &outer_raw);
+        outer.push('\n');
+        m.set_trailer(1);
+        let text = format!("ab {outer} gh");
+        let segments = m.segments(&text, original).expect("maps");
+        let raw: Vec<_> = segments
+            .iter()
+            .filter(|s| s.raw)
+            .map(|s| s.original)
+            .collect();
+        assert_eq!(raw, [(0, 3), (15, 18)]);
+        let marker = segments.iter().find(|s| !s.raw).unwrap();
+        assert_eq!(marker.original, (3, 15));
+        assert_eq!(&text[marker.text.0..marker.text.1], outer);
+        assert!(m.segments(&working, original).is_some());
+        // Text that is not this call's working text does not map.
+        assert_eq!(m.segments("ab zz", original), None);
+        assert_eq!(m.segments(&text, "ab SECRET cd\nEF gX"), None);
+    }
+
+    #[test]
     fn markers_skip_blocks_used_by_the_input_and_round_trip() {
         let input = "x\u{e000}y";
         let mut m = Markers::new(input).unwrap();
