@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 mod benchmark;
+mod detectors;
 mod files;
 mod rehydrate;
 mod service;
@@ -83,6 +84,9 @@ struct McpArgs {
     /// Redaction mode: strict, balanced or code (default: the config's `mode`, else code).
     #[arg(long, value_parser = ["strict", "balanced", "code"])]
     mode: Option<String>,
+    /// Plug in a detector, e.g. `patterns=rules.toml` (repeatable; spec 5.12).
+    #[arg(long, value_name = "NAME[=ARGUMENT]")]
+    detector: Vec<String>,
     /// Also serve files the default policy keeps private.
     #[arg(long)]
     include_private: bool,
@@ -239,10 +243,19 @@ fn root_spec(args: &McpArgs) -> Result<RootSpec, String> {
                 .unwrap_or_else(|_| c.clone())
         })
     });
+    let detectors = detectors::resolve(
+        &args.detector,
+        &std::env::current_dir().unwrap_or_default(),
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .as_deref(),
+    )?;
     Ok(RootSpec {
         path,
         config,
         mode: args.mode.clone(),
+        detectors,
         include_private: args.include_private,
         gitignore: !args.no_gitignore,
         documents: args.documents,

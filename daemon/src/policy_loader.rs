@@ -11,6 +11,7 @@
 
 use crate::engine::Mode;
 use crate::engine::config::{self, ConfigError, EnvOverrides, LOCAL_CONFIG, PolicyInputs};
+use crate::engine::plugged::{PluggedDef, PluggedKind, patterns};
 use crate::engine::policy::Policy;
 use crate::vault;
 use std::collections::BTreeMap;
@@ -128,9 +129,25 @@ pub struct PolicySource {
     /// The client asked for `--documents` (the config's `documents` can only add to it).
     documents: bool,
     env: EnvOverrides,
+    /// Plugged detectors from the launch (`--detector`): name and the rules file.
+    detectors: Vec<(String, PathBuf)>,
 }
 
 impl PolicySource {
+    /// `self` with plugged detectors (spec 5.12): each a name and its rules file, read
+    /// with the policy, stamped with it and never served.
+    pub fn with_detectors(mut self, detectors: Vec<(String, PathBuf)>) -> PolicySource {
+        for (_, path) in &detectors {
+            if let Ok(rel) = path.strip_prefix(&self.root)
+                && !rel.as_os_str().is_empty()
+            {
+                self.protected.push(rel_posix(rel));
+            }
+        }
+        self.detectors = detectors;
+        self
+    }
+
     /// Resolves the root (must be an existing directory), the config path (`--config`,
     /// else `<root>/.agent-context-redactor.toml`) and launch-time private files (for
     /// example detector rule files) that every policy must keep out of reach.
@@ -179,6 +196,7 @@ impl PolicySource {
             mode,
             documents: false,
             env,
+            detectors: Vec::new(),
         })
     }
 
@@ -257,6 +275,7 @@ impl PolicySource {
         } else {
             None
         };
+        let plugged = self.plugged()?;
         let mut policy = config::build_policy(PolicyInputs {
             root_name: &self.root_name,
             config: config.as_ref(),
@@ -267,7 +286,34 @@ impl PolicySource {
             protected_paths: &self.protected,
         })?;
         policy.documents |= self.documents;
+        policy.plugged = plugged;
         Ok(policy)
+    }
+
+    /// Reads and validates every plugged detector's rules file.
+    fn plugged(&self) -> Result<Vec<PluggedDef>, ConfigError> {
+        let unreadable = || {
+            ConfigError::PluggedDetector(
+                "The patterns detector rules file could not be read.".into(),
+            )
+        };
+        let mut defs = Vec::new();
+        for (name, path) in &self.detectors {
+            match fs::metadata(path) {
+                Ok(meta) if !meta.is_file() => return Err(unreadable()),
+                Err(_) => return Err(unreadable()),
+                Ok(_) => {}
+            }
+            let bytes = fs::read(path).map_err(|_| unreadable())?;
+            let text = String::from_utf8(bytes).map_err(|_| unreadable())?;
+            let rules = patterns::parse_rules(&text).map_err(ConfigError::PluggedDetector)?;
+            defs.push(PluggedDef {
+                name: name.clone(),
+                version: patterns::VERSION.to_owned(),
+                kind: PluggedKind::Patterns(rules),
+            });
+        }
+        Ok(defs)
     }
 
     /// Stamps of the config path and of `policy`'s term files.
@@ -276,6 +322,7 @@ impl PolicySource {
         if let Some(policy) = policy {
             paths.extend(policy.term_files.iter().map(|rel| self.root.join(rel)));
         }
+        paths.extend(self.detectors.iter().map(|(_, p)| p.clone()));
         let mut entries = BTreeMap::new();
         for path in paths {
             let stamp = file_stamp(&path)?;

@@ -1176,10 +1176,7 @@ impl ServedRoot {
             prose: is_prose_path(rel),
             path: rel,
         };
-        let preserved = self
-            .engine
-            .redact(&text, options)
-            .map_err(|_| ViewError::Internal)?;
+        let preserved = self.engine.redact(&text, options).map_err(view_error)?;
         // The plain variant can only differ when a placeholder kept line breaks.
         let plain = if preserved.kept_line_breaks {
             let plain = self
@@ -1191,7 +1188,7 @@ impl ServedRoot {
                         ..options
                     },
                 )
-                .map_err(|_| ViewError::Internal)?;
+                .map_err(view_error)?;
             PlainVariant::Different(StoredText {
                 text: Arc::from(plain.text),
                 counts: plain.counts,
@@ -1461,5 +1458,13 @@ impl RootView for ServedRoot {
 
     fn name(&self, name: &str) -> RedactedPath {
         self.redacted_path(&self.names, name)
+    }
+}
+
+/// A plugged detector's refusal keeps its sentence; other engine failures are internal.
+fn view_error(e: crate::engine::EngineError) -> ViewError {
+    match e {
+        crate::engine::EngineError::Plugged(p) => ViewError::Detector(p),
+        _ => ViewError::Internal,
     }
 }

@@ -14,7 +14,7 @@ use crate::cache::Cache;
 use crate::cancel::Stop;
 use crate::engine::config::EnvOverrides;
 use crate::engine::config::{BLOCKED_APPLY, ConfigError};
-use crate::engine::{Engine, Mode, Policy};
+use crate::engine::{Counts, Engine, Mode, Policy};
 use crate::policy_loader::{PolicySource, PolicyStamps, ReloadDecision};
 use crate::root::{RootOptions, ServedRoot};
 use crate::server::{Backend, Cancel};
@@ -46,6 +46,7 @@ struct RootKey {
     documents: bool,
     detector_profile: Option<String>,
     limits: [Option<u64>; 4],
+    detectors: Vec<String>,
 }
 
 impl RootKey {
@@ -82,6 +83,11 @@ impl RootKey {
                 parts.push(format!("{name} {v}"));
             }
         }
+        for spec in &self.detectors {
+            // The name only: an argument may be a private path.
+            let name = spec.split('=').next().unwrap_or_default();
+            parts.push(format!("detector {name}"));
+        }
         parts.join(", ")
     }
 
@@ -101,6 +107,7 @@ impl RootKey {
                 l.max_traversal_entries,
                 l.max_resource_bytes,
             ],
+            detectors: spec.detectors.clone(),
         }
     }
 }
@@ -224,12 +231,14 @@ impl Service {
         if let Some(profile) = &spec.detector_profile {
             env.detector_profile = Some(profile.clone());
         }
+        let detectors = plugged_specs(&spec.detectors)?;
         let source = PolicySource::new(&spec.path, spec.config.as_deref(), mode, env, &[])
             .map_err(|e| match e {
                 ConfigError::RootNotDirectory => "Root must be an existing directory.",
                 other => other.blocked_message(),
             })?
-            .with_documents(spec.documents);
+            .with_documents(spec.documents)
+            .with_detectors(detectors);
         let defaults = Limits::default();
         let l = &spec.limits;
         let limits = Limits {
@@ -382,11 +391,12 @@ impl Service {
     }
 
     /// `head` is the receipt's policy part: (detector profile, built-in detector layer on).
-    fn answer((profile, builtin): (&str, bool), out: ToolOutput) -> ToolResult {
+    fn answer((profile, builtin): (&str, bool), spec: &RootSpec, out: ToolOutput) -> ToolResult {
+        let detectors = plugged_receipts(spec, &out.counts);
         let receipt = tools::Receipt {
             detector_profile: profile.to_owned(),
             counts: out.counts,
-            detectors: None,
+            detectors,
             builtin_detector: builtin,
         };
         ToolResult {
@@ -396,9 +406,10 @@ impl Service {
         }
     }
 
-    fn error(head: (&str, bool), message: &str) -> ToolResult {
+    fn error(head: (&str, bool), spec: &RootSpec, message: &str) -> ToolResult {
         Self::answer(
             head,
+            spec,
             ToolOutput {
                 text: message.to_owned(),
                 is_error: true,
@@ -437,6 +448,50 @@ impl Service {
             } => Err((message, (profile, builtin))),
         }
     }
+}
+
+/// The receipt's `detectors` array (spec 5.11): every plugged detector of the launch,
+/// in its order, with this call's counts; `None` when none is plugged. Names and
+/// versions only: an argument may be a private path.
+fn plugged_receipts(spec: &RootSpec, counts: &Counts) -> Option<Vec<tools::DetectorReceipt>> {
+    if spec.detectors.is_empty() {
+        return None;
+    }
+    let list = spec
+        .detectors
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (nominated, positional) = counts.1.get(i).copied().unwrap_or_default();
+            tools::DetectorReceipt {
+                name: d.split('=').next().unwrap_or_default().to_owned(),
+                version: crate::engine::plugged::patterns::VERSION.to_owned(),
+                nominated,
+                positional,
+            }
+        })
+        .collect();
+    Some(list)
+}
+
+/// The `--detector` values a client sent, checked again: the client shows the
+/// operator the reference's messages; a spec that still fails here is refused with a
+/// fixed sentence.
+fn plugged_specs(specs: &[String]) -> Result<Vec<(String, PathBuf)>, &'static str> {
+    const BAD: &str = "Invalid --detector value; expected NAME or NAME=ARGUMENT.";
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for spec in specs {
+        let (name, argument) = spec.split_once('=').ok_or(BAD)?;
+        let path = PathBuf::from(argument);
+        if name != crate::engine::plugged::patterns::NAME
+            || !path.is_absolute()
+            || out.iter().any(|(n, _)| n == name)
+        {
+            return Err(BAD);
+        }
+        out.push((name.to_owned(), path));
+    }
+    Ok(out)
 }
 
 fn usize_of(v: u64) -> usize {
@@ -606,7 +661,23 @@ fn run_tool(
             &contract::SubmitDocArgs::from_json(args),
             &stop,
         ),
-        contract::DOCTOR => tools::doctor(view, &tools::DoctorArgs::default()),
+        contract::DOCTOR => {
+            let plugged_detectors = root
+                .engine()
+                .policy()
+                .plugged
+                .iter()
+                .map(|d| tools::PluggedDetector {
+                    name: d.name.clone(),
+                    version: d.version.clone(),
+                })
+                .collect();
+            let args = tools::DoctorArgs {
+                plugged_detectors,
+                ..tools::DoctorArgs::default()
+            };
+            tools::doctor(view, &args)
+        }
         contract::AUDIT => {
             let (links, broken_links) = scan_links(root);
             let format = match contract::AuditArgs::from_json(args).format {
@@ -619,6 +690,7 @@ fn run_tool(
                     format,
                     links,
                     broken_links,
+                    plugged_detectors: root.engine().policy().plugged.len(),
                     ..tools::AuditArgs::default()
                 },
             )
@@ -708,12 +780,12 @@ impl Backend for Service {
             let policy = root.engine().policy();
             let head = (policy.detector_profile.as_str(), policy.detectors);
             run_tool(root, tool, &args, caller, cancel).map_or_else(
-                || Self::error(head, "Tool execution failed."),
-                |out| Self::answer(head, out),
+                || Self::error(head, spec, "Tool execution failed."),
+                |out| Self::answer(head, spec, out),
             )
         }) {
             Ok(result) => result,
-            Err((message, head)) => Self::error(head, message),
+            Err((message, head)) => Self::error(head, spec, message),
         }
     }
 
@@ -729,7 +801,7 @@ impl Backend for Service {
         );
         let handle = match self.handle(spec) {
             Ok(h) => h,
-            Err(message) => return Self::error(("default", false), message),
+            Err(message) => return Self::error(("default", false), spec, message),
         };
         match self.current(&handle) {
             Current::Ready(root) => {
@@ -742,13 +814,13 @@ impl Backend for Service {
                     &args,
                     &Stop::on(cancel),
                 );
-                Self::answer(head, out)
+                Self::answer(head, spec, out)
             }
             Current::Blocked {
                 message,
                 profile,
                 builtin,
-            } => Self::error((profile, builtin), message),
+            } => Self::error((profile, builtin), spec, message),
         }
     }
 
@@ -770,8 +842,8 @@ impl Backend for Service {
             let policy = root.engine().policy();
             (policy.detector_profile.as_str(), policy.detectors)
         }) {
-            Ok(head) => Self::error(head, message),
-            Err((blocked, head)) => Self::error(head, blocked),
+            Ok(head) => Self::error(head, spec, message),
+            Err((blocked, head)) => Self::error(head, spec, blocked),
         }
     }
 

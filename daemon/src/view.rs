@@ -166,6 +166,10 @@ pub enum ViewError {
     Blocked(&'static str),
     #[error("Tool execution failed.")]
     Internal,
+    /// A plugged detector refused the text (spec 5.12's fixed sentences, on the
+    /// reference's safe list).
+    #[error("{0}")]
+    Detector(crate::engine::plugged::PluggedError),
 }
 
 impl ViewError {

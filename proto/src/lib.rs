@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -124,6 +124,9 @@ pub struct RootSpec {
     pub detector_profile: Option<String>,
     /// Operator limits; `None` fields take the daemon's defaults.
     pub limits: RootLimits,
+    /// Plugged detectors (`--detector NAME=ARGUMENT`, spec 5.12) in launch order, the
+    /// client having checked names and duplicates and made file arguments absolute.
+    pub detectors: Vec<String>,
 }
 
 /// Operator limits a client may set per root (spec 6.5 and the `redctx-mcp` flags).
@@ -504,6 +507,7 @@ mod tests {
                 max_traversal_entries: Some(10),
                 ..Default::default()
             },
+            detectors: vec!["patterns=/srv/rules.toml".into()],
         }
     }
 

@@ -40,6 +40,9 @@ pub struct Globals {
     /// markers (default: the config's detector_profile, else default).
     #[arg(long, value_parser = ["default", "extended"])]
     pub detector_profile: Option<String>,
+    /// Plug in a detector, e.g. `patterns=rules.toml` (repeatable; spec 5.12).
+    #[arg(long, value_name = "NAME[=ARGUMENT]")]
+    pub detector: Vec<String>,
     /// Also serve files the default policy keeps private (caches, build output, …).
     #[arg(long)]
     pub include_private: bool,
@@ -473,15 +476,23 @@ pub fn root_spec(
     g: &Globals,
     root: Option<&PathBuf>,
     limits: RootLimits,
-) -> Result<RootSpec, &'static str> {
+) -> Result<RootSpec, String> {
     let given = root
         .or(g.root.as_ref())
         .cloned()
         .unwrap_or_else(|| ".".into());
     let path = match std::fs::canonicalize(expand_home(&given)) {
         Ok(p) if p.is_dir() => p,
-        _ => return Err(ROOT_NOT_DIRECTORY),
+        _ => return Err(ROOT_NOT_DIRECTORY.into()),
     };
+    let detectors = super::detectors::resolve(
+        &g.detector,
+        &std::env::current_dir().unwrap_or_default(),
+        std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .as_deref(),
+    )?;
     let config = g.config.as_ref().map(|c| {
         let c = expand_home(c);
         std::fs::canonicalize(&c).unwrap_or_else(|_| {
@@ -499,6 +510,7 @@ pub fn root_spec(
         documents: g.documents,
         detector_profile: g.detector_profile.clone(),
         limits,
+        detectors,
     })
 }
 

@@ -51,6 +51,7 @@ pub fn status(globals: &Globals, args: &StatusArgs) -> ExitCode {
     let spec = match root {
         Some(r) => match files::root_spec(globals, Some(&r), RootLimits::default()) {
             Ok(s) => Some(s),
+            Err(msg) if msg != files::ROOT_NOT_DIRECTORY => return super::fail(msg),
             Err(_) => {
                 return super::fail(format!(
                     "{} is not an existing directory; give the directory to serve with --root DIR",

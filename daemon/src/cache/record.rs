@@ -80,15 +80,42 @@ struct WireRecord<'a> {
     plain: WirePlain<'a>,
 }
 
+/// Plugged detectors' counts travel as extra entries, `#n<i>` (nominated) and `#p<i>`
+/// (positional), which no category name can be.
 fn wire_counts(counts: &Counts) -> WireCounts<'static> {
-    counts.0.iter().map(|(c, n)| (c.as_str(), *n)).collect()
+    let mut wire: WireCounts<'static> = counts.0.iter().map(|(c, n)| (c.as_str(), *n)).collect();
+    for (i, (nominated, positional)) in counts.1.iter().enumerate() {
+        let i = i.min(PLUGGED_KEYS.len() - 1);
+        wire.push((PLUGGED_KEYS[i].0, *nominated));
+        wire.push((PLUGGED_KEYS[i].1, *positional));
+    }
+    wire
 }
+
+/// Wire keys of plugged detectors' counts (more detectors than this is not a launch
+/// anyone types).
+const PLUGGED_KEYS: [(&str, &str); 8] = [
+    ("#n0", "#p0"),
+    ("#n1", "#p1"),
+    ("#n2", "#p2"),
+    ("#n3", "#p3"),
+    ("#n4", "#p4"),
+    ("#n5", "#p5"),
+    ("#n6", "#p6"),
+    ("#n7", "#p7"),
+];
 
 /// `None` when a category is unknown to this build.
 fn load_counts(stored: &WireCounts<'_>) -> Option<Counts> {
     let mut counts = Counts::default();
     for (name, n) in stored {
-        counts.add(Category::from_name(name)?, *n);
+        if let Some(i) = PLUGGED_KEYS.iter().position(|(k, _)| k == name) {
+            counts.add_plugged(i, *n, 0);
+        } else if let Some(i) = PLUGGED_KEYS.iter().position(|(_, k)| k == name) {
+            counts.add_plugged(i, 0, *n);
+        } else {
+            counts.add(Category::from_name(name)?, *n);
+        }
     }
     Some(counts)
 }

@@ -142,6 +142,10 @@ pub enum ConfigError {
     ConfigUnreadable,
     #[error("Could not read a redaction term file.")]
     TermFileUnreadable,
+    /// A plugged detector could not be set up; the sentence names the detector or the
+    /// rule number, never an argument or a regex.
+    #[error("{0}")]
+    PluggedDetector(String),
     #[error("Loaded config disappeared.")]
     ConfigDisappeared,
     #[error("Loaded term file disappeared.")]
@@ -470,6 +474,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
         explicit,
         config_loaded: inputs.config.is_some(),
         github_repos,
+        plugged: Vec::new(),
     })
 }
 

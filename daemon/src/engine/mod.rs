@@ -9,6 +9,7 @@ pub mod config;
 pub mod detect;
 pub(crate) mod pipeline;
 pub mod placeholder;
+pub mod plugged;
 pub mod policy;
 pub(crate) mod prepass;
 pub mod python;

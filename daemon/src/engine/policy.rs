@@ -144,6 +144,8 @@ pub struct Policy {
     /// an earlier one in place). Not part of [`Policy::fingerprint`]: they change no
     /// redacted output, but a changed table still makes a reload build new sources.
     pub github_repos: Vec<GitHubRepo>,
+    /// Plugged detectors in launch order (spec 5.12), their rules included.
+    pub plugged: Vec<crate::engine::plugged::PluggedDef>,
 }
 
 impl Policy {
@@ -191,6 +193,19 @@ impl Policy {
         }
         list(&mut h, 16, &self.term_files);
         list(&mut h, 17, &self.protected_paths);
+        h.update(&[18]);
+        h.update(&(self.plugged.len() as u64).to_le_bytes());
+        for def in &self.plugged {
+            field(&mut h, 19, &def.name);
+            field(&mut h, 20, &def.version);
+            let crate::engine::plugged::PluggedKind::Patterns(rules) = &def.kind;
+            h.update(&(rules.len() as u64).to_le_bytes());
+            for rule in rules {
+                field(&mut h, 21, rule.category.as_str());
+                field(&mut h, 22, &rule.regex);
+                h.update(&[23, u8::from(rule.ignore_case)]);
+            }
+        }
         *h.finalize().as_bytes()
     }
 }

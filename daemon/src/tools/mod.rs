@@ -131,8 +131,11 @@ impl From<Stopped> for ToolError {
 
 impl From<EngineError> for ToolError {
     /// Engine failures are not on the reference's safe list: they surface generically.
-    fn from(_: EngineError) -> ToolError {
-        ToolError::Failed
+    fn from(e: EngineError) -> ToolError {
+        match e {
+            EngineError::Plugged(p) => ToolError::View(ViewError::Detector(p)),
+            _ => ToolError::Failed,
+        }
     }
 }
 

@@ -52,11 +52,12 @@ impl Call<'_, '_> {
             self.engine
                 .record(record, category, key, &placeholder, &raw);
         }
-        let mut marker = self.markers.stash(placeholder);
+        let mut marker = self.markers.stash_for(placeholder, value);
         if self.preserve {
             let breaks = line_breaks(value);
             self.kept_line_breaks |= !breaks.is_empty();
             marker.push_str(&breaks);
+            self.markers.set_trailer(breaks.len());
         }
         marker
     }

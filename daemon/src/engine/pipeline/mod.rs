@@ -7,6 +7,7 @@ mod call;
 mod glued;
 pub(crate) mod markers;
 mod nominated;
+mod plugged;
 mod terms;
 
 use crate::engine::placeholder::{self, Category, normalize_value};
@@ -33,9 +34,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use terms::compile_terms;
 
-/// Per-category substitution counts of one redaction (every occurrence counts).
+/// Per-category substitution counts of one redaction (every occurrence counts), and
+/// per plugged detector, in launch order, the values it nominated into the alternation
+/// and the spans redacted only where they were found (the receipt's `detectors`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counts(pub BTreeMap<Category, u64>);
+pub struct Counts(pub BTreeMap<Category, u64>, pub Vec<(u64, u64)>);
 
 impl Counts {
     pub fn add(&mut self, category: Category, n: u64) {
@@ -44,14 +47,29 @@ impl Counts {
         }
     }
 
+    /// Adds one plugged detector's counts (`index` in launch order).
+    pub fn add_plugged(&mut self, index: usize, nominated: u64, positional: u64) {
+        if nominated + positional == 0 {
+            return;
+        }
+        if self.1.len() <= index {
+            self.1.resize(index + 1, (0, 0));
+        }
+        self.1[index].0 += nominated;
+        self.1[index].1 += positional;
+    }
+
     pub fn merge(&mut self, other: &Counts) {
         for (category, n) in &other.0 {
             self.add(*category, *n);
         }
+        for (i, (nominated, positional)) in other.1.iter().enumerate() {
+            self.add_plugged(i, *nominated, *positional);
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_empty() && self.1.is_empty()
     }
 }
 
@@ -95,6 +113,9 @@ pub enum EngineError {
     /// only the baseline's redactions.
     #[error("A built-in detector failed on this text.")]
     DetectorFailed,
+    /// A plugged detector refused the text (spec 5.12's fixed sentences).
+    #[error("{0}")]
+    Plugged(#[from] crate::engine::plugged::PluggedError),
 }
 
 /// A compiled policy, ready to redact. Cheap to share between threads.
@@ -113,6 +134,8 @@ pub struct Engine {
     alias_links: HashMap<String, (String, String)>,
     /// The built-in secret/PII detector layer, when the policy enables it.
     detector: Option<Detector>,
+    /// Plugged detectors (spec 5.12), in launch order.
+    plugged: Vec<crate::engine::plugged::Plugged>,
     /// Configured terms glued into names, for code-mode paths.
     glued: glued::GluedTerms,
     /// The policy salt as a ready HMAC key.
@@ -270,6 +293,14 @@ impl Engine {
             heading_lookup,
             alias_links,
             detector: policy_detectors,
+            plugged: policy
+                .plugged
+                .iter()
+                .map(crate::engine::plugged::Plugged::compile)
+                .collect::<Option<_>>()
+                .ok_or(EngineError::Plugged(
+                    crate::engine::plugged::PluggedError::Failed,
+                ))?,
             glued: glued::GluedTerms::new(
                 glued_lists
                     .iter()
@@ -555,11 +586,90 @@ impl Engine {
                 None => w.apply(&nominated_pattern(&values), redact),
             }
         }
+        if detect.is_some() && !self.plugged.is_empty() {
+            self.apply_plugged(text, &mut w, &mut call, fold_free)?;
+        }
         Ok(Redacted {
             text: call.markers.restore(&w.text),
             counts: call.counts,
             kept_line_breaks: call.kept_line_breaks,
         })
+    }
+
+    /// Plugged detectors' findings, after every other stage (spec 5.12, see
+    /// [`plugged`]). When the working text cannot be mapped back onto `text` it falls
+    /// back to what it can find there: every occurrence of a nominated value and every
+    /// unchanged occurrence of a span's exact text, longest first.
+    fn apply_plugged(
+        &self,
+        text: &str,
+        w: &mut Working,
+        call: &mut Call<'_, '_>,
+        fold_free: bool,
+    ) -> Result<(), EngineError> {
+        let n = crate::engine::plugged::nominate(&self.plugged, text, |folded| {
+            self.allow_lookup.contains_folded(folded)
+                || RESERVED_PLACEHOLDER_WORDS.contains(&folded)
+        })?;
+        for (i, (nominated, positional)) in n.counts.iter().enumerate() {
+            call.counts.add_plugged(i, *nominated, *positional);
+        }
+        if n.spans.is_empty() {
+            return Ok(());
+        }
+        if let Some(segments) = call.markers.segments(&w.text, text) {
+            let pieces = plugged::pieces(&n, text, &segments);
+            if let Some(out) = plugged::substitute(&w.text, pieces, |c, v| call.redact(c, v)) {
+                w.set(out);
+            }
+            return Ok(());
+        }
+        let hay = w.text.as_str();
+        let mut covers: Vec<(usize, usize, Category, usize)> = Vec::new();
+        if !n.values.is_empty() {
+            let found = nominated_matches(&n.values, hay, fold_free).unwrap_or_else(|| {
+                let pattern = nominated_pattern(&n.values);
+                let mut found = Vec::new();
+                let mut at = 0;
+                while let Some((s, e)) = pattern.find_at(hay, at) {
+                    found.push((s, e));
+                    at = e.max(s + 1);
+                }
+                found
+            });
+            for (s, e) in found {
+                let key = placeholder::casefold(&collapse_space(&hay[s..e]));
+                let (category, rank) = n
+                    .categories
+                    .get(&key)
+                    .copied()
+                    .unwrap_or((Category::SENSITIVE, usize::MAX));
+                covers.push((s, e, category, rank));
+            }
+        }
+        for &(start, end, category, rank) in &n.spans {
+            let value = &text[start..end];
+            for s in memchr::memmem::find_iter(hay.as_bytes(), value.as_bytes()) {
+                covers.push((s, s + value.len(), category, rank));
+            }
+        }
+        covers.sort_by_key(|&(s, e, _, rank)| (std::cmp::Reverse(e - s), rank, s));
+        let mut claimed: BTreeMap<usize, (usize, Category)> = BTreeMap::new();
+        for (s, e, category, _) in covers {
+            let before = claimed.range(..e).next_back();
+            if before.is_some_and(|(_, &(end, _))| end > s) {
+                continue;
+            }
+            claimed.insert(s, (e, category));
+        }
+        let pieces = claimed
+            .into_iter()
+            .map(|(s, (e, c))| (s, e, c, false))
+            .collect();
+        if let Some(out) = plugged::substitute(hay, pieces, |c, v| call.redact(c, v)) {
+            w.set(out);
+        }
+        Ok(())
     }
 
     /// A multi-word proper name: allow-listed runs stay; on heading lines, heading words
