@@ -243,14 +243,7 @@ fn root_spec(args: &McpArgs) -> Result<RootSpec, String> {
                 .unwrap_or_else(|_| c.clone())
         })
     });
-    let detectors = detectors::resolve(
-        &args.detector,
-        &std::env::current_dir().unwrap_or_default(),
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .as_deref(),
-    )?;
+    let detectors = detectors::resolve_here(&args.detector)?;
     Ok(RootSpec {
         path,
         config,

@@ -913,10 +913,9 @@ impl ServedRoot {
         cache::file_content_key(hash, &self.fingerprint, rel, self.engine.policy().detectors)
     }
 
-    /// The current stat of `rel` once it passes the checks every content answer makes: a
-    /// path without symlinks, a regular file, admitted by the index, within the per-file
-    /// byte limit.
-    fn servable_stat(&self, rel: &str) -> Result<StatKey, ViewError> {
+    /// The current stat of `rel` once its path has no symlink, it is a regular file, and
+    /// the index admits it (not excluded, not a link to a protected file).
+    fn admitted_stat(&self, rel: &str) -> Result<StatKey, ViewError> {
         let meta = fs::validate_components(&self.root, rel)?;
         let stat = StatKey::of(&meta);
         if !stat.is_regular() {
@@ -925,6 +924,13 @@ impl ServedRoot {
         if !self.index.admitted(rel, false) || fs::protected::is_link_to_protected(&meta) {
             return Err(ViewError::Excluded);
         }
+        Ok(stat)
+    }
+
+    /// [`ServedRoot::admitted_stat`] within the per-file byte limit: the checks every
+    /// content answer makes.
+    fn servable_stat(&self, rel: &str) -> Result<StatKey, ViewError> {
+        let stat = self.admitted_stat(rel)?;
         if stat.size > self.limits.max_raw_bytes_per_file {
             return Err(ViewError::FileByteLimit);
         }
@@ -1064,14 +1070,7 @@ impl ServedRoot {
         rel: &str,
         format: fs::DocumentFormat,
     ) -> Result<Arc<ContentRecord>, ViewError> {
-        let meta = fs::validate_components(&self.root, rel)?;
-        let stat = StatKey::of(&meta);
-        if !stat.is_regular() {
-            return Err(ViewError::NotAFile);
-        }
-        if !self.index.admitted(rel, false) || fs::protected::is_link_to_protected(&meta) {
-            return Err(ViewError::Excluded);
-        }
+        let stat = self.admitted_stat(rel)?;
         // The reference checks the document cap on the stat, before the read's budget.
         if stat.size > documents::MAX_INPUT_BYTES {
             return Err(documents::DocError::InputLimit.into());

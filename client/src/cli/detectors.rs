@@ -16,6 +16,18 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
+/// [`resolve`] against this process's working directory and `$HOME`.
+pub fn resolve_here(values: &[String]) -> Result<Vec<String>, String> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    resolve(
+        values,
+        &std::env::current_dir().unwrap_or_default(),
+        home.as_deref(),
+    )
+}
+
 /// The `--detector` values in launch order as the daemon takes them (`NAME=ABSOLUTE
 /// PATH`), or the sentence to print before exiting with status 1. `cwd` resolves a
 /// relative rules file, `home` a leading `~`.

@@ -485,14 +485,7 @@ pub fn root_spec(
         Ok(p) if p.is_dir() => p,
         _ => return Err(ROOT_NOT_DIRECTORY.into()),
     };
-    let detectors = super::detectors::resolve(
-        &g.detector,
-        &std::env::current_dir().unwrap_or_default(),
-        std::env::var_os("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .as_deref(),
-    )?;
+    let detectors = super::detectors::resolve_here(&g.detector)?;
     let config = g.config.as_ref().map(|c| {
         let c = expand_home(c);
         std::fs::canonicalize(&c).unwrap_or_else(|_| {
