@@ -253,10 +253,9 @@ pub trait RootView: Send + Sync {
 
 /// Which files of a query's scope cannot match, known without reading them.
 pub trait FileScreen: Sync {
-    /// `Some(counts)` when `file` is known, as it is on disk now (its walk `stat`, else a
-    /// fresh `lstat`), to hold no match; the
-    /// counts are those of its redacted content (what reading it would add to a
-    /// receipt). `None`: read it.
+    /// `Some(counts)` when `file`, as it is on disk now (its walk `stat`, else a fresh
+    /// `lstat`), is known to hold no match; the counts are those of its redacted content
+    /// (what reading it would add to a receipt). `None`: read it.
     fn rules_out(&self, file: &Entry) -> Option<Counts>;
 
     /// For retrieve: whether `file` can be left unread, as [`FileScreen::rules_out`],

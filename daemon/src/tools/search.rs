@@ -264,7 +264,8 @@ enum FileResult {
     },
 }
 
-/// One file of the scope, in the shape of the call.
+/// How every file of the call's scope is searched: the matcher, whether the reference's
+/// raw screen applies, the context lines and the search index's screen.
 struct Query<'a> {
     matcher: &'a Matcher,
     /// The reference's raw-byte screen applies ([`raw_prefilter_applies`]).
