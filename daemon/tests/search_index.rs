@@ -420,6 +420,49 @@ fn a_root_served_under_two_policies_at_once_keeps_both_indexes() {
 }
 
 #[test]
+fn receipts_of_ruled_out_files_keep_plugged_detector_counts() {
+    // A plugged detector's counts travel in the receipt beside the categories'; a file
+    // the index rules out must add them as reading it would.
+    use redctx_daemon::engine::plugged::{PluggedDef, PluggedKind, patterns};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    for i in 0..20 {
+        write(
+            &root,
+            &format!("notes/t{i}.md"),
+            format!("see TICKET-{i}0042 today\n").as_bytes(),
+        );
+    }
+    let rules =
+        patterns::parse_rules("[[patterns]]\ncategory='ID'\nregex='TICKET-[0-9]+'\n").unwrap();
+    let plugged = Policy {
+        plugged: vec![PluggedDef {
+            name: "patterns".into(),
+            version: patterns::VERSION.into(),
+            kind: PluggedKind::Patterns(rules),
+        }],
+        ..policy("plugged-salt", Mode::Code)
+    };
+    let view = serve(&root, &cache, plugged);
+    // `_` keeps the reference's raw screen off, so every searched file counts.
+    let args = SearchArgs {
+        query: "absent_in_every_file".into(),
+        ..SearchArgs::default()
+    };
+    let before = view.counters().screened_out.load(Ordering::Relaxed);
+    let indexed = search(&view, &args, &Stop::never());
+    assert!(view.counters().screened_out.load(Ordering::Relaxed) - before >= 20);
+    assert!(
+        !indexed.counts.1.is_empty(),
+        "no plugged counts: {:?}",
+        indexed.counts
+    );
+    view.set_search_index(None);
+    assert_eq!(indexed, search(&view, &args, &Stop::never()));
+}
+
+#[test]
 fn a_file_changed_after_the_build_is_found_with_its_new_text() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");

@@ -82,7 +82,7 @@ struct WireRecord<'a> {
 
 /// Plugged detectors' counts travel as extra entries, `#n<i>` (nominated) and `#p<i>`
 /// (positional), which no category name can be.
-fn wire_counts(counts: &Counts) -> WireCounts<'static> {
+pub(crate) fn wire_counts(counts: &Counts) -> WireCounts<'static> {
     let mut wire: WireCounts<'static> = counts.0.iter().map(|(c, n)| (c.as_str(), *n)).collect();
     for (i, (nominated, positional)) in counts.1.iter().enumerate() {
         let i = i.min(PLUGGED_KEYS.len() - 1);
@@ -106,12 +106,13 @@ const PLUGGED_KEYS: [(&str, &str); 8] = [
 ];
 
 /// `None` when a category is unknown to this build.
-fn load_counts(stored: &WireCounts<'_>) -> Option<Counts> {
+pub(crate) fn load_counts<S: AsRef<str>>(stored: &[(S, u64)]) -> Option<Counts> {
     let mut counts = Counts::default();
     for (name, n) in stored {
-        if let Some(i) = PLUGGED_KEYS.iter().position(|(k, _)| k == name) {
+        let name = name.as_ref();
+        if let Some(i) = PLUGGED_KEYS.iter().position(|(k, _)| *k == name) {
             counts.add_plugged(i, *n, 0);
-        } else if let Some(i) = PLUGGED_KEYS.iter().position(|(_, k)| k == name) {
+        } else if let Some(i) = PLUGGED_KEYS.iter().position(|(_, k)| *k == name) {
             counts.add_plugged(i, 0, *n);
         } else {
             counts.add(Category::from_name(name)?, *n);

@@ -22,7 +22,7 @@ pub mod plan;
 pub mod postings;
 
 use crate::cache::{Cache, ContentRecord, FileRecord, GRAM_CHUNK_BYTES, GramHead, record};
-use crate::engine::{Category, Counts};
+use crate::engine::Counts;
 use crate::fs::{StatBatch, StatKey};
 use foldhash::HashMap;
 use plan::{Gram, GramPlan};
@@ -126,7 +126,7 @@ impl SearchIndex {
                     segment,
                     number: row.text.then(|| numbers.next()).flatten(),
                     record: row.record,
-                    counts: load_counts(&row.counts)?,
+                    counts: record::load_counts(&row.counts)?,
                     passages: std::sync::OnceLock::new(),
                 };
                 files.insert(row.rel.into_boxed_str(), slot);
@@ -192,10 +192,9 @@ impl SearchIndex {
                     rel: rel.clone(),
                     text: number.is_some(),
                     record,
-                    counts: counts
-                        .0
-                        .iter()
-                        .map(|(c, n)| (c.as_str().to_owned(), *n))
+                    counts: record::wire_counts(&counts)
+                        .into_iter()
+                        .map(|(name, n)| (name.to_owned(), n))
                         .collect(),
                 });
                 let slot = Slot {
@@ -511,12 +510,4 @@ fn segment_ranges(files: &[(String, StatKey)]) -> Vec<std::ops::Range<usize>> {
         ranges.push(start..files.len());
     }
     ranges
-}
-
-fn load_counts(stored: &[(String, u64)]) -> Option<Counts> {
-    let mut counts = Counts::default();
-    for (name, n) in stored {
-        counts.add(Category::from_name(name)?, *n);
-    }
-    Some(counts)
 }

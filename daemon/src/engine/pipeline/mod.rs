@@ -627,16 +627,8 @@ impl Engine {
         let hay = w.text.as_str();
         let mut covers: Vec<(usize, usize, Category, usize)> = Vec::new();
         if !n.values.is_empty() {
-            let found = nominated_matches(&n.values, hay, fold_free).unwrap_or_else(|| {
-                let pattern = nominated_pattern(&n.values);
-                let mut found = Vec::new();
-                let mut at = 0;
-                while let Some((s, e)) = pattern.find_at(hay, at) {
-                    found.push((s, e));
-                    at = e.max(s + 1);
-                }
-                found
-            });
+            let found = nominated_matches(&n.values, hay, fold_free)
+                .unwrap_or_else(|| alternation_matches(&n.values, hay));
             for (s, e) in found {
                 let key = placeholder::casefold(&collapse_space(&hay[s..e]));
                 let (category, rank) = n
@@ -918,6 +910,19 @@ pub fn claimed_before_configured_terms(value: &str) -> bool {
         || EARLY_STAGES
             .iter()
             .any(|stage| stage.finder.find_from(value, 0).is_some())
+}
+
+/// Every match of the spec's alternation of `values` in `hay`, left to right (the
+/// general path of [`nominated_matches`], and the reference for its tests).
+fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
+    let pattern = nominated_pattern(values);
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some((s, e)) = pattern.find_at(hay, at) {
+        found.push((s, e));
+        at = e.max(s + 1);
+    }
+    found
 }
 
 #[cfg(test)]

@@ -497,18 +497,6 @@ fn value_case(
     (values, hay)
 }
 
-/// Every match of the spec's alternation of `values` in `hay`, left to right.
-fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
-    let pattern = nominated_pattern(values);
-    let mut found = Vec::new();
-    let mut at = 0;
-    while let Some((s, e)) = pattern.find_at(hay, at) {
-        found.push((s, e));
-        at = e.max(s + 1);
-    }
-    found
-}
-
 /// The baseline, terms and allow stages rewrite a text the same whether the
 /// literal-gated ones take their literal starts from the scan (moved through each
 /// rewrite) or search for them, also when earlier stages changed the text, with
