@@ -19,6 +19,7 @@ use crate::search_index::plan::GramPlan;
 use crate::view::{
     Entry, FileScreen, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
 };
+use crate::watch::Synced;
 
 /// A [`ServedRoot`] as an agent may address it: ids as usual, paths only where they hold
 /// nothing that would be redacted (see the module doc). Everything else is the root's.
@@ -60,6 +61,14 @@ impl RootView for AgentView<'_> {
 
     fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError> {
         self.0.children(dir)
+    }
+
+    fn watch_sync(&self) -> Option<Synced> {
+        self.0.watch_sync()
+    }
+
+    fn synced_children(&self, dir: &Entry, proof: &Synced) -> Result<Vec<Entry>, ViewError> {
+        self.0.synced_children(dir, proof)
     }
 
     fn tree_children(&self, dir: &Entry) -> Result<Vec<TreeRow>, ViewError> {

@@ -24,6 +24,7 @@ use crate::view::{
     Entry, EntryKind, FileScreen, Limits, PassageScreen, RedactedDoc, RedactedPath, RootView,
     TreeRow, ViewError,
 };
+use crate::watch::{Synced, WatchSync};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -88,6 +89,8 @@ pub struct ReadCounters {
     pub redactions: AtomicU64,
     /// Files a search skipped because the search index ruled them out.
     pub screened_out: AtomicU64,
+    /// Walks that listed the index without `lstat`s after a sync with the watcher.
+    pub synced_walks: AtomicU64,
 }
 
 /// Redacted content and the `stat` line count of one file version.
@@ -118,6 +121,11 @@ const PREFETCH_BYTES: u64 = 16 << 20;
 /// Of a file whose suffix is not a text one, the prefetcher asks for at most this much:
 /// all of nearly every source file, the head of a large binary.
 const PREFETCH_SNIFFED_BYTES: u64 = 256 << 10;
+
+/// How long a walk waits for the watcher to vouch for the index before it stats every
+/// file itself: an idle watcher answers in well under a millisecond; one busy applying
+/// a large burst is not waited for (the walk would cost about the same).
+const WATCH_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// One root served under one policy.
 pub struct ServedRoot {
@@ -156,6 +164,8 @@ pub struct ServedRoot {
     search_wake: Arc<SearchWake>,
     /// The policy in balanced mode, built on the first write (its round-trip check).
     balanced: std::sync::OnceLock<Option<Arc<Engine>>>,
+    /// The watcher's syncs, once a watcher runs (`crate::watch::sync`).
+    watch_sync: std::sync::RwLock<Option<WatchSync>>,
 }
 
 /// Requests to the search-index thread of a root (`ServedRoot::spawn_search_keeper`).
@@ -268,6 +278,7 @@ impl ServedRoot {
             search: std::sync::RwLock::new(None),
             search_wake: Arc::default(),
             balanced: std::sync::OnceLock::new(),
+            watch_sync: std::sync::RwLock::new(None),
         })
     }
 
@@ -302,6 +313,11 @@ impl ServedRoot {
     /// The index (metadata, ids, listing).
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// Called by the watcher that keeps this root fresh: walks may sync with it.
+    pub fn set_watch_sync(&self, sync: WatchSync) {
+        *self.watch_sync.write().unwrap_or_else(|e| e.into_inner()) = Some(sync);
     }
 
     /// Watcher entry point: `rel` was created, modified or replaced.
@@ -1259,13 +1275,13 @@ struct RootScreen<'a> {
 }
 
 impl FileScreen for RootScreen<'_> {
-    fn rules_out(&self, file: &Entry) -> Option<Counts> {
+    fn rules_out(&self, file: &Entry) -> Option<&Counts> {
         self.judged.fetch_add(1, Ordering::Relaxed);
         match self.screen.verdict(&self.stats, &file.rel, file.stat) {
             Verdict::RuledOut(counts) => {
                 let counters = &self.root.counters;
                 counters.screened_out.fetch_add(1, Ordering::Relaxed);
-                Some(counts.clone())
+                Some(counts)
             }
             Verdict::Candidate => None,
             Verdict::Unknown => {
@@ -1333,6 +1349,32 @@ impl RootView for ServedRoot {
             return Err(ViewError::NotADirectory);
         }
         self.index.children(&dir.rel)
+    }
+
+    fn watch_sync(&self) -> Option<Synced> {
+        let sync = self.watch_sync.read().ok()?.clone()?;
+        let synced = sync.sync(WATCH_SYNC_TIMEOUT)?;
+        self.counters.synced_walks.fetch_add(1, Ordering::Relaxed);
+        Some(synced)
+    }
+
+    fn synced_children(&self, dir: &Entry, _proof: &Synced) -> Result<Vec<Entry>, ViewError> {
+        if dir.kind != EntryKind::Dir {
+            return Err(ViewError::NotADirectory);
+        }
+        let fresh = self
+            .watch_sync
+            .read()
+            .ok()
+            .and_then(|sync| sync.as_ref().map(|sync| sync.lists_fresh(&dir.rel)))
+            .unwrap_or(false);
+        match fresh
+            .then(|| self.index.indexed_children(&dir.rel))
+            .flatten()
+        {
+            Some(children) => Ok(children),
+            None => self.index.children(&dir.rel),
+        }
     }
 
     /// From the index ([`Index::members`]: ids kept in the tree, no per-file `lstat`),

@@ -9,6 +9,7 @@ use crate::engine::{Counts, Engine};
 use crate::fs::StatKey;
 use crate::search_index::PassageStats;
 use crate::search_index::plan::GramPlan;
+use crate::watch::Synced;
 use std::sync::Arc;
 
 /// What an index entry is.
@@ -209,6 +210,17 @@ pub trait RootView: Send + Sync {
     /// casefolded name); excluded, protected and symlinked entries omitted.
     fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError>;
 
+    /// Asks the root's watcher to vouch that the index holds every change made before
+    /// this call (`crate::watch::sync`). With the proof, a walk lists
+    /// [`RootView::synced_children`]; `None` (no watcher, or it cannot vouch now): it
+    /// lists [`RootView::children`]. No default, like `search_screen`.
+    fn watch_sync(&self) -> Option<Synced>;
+
+    /// [`RootView::children`], the same entries in the same order, from the index alone:
+    /// each file's `stat` is the one the watcher last saw, which `proof` makes as good
+    /// as an `lstat` now.
+    fn synced_children(&self, dir: &Entry, proof: &Synced) -> Result<Vec<Entry>, ViewError>;
+
     /// The children of `children`, in the same order and as fresh in membership and
     /// kinds, each with its id and redacted name: what `tree` prints. A tree shows no
     /// sizes, so a view may hand out the sizes it indexed instead of re-reading each
@@ -256,7 +268,7 @@ pub trait FileScreen: Sync {
     /// `Some(counts)` when `file`, as it is on disk now (its walk `stat`, else a fresh
     /// `lstat`), is known to hold no match; the counts are those of its redacted content
     /// (what reading it would add to a receipt). `None`: read it.
-    fn rules_out(&self, file: &Entry) -> Option<Counts>;
+    fn rules_out(&self, file: &Entry) -> Option<&Counts>;
 
     /// For retrieve: whether `file` can be left unread, as [`FileScreen::rules_out`],
     /// with what it adds to the BM25 statistics.

@@ -98,6 +98,11 @@ impl StatBatch {
 
     /// The `lstat` of `root/rel` (a file: `rel` is not `.`), `None` when it fails.
     pub fn lstat(&self, rel: &str) -> Option<StatKey> {
+        self.lstat_child(rel).map(|child| child.key)
+    }
+
+    /// [`StatBatch::lstat`] with the link count.
+    pub fn lstat_child(&self, rel: &str) -> Option<ChildStat> {
         let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
         OPEN_DIR.with(|open| {
             let mut open = open.borrow_mut();
@@ -108,7 +113,7 @@ impl StatBatch {
                 *open = Some((self.id, dir.to_owned(), opened));
             }
             let (_, _, opened) = open.as_ref()?;
-            opened.lstat(name).map(|child| child.key)
+            opened.lstat(name)
         })
     }
 }

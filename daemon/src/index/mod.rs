@@ -662,6 +662,23 @@ impl Index {
         Ok(out)
     }
 
+    /// [`Index::children`] from the tree alone, each file with the stat indexed for it
+    /// (its `stat` set as if just taken): for walks whose watcher vouched for the tree
+    /// (`crate::watch::sync`). `None` when `rel` is not an indexed directory whose
+    /// listing was read.
+    pub fn indexed_children(&self, rel: &str) -> Option<Vec<Entry>> {
+        let tree = self.read();
+        let n = tree.node(tree.find(rel)?);
+        if !n.is_dir() || n.flags & flags::SCANNED == 0 {
+            return None;
+        }
+        drop(tree);
+        self.listing_with(rel, None, |child_rel, node| {
+            (!node.stat.is_symlink()).then(|| entry(child_rel, &node.stat))
+        })
+        .map(|rows| rows.into_iter().flatten().collect())
+    }
+
     /// Children of an admitted directory in reference order with their ids, as fresh in
     /// membership and kinds as [`Index::children`] but with the sizes indexed: what a
     /// tree prints. The directory itself is validated on disk (no symlink component) and

@@ -249,6 +249,18 @@ impl RootView for FakeView {
         Ok(entry)
     }
 
+    fn watch_sync(&self) -> Option<crate::watch::Synced> {
+        None
+    }
+
+    fn synced_children(
+        &self,
+        dir: &Entry,
+        _proof: &crate::watch::Synced,
+    ) -> Result<Vec<Entry>, ViewError> {
+        self.children(dir)
+    }
+
     fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError> {
         if dir.kind != EntryKind::Dir {
             return Err(ViewError::NotADirectory);

@@ -291,7 +291,13 @@ fn search_file(
     // A file the index rules out is what reading it and finding no match would give.
     if let Some(doc_counts) = screen.and_then(|screen| screen.rules_out(entry)) {
         return FileResult::Searched {
-            doc_counts,
+            // Under the raw prefilter a file without a match adds nothing to the
+            // receipt (see `search`), so its counts are not copied.
+            doc_counts: if prefilter {
+                Counts::default()
+            } else {
+                doc_counts.clone()
+            },
             path: None,
             lines: Vec::new(),
         };

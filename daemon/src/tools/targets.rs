@@ -43,10 +43,11 @@ pub(crate) fn target_files(
             .collect::<Result<_, _>>()?
     };
     let patterns: Vec<Pattern> = globs.iter().map(|glob| Pattern::new(glob)).collect();
-    let mut seen: HashSet<Arc<str>> = HashSet::default();
+    // Files already kept, when two scopes may reach the same file (one scope never does).
+    let mut seen: Option<HashSet<Arc<str>>> = (starts.len() > 1).then(HashSet::default);
     let mut files = Vec::new();
     let mut keep = |entry: Entry, files: &mut Vec<Entry>| {
-        if entry.kind != EntryKind::File || seen.contains(&entry.rel) {
+        if entry.kind != EntryKind::File || seen.as_ref().is_some_and(|s| s.contains(&entry.rel)) {
             return;
         }
         match ContentKind::of_name(entry.name()) {
@@ -60,7 +61,9 @@ pub(crate) fn target_files(
         if !patterns.is_empty() && !matches_any(&patterns, &view.path(&entry.rel).text) {
             return;
         }
-        seen.insert(entry.rel.clone());
+        if let Some(seen) = seen.as_mut() {
+            seen.insert(entry.rel.clone());
+        }
         files.push(entry);
     };
     for start in starts {

@@ -7,6 +7,7 @@
 use super::ToolError;
 use crate::cancel::Stop;
 use crate::view::{Entry, EntryKind, Limits, RootView, ViewError};
+use crate::watch::Synced;
 
 /// The traversal budget we recommend as the daemon's default for every walk
 /// (`Limits::max_traversal_entries`).
@@ -124,6 +125,11 @@ pub fn walk<'a>(
     include_dirs: bool,
     budget: &'a mut Budget,
 ) -> Walk<'a> {
+    // An unbounded walk lists up to the whole tree; one sync with the watcher spares it
+    // an `lstat` per file. A bounded one (a listing, a tree) lists little: not worth it.
+    let synced = (max_depth.is_none() && start.kind == EntryKind::Dir)
+        .then(|| view.watch_sync())
+        .flatten();
     Walk {
         view,
         budget,
@@ -133,6 +139,7 @@ pub fn walk<'a>(
         expand: None,
         stack: Vec::new(),
         done: false,
+        synced,
     }
 }
 
@@ -147,6 +154,8 @@ pub struct Walk<'a> {
     expand: Option<(Entry, u32)>,
     stack: Vec<(std::vec::IntoIter<Entry>, u32)>,
     done: bool,
+    /// The watcher's proof for an unbounded walk: listings come from the index.
+    synced: Option<Synced>,
 }
 
 impl Walk<'_> {
@@ -187,7 +196,11 @@ impl Iterator for Walk<'_> {
                 if self.max_depth.is_some_and(|max| depth >= max) {
                     continue;
                 }
-                let children = match self.view.children(&dir) {
+                let listed = match &self.synced {
+                    Some(proof) => self.view.synced_children(&dir, proof),
+                    None => self.view.children(&dir),
+                };
+                let children = match listed {
                     Ok(children) => children,
                     Err(error) => return self.fail(error.into()),
                 };

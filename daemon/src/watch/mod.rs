@@ -24,7 +24,10 @@
 //! files. Nothing here panics the daemon: a failure degrades to periodic re-walks.
 
 mod reindex;
+mod sync;
 mod worker;
+
+pub use sync::{Synced, WatchSync};
 
 use reindex::reindex_loop;
 use worker::Worker;
@@ -119,6 +122,9 @@ pub struct WatchStats {
     /// The initial watches are in place (or given up on) and the start reconcile ran:
     /// from here on, changes are followed by events.
     pub started: bool,
+    /// Whole-root walks may take the index's stats as the disk's after a sync
+    /// ([`WatchSync`]): every condition of `watch::sync` holds now.
+    pub synced_walks: bool,
 }
 
 /// Why a watcher could not start.
@@ -173,6 +179,7 @@ struct Shared {
     queue: Mutex<ReindexQueue>,
     queue_cv: Condvar,
     stop: AtomicBool,
+    sync: sync::SyncState,
 }
 
 #[derive(Default)]
@@ -260,6 +267,7 @@ impl Watcher {
         on_policy_change: impl Fn() + Send + Sync + 'static,
     ) -> Result<(Watcher, Receiver<Result<(), WatchError>>), WatchError> {
         let shared = Arc::new(Shared::default());
+        root.set_watch_sync(WatchSync(shared.clone()));
         let (tx, rx) = mpsc::channel::<Msg>();
         let (ready_tx, ready_rx) = mpsc::channel::<Result<(), WatchError>>();
 
@@ -317,6 +325,7 @@ impl Watcher {
             batches: s.batches.load(Ordering::Relaxed),
             degraded: s.degraded.load(Ordering::Relaxed),
             started: s.started.load(Ordering::SeqCst),
+            synced_walks: WatchSync(s.clone()).usable(),
         }
     }
 

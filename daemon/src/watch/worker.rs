@@ -2,6 +2,7 @@
 //! touched path against the disk, watching new directories before re-walking them.
 
 use super::*;
+use std::os::unix::fs::MetadataExt;
 
 /// Events worth acting on: opens, reads and read-only closes (including the daemon's own
 /// reads of the files it serves) are noise.
@@ -69,6 +70,8 @@ pub(super) struct Worker {
     pub(super) policy_files: HashSet<PathBuf>,
     /// Directories whose creation, removal or rename may move a policy file.
     pub(super) policy_ancestors: HashSet<PathBuf>,
+    /// The private directory of sync cookies (`watch::sync`), removed with the worker.
+    pub(super) cookies: Option<tempfile::TempDir>,
 }
 
 impl Worker {
@@ -89,6 +92,7 @@ impl Worker {
             policy_inputs,
             policy_files: HashSet::new(),
             policy_ancestors: HashSet::new(),
+            cookies: None,
         }
     }
 
@@ -133,8 +137,11 @@ impl Worker {
         if self.shared.stop.load(Ordering::SeqCst) {
             return;
         }
+        // Without the start reconcile, changes made before the watches stay unseen
+        // until a rescan: the watcher then never vouches for the index.
         if self.opts.reconcile_on_start {
             self.guarded(|w| w.reconcile());
+            self.guarded(|w| w.restat());
         }
         self.shared.started.store(true, Ordering::SeqCst);
         tracing::info!(
@@ -165,7 +172,10 @@ impl Worker {
             }
         };
         match notify::recommended_watcher(handler) {
-            Ok(backend) => self.backend = Some(backend),
+            Ok(backend) => {
+                self.backend = Some(backend);
+                self.watch_cookies();
+            }
             Err(_) => {
                 tracing::warn!(
                     "could not create a file watcher (inotify instances exhausted? see \
@@ -219,27 +229,112 @@ impl Worker {
             };
             let mut batch = Vec::new();
             let mut errors = false;
+            // The highest sync cookie met: a query waits for it, so the batch is applied
+            // at once instead of after the debounce.
+            let mut cookie = None;
             match first {
                 Msg::Stop => return,
-                Msg::Event(ev) => batch.push(ev),
+                Msg::Event(ev) => self.take(ev, &mut batch, &mut cookie),
                 Msg::Error => errors = true,
             }
             let opened = Instant::now();
-            while batch.len() < MAX_BATCH_EVENTS {
+            while cookie.is_none() && batch.len() < MAX_BATCH_EVENTS {
                 let left = self.opts.max_batch_delay.saturating_sub(opened.elapsed());
                 let wait = self.opts.debounce.min(left);
                 if wait.is_zero() {
                     break;
                 }
                 match rx.recv_timeout(wait) {
-                    Ok(Msg::Event(ev)) => batch.push(ev),
+                    Ok(Msg::Event(ev)) => self.take(ev, &mut batch, &mut cookie),
                     Ok(Msg::Error) => errors = true,
                     Ok(Msg::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                     Err(RecvTimeoutError::Timeout) => break,
                 }
             }
-            self.guarded(|w| w.apply(batch, errors));
+            if !batch.is_empty() || errors {
+                self.guarded(|w| w.apply(batch, errors));
+            }
+            if let Some(n) = cookie {
+                self.shared.sync.ack(n);
+            }
         }
+    }
+
+    /// Adds an event to the batch, or notes the sync cookie it announces (events in the
+    /// cookie directory are never the root's).
+    fn take(&self, event: Event, batch: &mut Vec<Event>, cookie: &mut Option<u64>) {
+        let sync = &self.shared.sync;
+        if event.paths.iter().any(|p| sync.is_cookie_path(p)) {
+            if matches!(event.kind, EventKind::Create(_)) {
+                let n = event.paths.iter().filter_map(|p| sync.cookie_of(p)).max();
+                *cookie = (*cookie).max(n);
+            }
+            return;
+        }
+        batch.push(event);
+    }
+
+    /// Makes and watches the private cookie directory; without it, syncs are refused.
+    fn watch_cookies(&mut self) {
+        let Some(backend) = self.backend.as_mut() else {
+            return;
+        };
+        let Ok(dir) = tempfile::Builder::new().prefix("redctx-sync-").tempdir() else {
+            return;
+        };
+        if backend
+            .watch(dir.path(), RecursiveMode::NonRecursive)
+            .is_ok()
+        {
+            self.shared.sync.set_dir(dir.path().to_path_buf());
+            self.cookies = Some(dir);
+        }
+    }
+
+    /// Re-`lstat`s every indexed file now that the watches are in place (an in-place
+    /// edit made before them raised no event and left its directory's stat alone), notes
+    /// the directories holding multiply-linked files, and from then on lets walks trust
+    /// the index after a sync, if every entry is on a local filesystem (`watch::sync`).
+    pub(super) fn restat(&mut self) {
+        let stats = crate::fs::StatBatch::new(&self.root_path);
+        let mut multi_link_dirs = HashSet::new();
+        let mut devices: HashMap<u64, String> = HashMap::new();
+        for (rel, indexed) in self.root.index().files() {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Some(now) = stats.lstat_child(&rel) else {
+                self.root.upsert(&rel);
+                continue;
+            };
+            if now.nlink > 1 {
+                multi_link_dirs.insert(parent_rel(&rel).to_owned());
+            }
+            devices.entry(now.key.dev).or_insert_with(|| rel.clone());
+            if now.key != indexed {
+                self.root.upsert(&rel);
+                if self.opts.reindex && now.key.is_regular() {
+                    self.shared.queue_reindex(&rel);
+                }
+            }
+        }
+        for rel in self.root.index().dirs() {
+            if let Some(stat) = self.root.index().indexed_stat(&rel) {
+                devices.entry(stat.dev).or_insert(rel);
+            }
+        }
+        let local = devices
+            .values()
+            .all(|rel| sync::on_local_filesystem(&self.abs(rel)));
+        if !local {
+            tracing::info!(
+                "part of the root is on a network or user-space filesystem: every search \
+                 checks each file on disk instead of trusting the watcher"
+            );
+        }
+        self.shared.sync.set_multi_link_dirs(multi_link_dirs);
+        let ready = local && self.backend.is_some() && self.cookies.is_some();
+        self.shared.sync.set_trusted(ready);
     }
 
     /// Runs one step; a panic is logged, the backend is given up if it was the cause,
@@ -327,7 +422,17 @@ impl Worker {
                         self.hit_limit();
                         Added::Limit
                     }
-                    _ => Added::Failed,
+                    notify::ErrorKind::PathNotFound => Added::Failed,
+                    notify::ErrorKind::Io(ref io) if io.kind() == std::io::ErrorKind::NotFound => {
+                        Added::Failed
+                    }
+                    _ => {
+                        if reason & FOR_INDEX != 0 {
+                            // Changes there would go unseen: walks stat every file again.
+                            self.shared.sync.set_unwatched();
+                        }
+                        Added::Failed
+                    }
                 }
             }
         }
@@ -443,6 +548,9 @@ impl Worker {
                 };
                 let child = join_rel(&dir, &name);
                 if ft.is_file() {
+                    if dent.metadata().is_ok_and(|m| m.nlink() > 1) {
+                        self.shared.sync.add_multi_link_dir(&dir);
+                    }
                     files.push(child);
                 } else if self.root.index().admitted(&child, true) {
                     stack.push(child);
@@ -544,6 +652,9 @@ impl Worker {
                     }
                 }
                 Ok(meta) => {
+                    if meta.nlink() > 1 {
+                        self.shared.sync.add_multi_link_dir(parent_rel(&rel));
+                    }
                     self.root.upsert(&rel);
                     if self.opts.reindex && meta.is_file() && self.root.index().contains(&rel) {
                         self.shared.queue_reindex(&rel);
@@ -624,6 +735,11 @@ impl Worker {
         self.root.rescan_dir(".");
         if self.backend.is_some() {
             self.sync_index_watches();
+        }
+        // The walk took fresh stats but not link counts: note them again (and vouch
+        // for the index, if the start reconcile made it whole once).
+        if self.opts.reconcile_on_start {
+            self.restat();
         }
         if let Some(before) = before {
             for (rel, stat) in self.root.index().files() {
