@@ -22,7 +22,7 @@ use crate::search_index::{
 };
 use crate::view::{
     Entry, EntryKind, FileScreen, Limits, PassageScreen, RedactedDoc, RedactedPath, RootView,
-    TreeRow, ViewError,
+    Screened, TreeRow, ViewError,
 };
 use crate::watch::{Synced, WatchSync};
 use std::collections::HashMap;
@@ -479,10 +479,10 @@ impl ServedRoot {
                 return None;
             }
             match (record.text, content) {
-                (None, _) => Some(Indexed::Opaque(record)),
+                (None, _) => Some(Indexed::NotText(record)),
                 // Wide text this mode does not read.
                 (Some(info), _) if !self.decoding.reads(info.encoding) => {
-                    Some(Indexed::Opaque(record))
+                    Some(Indexed::NotText(record))
                 }
                 (Some(_), Some(content)) => Some(Indexed::Text(record, content)),
                 (Some(_), None) => None,
@@ -1275,18 +1275,20 @@ struct RootScreen<'a> {
 }
 
 impl FileScreen for RootScreen<'_> {
-    fn rules_out(&self, file: &Entry) -> Option<&Counts> {
+    fn screen(&self, file: &Entry) -> Screened<'_> {
         self.judged.fetch_add(1, Ordering::Relaxed);
-        match self.screen.verdict(&self.stats, &file.rel, file.stat) {
-            Verdict::RuledOut(counts) => {
-                let counters = &self.root.counters;
-                counters.screened_out.fetch_add(1, Ordering::Relaxed);
-                Some(counts)
-            }
-            Verdict::Candidate => None,
+        let verdict = self.screen.verdict(&self.stats, &file.rel, file.stat);
+        if matches!(verdict, Verdict::RuledOut(_) | Verdict::NotText) {
+            let counters = &self.root.counters;
+            counters.screened_out.fetch_add(1, Ordering::Relaxed);
+        }
+        match verdict {
+            Verdict::RuledOut(counts) => Screened::NoMatch(counts),
+            Verdict::NotText => Screened::NotText,
+            Verdict::Candidate => Screened::Read,
             Verdict::Unknown => {
                 self.unknown.fetch_add(1, Ordering::Relaxed);
-                None
+                Screened::Read
             }
         }
     }

@@ -265,17 +265,28 @@ pub trait RootView: Send + Sync {
 
 /// Which files of a query's scope cannot match, known without reading them.
 pub trait FileScreen: Sync {
-    /// `Some(counts)` when `file`, as it is on disk now (its walk `stat`, else a fresh
-    /// `lstat`), is known to hold no match; the counts are those of its redacted content
-    /// (what reading it would add to a receipt). `None`: read it.
-    fn rules_out(&self, file: &Entry) -> Option<&Counts>;
+    /// What is known of `file` as it is on disk now (its walk `stat`, else a fresh
+    /// `lstat`) without reading it.
+    fn screen(&self, file: &Entry) -> Screened<'_>;
 
-    /// For retrieve: whether `file` can be left unread, as [`FileScreen::rules_out`],
+    /// For retrieve: whether `file` can be left unread, as [`FileScreen::screen`],
     /// with what it adds to the BM25 statistics.
     fn passages(&self, file: &Entry) -> PassageScreen;
 
     /// Keeps what reading a file judged [`PassageScreen::Learn`] found.
     fn learn_passages(&self, file: &Entry, stats: PassageStats);
+}
+
+/// A screen's answer for search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Screened<'a> {
+    /// Holds no match; the counts of its redacted content (what reading it would add
+    /// to a receipt).
+    NoMatch(&'a Counts),
+    /// Not text: reading it would answer `NotText`.
+    NotText,
+    /// Read it.
+    Read,
 }
 
 /// A screen's answer for retrieve.

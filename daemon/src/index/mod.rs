@@ -22,6 +22,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tree::{NodeId, ROOT, Tree, flags, id_key};
 pub use walk::WalkSkips;
 
+/// Which listing of a directory [`Index::listing_with`] hands out.
+#[derive(Clone, Copy)]
+enum Listed<'a> {
+    /// Whatever the tree holds.
+    Any,
+    /// Only one read from the disk at least once.
+    IfScanned,
+    /// Only one read while the directory had this `lstat`, settled since.
+    IfFresh(&'a StatKey),
+}
+
 /// Tuning of an index.
 #[derive(Clone, Debug)]
 pub struct IndexOptions {
@@ -667,13 +678,7 @@ impl Index {
     /// (`crate::watch::sync`). `None` when `rel` is not an indexed directory whose
     /// listing was read.
     pub fn indexed_children(&self, rel: &str) -> Option<Vec<Entry>> {
-        let tree = self.read();
-        let n = tree.node(tree.find(rel)?);
-        if !n.is_dir() || n.flags & flags::SCANNED == 0 {
-            return None;
-        }
-        drop(tree);
-        self.listing_with(rel, None, |child_rel, node| {
+        self.listing_with(rel, Listed::IfScanned, |child_rel, node| {
             (!node.stat.is_symlink()).then(|| entry(child_rel, &node.stat))
         })
         .map(|rows| rows.into_iter().flatten().collect())
@@ -706,18 +711,19 @@ impl Index {
                 id: PathId(node.id),
             })
         };
-        if let Some(rows) = self.listing_with(rel, Some(&dir_stat), &mut member) {
+        if let Some(rows) = self.listing_with(rel, Listed::IfFresh(&dir_stat), &mut member) {
             return Ok(rows);
         }
         self.read_dir_into_index(rel, dir_stat);
-        self.listing_with(rel, None, &mut member)
+        self.listing_with(rel, Listed::Any, &mut member)
             .ok_or(ViewError::Missing)
     }
 
     /// The indexed children of `rel` as (rel, stat); with `if_fresh`, only when the
     /// directory was read at exactly that stat and the stat was settled then.
     fn listing(&self, rel: &str, if_fresh: Option<&StatKey>) -> Option<Vec<(String, StatKey)>> {
-        self.listing_with(rel, if_fresh, |child_rel, node| {
+        let listed = if_fresh.map_or(Listed::Any, Listed::IfFresh);
+        self.listing_with(rel, listed, |child_rel, node| {
             (child_rel.to_owned(), node.stat)
         })
     }
@@ -727,7 +733,7 @@ impl Index {
     fn listing_with<T>(
         &self,
         rel: &str,
-        if_fresh: Option<&StatKey>,
+        listed: Listed<'_>,
         mut row: impl FnMut(&str, &tree::Node) -> T,
     ) -> Option<Vec<T>> {
         let tree = self.read();
@@ -735,11 +741,16 @@ impl Index {
         if !n.is_dir() {
             return None;
         }
-        if let Some(stat) = if_fresh {
-            let trusted = flags::SCANNED | flags::SETTLED;
-            if n.flags & trusted != trusted || n.stat != *stat {
-                return None;
+        let listed_ok = match listed {
+            Listed::Any => true,
+            Listed::IfScanned => n.flags & flags::SCANNED != 0,
+            Listed::IfFresh(stat) => {
+                let trusted = flags::SCANNED | flags::SETTLED;
+                n.flags & trusted == trusted && n.stat == *stat
             }
+        };
+        if !listed_ok {
+            return None;
         }
         let mut child_rel = String::new();
         Some(

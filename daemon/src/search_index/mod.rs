@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// Layout version of stored segments; a head of another format is rebuilt.
-pub const INDEX_FORMAT: u32 = 1;
+pub const INDEX_FORMAT: u32 = 2;
 
 /// Text a segment covers, about (by file size): bounds the memory a build holds at once
 /// (its gram pairs, 8 bytes per distinct gram of each file, about 3 bytes of text each).
@@ -52,6 +52,8 @@ struct Slot {
     /// Its number in the segment's postings; `None` for a file indexed without text (not
     /// text, too large, not read by the pass): always read, never stale at its stat.
     number: Option<u32>,
+    /// Not text at the record's stat ([`Indexed::NotText`]).
+    not_text: bool,
     record: FileRecord,
     counts: Counts,
     /// Retrieve's statistics of the text, learnt from the first retrieve that read it
@@ -72,6 +74,7 @@ pub struct PassageStats {
 struct StoredSlot {
     rel: String,
     text: bool,
+    not_text: bool,
     record: FileRecord,
     counts: Vec<(String, u64)>,
 }
@@ -90,6 +93,9 @@ pub enum Indexed {
     Text(FileRecord, Arc<ContentRecord>),
     /// Not served as text at this stat (the record's stat is what is compared later).
     Opaque(FileRecord),
+    /// Refused as not text in this mode at this stat, as a read from the cache would
+    /// answer: a search skips it unread.
+    NotText(FileRecord),
 }
 
 /// The loaded index of one root (file tables; postings stay in the database).
@@ -125,6 +131,7 @@ impl SearchIndex {
                 let slot = Slot {
                     segment,
                     number: row.text.then(|| numbers.next()).flatten(),
+                    not_text: row.not_text,
                     record: row.record,
                     counts: record::load_counts(&row.counts)?,
                     passages: std::sync::OnceLock::new(),
@@ -162,9 +169,14 @@ impl SearchIndex {
                     Indexed::Text(record, content) => {
                         let text = &content.preserved;
                         let grams = plan::text_grams(&text.text);
-                        (rel.clone(), record, text.counts.clone(), Some(grams))
+                        (rel.clone(), record, text.counts.clone(), Some(grams), false)
                     }
-                    Indexed::Opaque(record) => (rel.clone(), record, Counts::default(), None),
+                    Indexed::Opaque(record) => {
+                        (rel.clone(), record, Counts::default(), None, false)
+                    }
+                    Indexed::NotText(record) => {
+                        (rel.clone(), record, Counts::default(), None, true)
+                    }
                 })
             };
             let found: Vec<_> = match pool {
@@ -182,7 +194,7 @@ impl SearchIndex {
             );
             let mut table = Vec::with_capacity(found.len());
             let mut numbers = 0u32..;
-            for (rel, record, counts, grams) in found {
+            for (rel, record, counts, grams, not_text) in found {
                 let number = grams.map(|grams| {
                     let number = numbers.next().unwrap_or(u32::MAX);
                     pairs.extend(grams.into_iter().map(|g| (g, number)));
@@ -191,6 +203,7 @@ impl SearchIndex {
                 table.push(StoredSlot {
                     rel: rel.clone(),
                     text: number.is_some(),
+                    not_text,
                     record,
                     counts: record::wire_counts(&counts)
                         .into_iter()
@@ -200,6 +213,7 @@ impl SearchIndex {
                 let slot = Slot {
                     segment: segments,
                     number,
+                    not_text,
                     record,
                     counts,
                     passages: std::sync::OnceLock::new(),
@@ -424,6 +438,8 @@ pub enum Verdict<'a> {
     RuledOut(&'a Counts),
     /// Indexed at its current stat and a candidate (or indexed without text): read it.
     Candidate,
+    /// Known not to be text at its current stat: what reading it would find, unread.
+    NotText,
     /// Not indexed, changed since, or gone: read it.
     Unknown,
 }
@@ -443,6 +459,9 @@ impl Screen {
         };
         if !slot.known_at(&stat) {
             return Verdict::Unknown;
+        }
+        if slot.not_text && slot.record.trusted_for(&stat) {
+            return Verdict::NotText;
         }
         match slot.number {
             Some(number) if candidates.binary_search(&number).is_err() => {

@@ -11,7 +11,7 @@ use crate::engine::placeholder::casefold;
 use crate::engine::python::text::{is_py_space, splitlines};
 use crate::engine::{Category, Counts};
 use crate::search_index::plan::GramPlan;
-use crate::view::{Entry, FileScreen, RedactedDoc, RedactedPath, RootView};
+use crate::view::{Entry, FileScreen, RedactedDoc, RedactedPath, RootView, Screened};
 use aho_corasick::{AhoCorasick, AhoCorasickKind};
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder};
@@ -289,18 +289,24 @@ fn search_file(
         screen,
     } = *query;
     // A file the index rules out is what reading it and finding no match would give.
-    if let Some(doc_counts) = screen.and_then(|screen| screen.rules_out(entry)) {
-        return FileResult::Searched {
-            // Under the raw prefilter a file without a match adds nothing to the
-            // receipt (see `search`), so its counts are not copied.
-            doc_counts: if prefilter {
-                Counts::default()
-            } else {
-                doc_counts.clone()
-            },
-            path: None,
-            lines: Vec::new(),
-        };
+    match screen.map_or(Screened::Read, |screen| screen.screen(entry)) {
+        Screened::NoMatch(doc_counts) => {
+            return FileResult::Searched {
+                // Under the raw prefilter a file without a match adds nothing to the
+                // receipt (see `search`), so its counts are not copied.
+                doc_counts: if prefilter {
+                    Counts::default()
+                } else {
+                    doc_counts.clone()
+                },
+                path: None,
+                lines: Vec::new(),
+            };
+        }
+        // As the cache would answer below.
+        Screened::NotText if prefilter => return FileResult::Skipped,
+        Screened::NotText => return FileResult::NotText,
+        Screened::Read => {}
     }
     // Under the raw prefilter a file that is not text is skipped, never an error. The
     // content is asked for first (from the cache it answers `NotText` for such a file
