@@ -100,6 +100,18 @@ pub struct Index {
     /// generation they were computed at: every file a whole-root call serves is checked,
     /// and its ancestors' verdicts are shared by all files below them.
     dir_verdicts: RwLock<HashMap<Box<str>, (u64, bool)>>,
+    /// Bumped under the write lock by every change to the tree.
+    generation: std::sync::atomic::AtomicU64,
+    /// [`Index::indexed_children`] answers of the current generation: an unchanged tree
+    /// lists the next whole-root walk from here.
+    listings: Mutex<Listings>,
+}
+
+/// Directory listings of one tree generation.
+#[derive(Default)]
+struct Listings {
+    generation: u64,
+    by_dir: HashMap<Box<str>, Arc<[Entry]>>,
 }
 
 /// The directory verdict memo is dropped wholesale past this size.
@@ -129,6 +141,46 @@ fn indexed_entry(rel: &str, stat: &StatKey) -> Entry {
         stat: None,
         ..entry(rel, stat)
     }
+}
+
+/// [`Index::listing_with`] on a tree already locked.
+fn listing_in<T>(
+    tree: &Tree,
+    rel: &str,
+    listed: Listed<'_>,
+    mut row: impl FnMut(&str, &tree::Node) -> T,
+) -> Option<Vec<T>> {
+    let n = tree.node(tree.find(rel)?);
+    if !n.is_dir() {
+        return None;
+    }
+    let listed_ok = match listed {
+        Listed::Any => true,
+        Listed::IfScanned => n.flags & flags::SCANNED != 0,
+        Listed::IfFresh(stat) => {
+            let trusted = flags::SCANNED | flags::SETTLED;
+            n.flags & trusted == trusted && n.stat == *stat
+        }
+    };
+    if !listed_ok {
+        return None;
+    }
+    let mut child_rel = String::new();
+    Some(
+        n.children
+            .iter()
+            .map(|&c| {
+                let child = tree.node(c);
+                child_rel.clear();
+                if rel != "." {
+                    child_rel.push_str(rel);
+                    child_rel.push('/');
+                }
+                child_rel.push_str(&child.name);
+                row(&child_rel, child)
+            })
+            .collect(),
+    )
 }
 
 fn parent_rel(rel: &str) -> &str {
@@ -170,6 +222,8 @@ impl Index {
             tree: RwLock::new(Tree::new(stat, root_id)),
             skips: Mutex::new(WalkSkips::default()),
             dir_verdicts: RwLock::new(HashMap::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            listings: Mutex::new(Listings::default()),
         })
     }
 
@@ -192,8 +246,17 @@ impl Index {
         self.tree.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn listings(&self) -> std::sync::MutexGuard<'_, Listings> {
+        self.listings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The tree for a change; the generation moves while the lock is held, so a reader
+    /// that sees a generation under the read lock sees the tree of that generation.
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Tree> {
-        self.tree.write().unwrap_or_else(|e| e.into_inner())
+        let tree = self.tree.write().unwrap_or_else(|e| e.into_inner());
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tree
     }
 
     fn id_of(&self, rel: &str) -> u64 {
@@ -677,11 +740,37 @@ impl Index {
     /// (its `stat` set as if just taken): for walks whose watcher vouched for the tree
     /// (`crate::watch::sync`). `None` when `rel` is not an indexed directory whose
     /// listing was read.
+    ///
+    /// Listings are kept until the tree next changes: a whole-root search on a quiet tree
+    /// then costs no tree lookup per directory and no allocation per path.
     pub fn indexed_children(&self, rel: &str) -> Option<Vec<Entry>> {
-        self.listing_with(rel, Listed::IfScanned, |child_rel, node| {
-            (!node.stat.is_symlink()).then(|| entry(child_rel, &node.stat))
-        })
-        .map(|rows| rows.into_iter().flatten().collect())
+        use std::sync::atomic::Ordering::SeqCst;
+        {
+            let listings = self.listings();
+            if listings.generation == self.generation.load(SeqCst)
+                && let Some(listed) = listings.by_dir.get(rel)
+            {
+                return Some(listed.to_vec());
+            }
+        }
+        let (generation, listed) = {
+            let tree = self.read();
+            let generation = self.generation.load(SeqCst);
+            let rows = listing_in(&tree, rel, Listed::IfScanned, |child_rel, node| {
+                (!node.stat.is_symlink()).then(|| entry(child_rel, &node.stat))
+            })?;
+            let listed: Arc<[Entry]> = rows.into_iter().flatten().collect();
+            (generation, listed)
+        };
+        let mut listings = self.listings();
+        if generation > listings.generation {
+            listings.by_dir.clear();
+            listings.generation = generation;
+        }
+        if generation == listings.generation {
+            listings.by_dir.insert(rel.into(), listed.clone());
+        }
+        Some(listed.to_vec())
     }
 
     /// Children of an admitted directory in reference order with their ids, as fresh in
@@ -734,40 +823,9 @@ impl Index {
         &self,
         rel: &str,
         listed: Listed<'_>,
-        mut row: impl FnMut(&str, &tree::Node) -> T,
+        row: impl FnMut(&str, &tree::Node) -> T,
     ) -> Option<Vec<T>> {
-        let tree = self.read();
-        let n = tree.node(tree.find(rel)?);
-        if !n.is_dir() {
-            return None;
-        }
-        let listed_ok = match listed {
-            Listed::Any => true,
-            Listed::IfScanned => n.flags & flags::SCANNED != 0,
-            Listed::IfFresh(stat) => {
-                let trusted = flags::SCANNED | flags::SETTLED;
-                n.flags & trusted == trusted && n.stat == *stat
-            }
-        };
-        if !listed_ok {
-            return None;
-        }
-        let mut child_rel = String::new();
-        Some(
-            n.children
-                .iter()
-                .map(|&c| {
-                    let child = tree.node(c);
-                    child_rel.clear();
-                    if rel != "." {
-                        child_rel.push_str(rel);
-                        child_rel.push('/');
-                    }
-                    child_rel.push_str(&child.name);
-                    row(&child_rel, child)
-                })
-                .collect(),
-        )
+        listing_in(&self.read(), rel, listed, row)
     }
 
     /// Re-reads one directory's entries (not deeper) into the tree.
