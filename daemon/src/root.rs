@@ -1406,6 +1406,7 @@ impl RootView for ServedRoot {
                     kind: EntryKind::Dir,
                     size: child.stat.size,
                     stat: None,
+                    text: None,
                 }),
             }
         })?;
@@ -1431,6 +1432,10 @@ impl RootView for ServedRoot {
                 }
             }
         }
+        // Decided by the index for the stat the entry carries (a listing from the index).
+        if let (Some(stat), Some(text)) = (file.stat, file.text) {
+            return stat.is_regular() && text;
+        }
         let path = fs::abs_path(&self.root, &file.rel);
         // The stat the walk just took, if it handed this entry out; else one now.
         let stat = match file.stat {
@@ -1451,7 +1456,9 @@ impl RootView for ServedRoot {
             && let Some(rec) = cache.get_file(&self.root_key, &file.rel)
             && rec.trusted_for(&stat)
         {
-            return rec.text.is_some_and(|t| self.decoding.reads(t.encoding));
+            let flag = rec.text.is_some_and(|t| self.decoding.reads(t.encoding));
+            self.index.set_text_flag(&file.rel, &stat, flag);
+            return flag;
         }
         let flag = content::classify_file(&path).is_some_and(|e| self.decoding.reads(e));
         self.index.set_text_flag(&file.rel, &stat, flag);

@@ -31,6 +31,9 @@ pub struct Entry {
     /// `None` when it answered from what it had indexed. Lets the search index judge a
     /// file by the stat the walk just took instead of taking another.
     pub stat: Option<StatKey>,
+    /// Whether the file at `stat` is text, when the index had already decided it (a
+    /// listing from the index hands it out, sparing the text check a lookup per file).
+    pub text: Option<bool>,
 }
 
 impl Entry {

@@ -96,12 +96,22 @@ fn synced_searches_see_every_change_made_just_before_them() {
         write(&root, &rel, &text);
         files.push(rel);
     }
+    // Files whose name does not say whether they are text: the text check is the
+    // index's, and a regex search counts the ones that are not.
+    for i in 0..4 {
+        write(&root, &format!("data/blob{i}.dat"), "a needle in data\n");
+    }
     let (served, _watcher) = serve_watched(&root, &dir.path().join("state"));
-    let args = needle_search();
+    let literal = needle_search();
+    let regex = SearchArgs {
+        query: "ne+dle".into(),
+        regex: true,
+        ..SearchArgs::default()
+    };
     let mut ruled_out = 0;
     for round in 0..40 {
         // One change, then the search at once: no sleep lets the watcher catch up.
-        let what = rng.below(5);
+        let what = rng.below(6);
         match what {
             0 => {
                 // In-place edit (the file grows: a same-size rewrite within one clock
@@ -130,22 +140,35 @@ fn synced_searches_see_every_change_made_just_before_them() {
                 std::fs::rename(root.join(&files[at]), root.join(&to)).unwrap();
                 files[at] = to;
             }
+            4 => {
+                // Text becomes binary or back, in place.
+                let rel = format!("data/blob{}.dat", rng.below(4));
+                let binary = std::fs::read(root.join(&rel)).unwrap().contains(&0);
+                let next: &[u8] = if binary {
+                    b"a needle again\n"
+                } else {
+                    b"\0\x01binary needle\0"
+                };
+                std::fs::write(root.join(&rel), next).unwrap();
+            }
             _ => {
                 // A needle removed: the file must stop matching.
                 let rel = rng.pick(&files).clone();
                 std::fs::write(root.join(&rel), format!("round {round} no match\n")).unwrap();
             }
         }
-        let walks = served.counters().synced_walks.load(Ordering::Relaxed);
-        let screened = served.counters().screened_out.load(Ordering::Relaxed);
-        let synced = search(&*served, &args, &Stop::never()).text;
-        assert_eq!(
-            served.counters().synced_walks.load(Ordering::Relaxed),
-            walks + 1,
-            "round {round}: the search did not walk after a sync"
-        );
-        ruled_out += served.counters().screened_out.load(Ordering::Relaxed) - screened;
-        assert_eq!(synced, fresh_answer(&root, &args), "round {round} ({what})");
+        for args in [&literal, &regex] {
+            let walks = served.counters().synced_walks.load(Ordering::Relaxed);
+            let screened = served.counters().screened_out.load(Ordering::Relaxed);
+            let synced = search(&*served, args, &Stop::never()).text;
+            assert_eq!(
+                served.counters().synced_walks.load(Ordering::Relaxed),
+                walks + 1,
+                "round {round}: the search did not walk after a sync"
+            );
+            ruled_out += served.counters().screened_out.load(Ordering::Relaxed) - screened;
+            assert_eq!(synced, fresh_answer(&root, args), "round {round} ({what})");
+        }
     }
     assert!(ruled_out > 0, "the search index was never used");
 }

@@ -132,6 +132,7 @@ fn entry(rel: &str, stat: &StatKey) -> Entry {
         kind: kind_of(stat),
         size: stat.size,
         stat: Some(*stat),
+        text: None,
     }
 }
 
@@ -757,7 +758,11 @@ impl Index {
             let tree = self.read();
             let generation = self.generation.load(SeqCst);
             let rows = listing_in(&tree, rel, Listed::IfScanned, |child_rel, node| {
-                (!node.stat.is_symlink()).then(|| entry(child_rel, &node.stat))
+                let known = node.flags & flags::TEXT_KNOWN != 0;
+                (!node.stat.is_symlink()).then(|| Entry {
+                    text: known.then_some(node.flags & flags::TEXT != 0),
+                    ..entry(child_rel, &node.stat)
+                })
             })?;
             let listed: Arc<[Entry]> = rows.into_iter().flatten().collect();
             (generation, listed)
@@ -898,6 +903,18 @@ impl Index {
 
     /// Remembers the text decision for `rel` at `stat`.
     pub fn set_text_flag(&self, rel: &str, stat: &StatKey, is_text: bool) {
+        {
+            let tree = self.read();
+            let Some(n) = tree.find(rel).map(|n| tree.node(n)) else {
+                return;
+            };
+            let known = n.flags & flags::TEXT_KNOWN != 0;
+            if n.stat != *stat || (known && (n.flags & flags::TEXT != 0) == is_text) {
+                // The entry moved on, or this is known: a write would only move the
+                // generation (and drop the listings kept for the next walk).
+                return;
+            }
+        }
         let mut tree = self.write();
         if let Some(node) = tree.find(rel) {
             let n = tree.node_mut(node);

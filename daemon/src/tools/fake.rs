@@ -188,6 +188,7 @@ impl FakeView {
                 node.raw.len() as u64
             },
             stat: None,
+            text: None,
         })
     }
 
