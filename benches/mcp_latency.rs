@@ -15,7 +15,8 @@
 //!    redacted into the cache), then times each call: `redctx_stat`, `redctx_list` of the
 //!    directory, `redctx_read` of both files, `redctx_bundle` of the 33 files, `redctx_tree`
 //!    depth 3 of the root, a whole-root literal `redctx_search` for a string that occurs
-//!    nowhere (so every file is scanned), and `initialize` to first answer (spawn a new
+//!    nowhere (so every file is scanned), the same as a regex with that literal, a
+//!    whole-root `redctx_retrieve` of common words, and `initialize` to first answer (spawn a new
 //!    shim, handshake, one `redctx_stat`). p50/p99 of the round trip as the client sees it;
 //!    server-side p50/p99 from the daemon's own per-request timing (its `answered ...
 //!    elapsed_us` debug line, enabled with `REDCTX_LOG` for this run only).
@@ -59,6 +60,10 @@ use support::{Env, bins};
 
 /// A string that occurs in no generated file, so a search scans every byte.
 const ABSENT_LITERAL: &str = "zq-redctx-bench-absent-7f3k";
+
+/// What an agent might ask `redctx_retrieve` in a service monorepo: words the generated
+/// code uses often, so many files hold one (the index cannot rule them out).
+const RETRIEVE_QUERY: &str = "retry the connection after a timeout";
 
 /// Flags that lift the per-call byte and entry budgets (both servers take them).
 const LIFTED_CAPS: [&str; 4] = [
@@ -451,7 +456,19 @@ fn ops(p: &Picks) -> Vec<Op> {
             "search whole root".into(),
             Some("redctx_search"),
             json!({"query": ABSENT_LITERAL}),
-            Target::TimesRg(2.0),
+            Target::RoundTrip(50.0),
+        ),
+        op(
+            "regex search (literal)".into(),
+            Some("redctx_search"),
+            json!({"query": format!("{ABSENT_LITERAL}-[0-9]+"), "regex": true}),
+            Target::RoundTrip(150.0),
+        ),
+        op(
+            "retrieve whole root".into(),
+            Some("redctx_retrieve"),
+            json!({"query": RETRIEVE_QUERY}),
+            Target::RoundTrip(100.0),
         ),
         op(
             "initialize→1st answer".into(),
