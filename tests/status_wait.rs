@@ -144,4 +144,23 @@ fn status_wait_in_a_script_returns_the_moment_the_root_is_ready() {
         latency * 1e3,
         finished[0]
     );
+
+    // Once its watches are in place, the watcher's figures are the daemon's own: one
+    // watch per directory of the root (it, src and src's five subdirectories).
+    let watcher = poll(
+        "the watcher's figures in status",
+        Duration::from_secs(30),
+        || {
+            let (code, out, _) = env.run(&["status", "--root", root.to_str().unwrap()]);
+            let line = out
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("watcher: "))?;
+            (code == 0 && line.starts_with("7/")).then(|| line.to_owned())
+        },
+    );
+    let (limit, rescans) = watcher["7/".len()..]
+        .split_once(" watches, ")
+        .expect("7/<limit> watches, <n> rescans");
+    assert!(limit.parse::<u64>().is_ok_and(|l| l >= 7), "{watcher}");
+    assert!(rescans.ends_with(" rescans"), "{watcher}");
 }

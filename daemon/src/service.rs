@@ -120,7 +120,7 @@ enum Snapshot {
         stamps: PolicyStamps,
         root: Arc<ServedRoot>,
         /// Keeps the index fresh while this snapshot is served (dropped with it).
-        _watcher: Option<Watcher>,
+        watcher: Option<Watcher>,
     },
     /// Access blocked until the policy files are repaired; `last` is the last policy
     /// that was served (reloads compare against it).
@@ -299,7 +299,7 @@ impl Service {
             policy,
             stamps,
             root,
-            _watcher: watcher,
+            watcher,
         })
     }
 
@@ -709,7 +709,6 @@ fn run_tool(
     })
 }
 
-/// MIME type of a resource (spec 4).
 /// How often a `wait_root` waiting on a pass looks at the rest of the root's state.
 const WAIT_SLICE: Duration = Duration::from_millis(100);
 
@@ -719,8 +718,9 @@ fn root_info(key: &RootKey, h: &RootHandle) -> (RootInfo, Option<Arc<ServedRoot>
     let snap = h.snapshot.lock().expect("snapshot lock");
     let options = Some(key.describe());
     match &*snap {
-        Snapshot::Ready { root, .. } => {
+        Snapshot::Ready { root, watcher, .. } => {
             let p = root.progress();
+            let watch = watcher.as_ref().map(Watcher::stats);
             let info = RootInfo {
                 path: h.source.root().to_path_buf(),
                 state: if p.finished { "ready" } else { "indexing" }.to_owned(),
@@ -731,6 +731,9 @@ fn root_info(key: &RootKey, h: &RootHandle) -> (RootInfo, Option<Arc<ServedRoot>
                 bytes: Some(p.bytes_indexed),
                 policy: Some("ok".to_owned()),
                 options,
+                watches_used: watch.map(|w| w.watches_used),
+                watch_limit: watch.and_then(|w| w.watch_limit),
+                rescans: watch.map(|w| w.rescans),
                 ..RootInfo::default()
             };
             (info, (!p.finished).then(|| root.clone()))
