@@ -134,7 +134,7 @@ impl Daemon {
                 .into_iter()
                 .find(|r| {
                     let exec = r.options.as_deref().unwrap_or("").contains("detector exec");
-                    r.path == spec.path && exec == !spec.detectors.is_empty()
+                    r.path == spec.path && exec != spec.detectors.is_empty()
                 })
                 .expect("root registered"),
             other => panic!("roots: unexpected answer {other:?}"),

@@ -322,13 +322,11 @@ fn read_lines(stdout: impl Read, tx: &std::sync::mpsc::Sender<Line>) {
     let mut reader = BufReader::new(stdout);
     loop {
         let mut buf = Vec::new();
-        let n = match (&mut reader)
+        // A read error ends the stream like EOF.
+        let n = (&mut reader)
             .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut buf)
-        {
-            Ok(n) => n,
-            Err(_) => 0,
-        };
+            .unwrap_or_default();
         if n == 0 {
             let _ = tx.send(Line::Eof);
             return;
