@@ -990,6 +990,34 @@ mod tests {
     }
 
     #[test]
+    fn findings_live_as_long_as_a_file_record_names_their_text() {
+        use crate::engine::plugged::CharSpan;
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let cache = Cache::open(dir.path()).unwrap();
+        let spans = vec![CharSpan {
+            start: 0,
+            end: 3,
+            category: crate::engine::placeholder::Category::ID,
+        }];
+        let detector = [5u8; 32];
+        cache.put(&root, "a.py", text_file(1), None);
+        cache.put_findings(&[1; 32], &detector, &spans);
+        cache.put_findings(&[2; 32], &detector, &spans);
+        cache.flush();
+        assert_eq!(cache.get_findings(&[2; 32], &detector), Some(spans.clone()));
+        let report = cache.sweep().unwrap();
+        assert_eq!(report.findings, 1);
+        assert_eq!(cache.get_findings(&[1; 32], &detector), Some(spans.clone()));
+        assert_eq!(cache.get_findings(&[2; 32], &detector), None);
+        assert_eq!(cache.get_findings(&[1; 32], &[6u8; 32]), None);
+        cache.shutdown();
+        drop(cache);
+        let cache = Cache::open(dir.path()).unwrap();
+        assert_eq!(cache.get_findings(&[1; 32], &detector), Some(spans));
+    }
+
+    #[test]
     fn content_shared_by_two_files_survives_deleting_one_of_them() {
         let dir = tempfile::tempdir().unwrap();
         let root = [7u8; 32];
