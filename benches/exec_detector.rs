@@ -189,7 +189,8 @@ fn reads(d: &Daemon, spec: &RootSpec, paths: &[String], n: usize) -> Vec<f64> {
             let t = Instant::now();
             let (text, err) = d.call(spec, "redctx_read", serde_json::json!({"path": p}));
             let us = t.elapsed().as_secs_f64() * 1e6;
-            assert!(!err && !text.contains("Zorblax"), "{p}: {text}");
+            let leaked = !spec.detectors.is_empty() && text.contains("Zorblax");
+            assert!(!err && !leaked, "{p}: {text}");
             us
         })
         .collect()

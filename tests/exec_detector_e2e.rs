@@ -2,7 +2,8 @@
 //! (`--detector exec=PROGRAM`, the test detector of `tests/detectors/`) redacts its finds
 //! in every tool, receipts and `doctor` name it by its hello; a crash blocks the calls
 //! that need it with `Detector failed.` and they recover once it is restarted; the
-//! config's `plugged_detectors` list works, and the command line wins over it.
+//! config's `plugged_detectors` list works (what a detector's hello protects is never
+//! served), and the command line wins over it.
 
 mod support;
 
@@ -121,7 +122,16 @@ fn the_config_list_is_used_unless_the_command_line_gives_detectors() {
     write(&root, "a.md", "EMP-1111 and TICKET-22222.\n");
     let tools = root.join("detectors");
     std::fs::create_dir(&tools).unwrap();
-    program(&tools, "ner-program", "--name test-ner --version 1");
+    // The hello protects the model directory under the root.
+    write(&root, "model/weights.txt", "EMP-9999 weights\n");
+    program(
+        &tools,
+        "ner-program",
+        &format!(
+            "--name test-ner --version 1 --protect {}",
+            root.join("model").display()
+        ),
+    );
     write(
         &root,
         "detectors/ids.toml",
@@ -149,6 +159,9 @@ fn the_config_list_is_used_unless_the_command_line_gives_detectors() {
         !tree.contains("ids.toml") && !tree.contains("ner-program"),
         "{tree}"
     );
+    assert!(!tree.contains("weights"), "{tree}");
+    let (code, out, _) = env.run(&["--root", root.to_str().unwrap(), "cat", "model/weights.txt"]);
+    assert!(code != 0 && !out.contains("weights"), "{out}");
 
     // The command line wins: only its detector runs.
     let rules = tempfile::tempdir().unwrap();
