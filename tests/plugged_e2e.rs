@@ -109,7 +109,7 @@ fn start_up_errors_name_the_detector_never_its_argument() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--detector", "gliner=/private/secret-model"],
-            "Unknown detector. Name: gliner. Available: patterns.",
+            "Unknown detector. Name: gliner. Available: exec, patterns.",
         ),
         (
             &[

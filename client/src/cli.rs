@@ -21,7 +21,7 @@ mod detectors;
 mod files;
 mod rehydrate;
 mod service;
-mod status;
+pub mod status;
 mod writes;
 
 /// redctx: let AI agents read a private codebase without seeing its secrets.
@@ -84,7 +84,8 @@ struct McpArgs {
     /// Redaction mode: strict, balanced or code (default: the config's `mode`, else code).
     #[arg(long, value_parser = ["strict", "balanced", "code"])]
     mode: Option<String>,
-    /// Plug in a detector, e.g. `patterns=rules.toml` (repeatable; spec 5.12).
+    /// Plug in a detector: `patterns=rules.toml` or `exec=/path/to/program`
+    /// (repeatable; spec 5.12). Any `--detector` replaces the config's `plugged_detectors`.
     #[arg(long, value_name = "NAME[=ARGUMENT]")]
     detector: Vec<String>,
     /// Also serve files the default policy keeps private.

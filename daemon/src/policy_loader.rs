@@ -9,9 +9,10 @@
 //! config or term file that vanished, or a changed salt blocks access instead of
 //! silently falling back.
 
+use crate::detectors;
 use crate::engine::Mode;
 use crate::engine::config::{self, ConfigError, EnvOverrides, LOCAL_CONFIG, PolicyInputs};
-use crate::engine::plugged::{PluggedDef, PluggedKind, patterns};
+use crate::engine::plugged::{External, PluggedDef, PluggedKind, patterns};
 use crate::engine::policy::Policy;
 use crate::vault;
 use std::collections::BTreeMap;
@@ -129,8 +130,23 @@ pub struct PolicySource {
     /// The client asked for `--documents` (the config's `documents` can only add to it).
     documents: bool,
     env: EnvOverrides,
-    /// Plugged detectors from the launch (`--detector`): name and the rules file.
+    /// Plugged detectors from the launch (`--detector`): name and the rules file or
+    /// program. When empty, the config's `plugged_detectors` apply.
     detectors: Vec<(String, PathBuf)>,
+    /// Where external detectors' findings are kept (none: asked every time).
+    findings: Option<std::sync::Arc<crate::cache::Cache>>,
+}
+
+/// Most plugged detectors one policy may load (the cache keeps counts for this many).
+pub const MAX_PLUGGED: usize = 8;
+
+/// The plugged detectors this build has.
+const AVAILABLE: &str = "exec, patterns";
+
+/// A detector read for a policy, before the salt is known.
+enum LoadedDetector {
+    Patterns(Vec<patterns::PatternRule>),
+    Exec(std::sync::Arc<detectors::ExecDetector>, String),
 }
 
 impl PolicySource {
@@ -197,7 +213,17 @@ impl PolicySource {
             documents: false,
             env,
             detectors: Vec::new(),
+            findings: None,
         })
+    }
+
+    /// Keeps external detectors' findings in `cache`.
+    pub fn with_findings_cache(
+        mut self,
+        cache: Option<std::sync::Arc<crate::cache::Cache>>,
+    ) -> PolicySource {
+        self.findings = cache;
+        self
     }
 
     /// Turns document extraction on whatever the config says (`--documents`).
@@ -275,7 +301,17 @@ impl PolicySource {
         } else {
             None
         };
-        let plugged = self.plugged()?;
+        let list = self.detector_list(config.as_ref())?;
+        let (loaded, extra_protected) = self.load_detectors(&list)?;
+        let mut protected = self.protected.clone();
+        for path in extra_protected {
+            if let Ok(rel) = path.strip_prefix(&self.root)
+                && !rel.as_os_str().is_empty()
+                && !protected.contains(&rel_posix(rel))
+            {
+                protected.push(rel_posix(rel));
+            }
+        }
         let mut policy = config::build_policy(PolicyInputs {
             root_name: &self.root_name,
             config: config.as_ref(),
@@ -283,22 +319,93 @@ impl PolicySource {
             env: &self.env,
             vault_salt: vault_salt.as_deref(),
             mode: self.mode,
-            protected_paths: &self.protected,
+            protected_paths: &protected,
         })?;
         policy.documents |= self.documents;
-        policy.plugged = plugged;
+        policy.plugged = loaded
+            .into_iter()
+            .zip(&list)
+            .map(|(loaded, (name, _))| self.plugged_def(name, loaded, &policy.salt))
+            .collect();
+        policy.plugged_files = list.into_iter().map(|(_, path)| path).collect();
         Ok(policy)
     }
 
-    /// Reads and validates every plugged detector's rules file.
-    fn plugged(&self) -> Result<Vec<PluggedDef>, ConfigError> {
+    /// The plugged detectors in effect: the launch's `--detector` list, else the
+    /// config's `plugged_detectors`, whose relative arguments are resolved against the
+    /// config file's directory (`~` is the home directory).
+    fn detector_list(
+        &self,
+        config: Option<&config::ConfigFile>,
+    ) -> Result<Vec<(String, PathBuf)>, ConfigError> {
+        if !self.detectors.is_empty() {
+            return Ok(self.detectors.clone());
+        }
+        let Some(config) = config else {
+            return Ok(Vec::new());
+        };
+        let base = self.config_path.parent().unwrap_or(&self.root);
+        let fail = |s: String| Err(ConfigError::PluggedDetector(s));
+        let mut out: Vec<(String, PathBuf)> = Vec::new();
+        for entry in &config.plugged_detectors {
+            let Some((name, argument)) = entry.split_once('=') else {
+                return fail("Invalid plugged_detectors entry; expected NAME=ARGUMENT.".into());
+            };
+            let (name, argument) = (name.trim(), argument.trim());
+            if !detectors::protocol::valid_name(name) {
+                return fail("Invalid plugged_detectors entry; expected NAME=ARGUMENT.".into());
+            }
+            if out.iter().any(|(n, _)| n == name) {
+                return fail(format!("Detector '{name}' was given more than once."));
+            }
+            if !matches!(name, "patterns" | "exec") {
+                return fail(format!(
+                    "Unknown detector. Name: {name}. Available: {AVAILABLE}."
+                ));
+            }
+            if argument.is_empty() {
+                return fail(format!("The {name} detector requires an argument."));
+            }
+            let path = base.join(expand_user(Path::new(argument), self.env.home.as_deref()));
+            out.push((name.to_owned(), resolve_lenient(&path)));
+        }
+        Ok(out)
+    }
+
+    /// Reads and validates each rules file, starts (or finds) each external detector;
+    /// also returns the paths they protect (the rules file, the program, and what the
+    /// program's hello names).
+    fn load_detectors(
+        &self,
+        list: &[(String, PathBuf)],
+    ) -> Result<(Vec<LoadedDetector>, Vec<PathBuf>), ConfigError> {
+        if list.len() > MAX_PLUGGED {
+            return Err(ConfigError::PluggedDetector(format!(
+                "At most {MAX_PLUGGED} detectors can be plugged in."
+            )));
+        }
         let unreadable = || {
             ConfigError::PluggedDetector(
                 "The patterns detector rules file could not be read.".into(),
             )
         };
-        let mut defs = Vec::new();
-        for (name, path) in &self.detectors {
+        let mut loaded = Vec::new();
+        let mut protected = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for (name, path) in list {
+            protected.push(path.clone());
+            if name == "exec" {
+                let detector = detectors::obtain(path)
+                    .map_err(|e| ConfigError::PluggedDetector(e.to_string()))?;
+                let hello = detector.hello();
+                protected.extend(hello.protected_paths.iter().map(PathBuf::from));
+                names.push(hello.name.clone());
+                loaded.push(LoadedDetector::Exec(
+                    detector.clone(),
+                    path.to_string_lossy().into_owned(),
+                ));
+                continue;
+            }
             match fs::metadata(path) {
                 Ok(meta) if !meta.is_file() => return Err(unreadable()),
                 Err(_) => return Err(unreadable()),
@@ -307,13 +414,41 @@ impl PolicySource {
             let bytes = fs::read(path).map_err(|_| unreadable())?;
             let text = String::from_utf8(bytes).map_err(|_| unreadable())?;
             let rules = patterns::parse_rules(&text).map_err(ConfigError::PluggedDetector)?;
-            defs.push(PluggedDef {
-                name: name.clone(),
+            names.push(name.clone());
+            loaded.push(LoadedDetector::Patterns(rules));
+        }
+        // Receipts name detectors: an external one may not take another's name.
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(ConfigError::PluggedDetector(format!(
+                    "Detector '{name}' was given more than once."
+                )));
+            }
+        }
+        Ok((loaded, protected))
+    }
+
+    fn plugged_def(&self, name: &str, loaded: LoadedDetector, salt: &str) -> PluggedDef {
+        match loaded {
+            LoadedDetector::Patterns(rules) => PluggedDef {
+                name: name.to_owned(),
                 version: patterns::VERSION.to_owned(),
                 kind: PluggedKind::Patterns(rules),
-            });
+            },
+            LoadedDetector::Exec(detector, argument) => {
+                let hello = detector.hello().clone();
+                let source =
+                    detectors::Findings::new(detector, &argument, self.findings.clone(), salt);
+                PluggedDef {
+                    name: hello.name,
+                    version: hello.version,
+                    kind: PluggedKind::External(External {
+                        argument,
+                        source: std::sync::Arc::new(source),
+                    }),
+                }
+            }
         }
-        Ok(defs)
     }
 
     /// Stamps of the config path and of `policy`'s term files.
@@ -321,6 +456,7 @@ impl PolicySource {
         let mut paths = vec![self.config_path.clone()];
         if let Some(policy) = policy {
             paths.extend(policy.term_files.iter().map(|rel| self.root.join(rel)));
+            paths.extend(policy.plugged_files.iter().cloned());
         }
         paths.extend(self.detectors.iter().map(|(_, p)| p.clone()));
         let mut entries = BTreeMap::new();

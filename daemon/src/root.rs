@@ -202,6 +202,7 @@ impl std::fmt::Debug for ServedRoot {
 }
 
 fn lower_thread_priority() {
+    crate::detectors::mark_background_thread();
     // Background indexing yields the CPU to tool calls. On Linux a thread is a task, so
     // PRIO_PROCESS with its tid renices just this thread.
     #[cfg(target_os = "linux")]

@@ -138,6 +138,8 @@ struct RootHandle {
     source: PolicySource,
     options: RootOptions,
     snapshot: Mutex<Snapshot>,
+    /// The launch's `--detector` values (receipts before a policy loaded).
+    launch_detectors: Vec<String>,
 }
 
 /// Outcome of the per-request policy check.
@@ -145,10 +147,58 @@ enum Current {
     Ready(Arc<ServedRoot>),
     Blocked {
         message: &'static str,
-        profile: &'static str,
-        /// The last good policy ran the built-in detector layer (receipt entry).
-        builtin: bool,
+        /// The receipt's policy part, from the last good policy.
+        head: Head,
     },
+}
+
+/// The receipt's policy part: detector profile, whether the built-in detector layer
+/// runs, and each plugged detector's name and version (the `detectors` array).
+#[derive(Clone, Debug)]
+struct Head {
+    profile: String,
+    builtin: bool,
+    /// `None` when no detector is plugged (the key is then absent).
+    plugged: Option<Vec<(String, String)>>,
+}
+
+impl Head {
+    fn of(policy: &Policy) -> Head {
+        Head {
+            profile: policy.detector_profile.as_str().to_owned(),
+            builtin: policy.detectors,
+            plugged: (!policy.plugged.is_empty()).then(|| {
+                policy
+                    .plugged
+                    .iter()
+                    .map(|d| (d.name.clone(), d.version.clone()))
+                    .collect()
+            }),
+        }
+    }
+
+    /// Before any policy loaded: the launch's detectors by their `--detector` names
+    /// (an external one has not said its own yet).
+    fn launch(detectors: &[String]) -> Head {
+        Head {
+            profile: "default".to_owned(),
+            builtin: false,
+            plugged: (!detectors.is_empty()).then(|| {
+                detectors
+                    .iter()
+                    .map(|d| {
+                        let name = d.split('=').next().unwrap_or_default();
+                        let version = if name == crate::engine::plugged::patterns::NAME {
+                            crate::engine::plugged::patterns::VERSION
+                        } else {
+                            ""
+                        };
+                        (name.to_owned(), version.to_owned())
+                    })
+                    .collect()
+            }),
+        }
+    }
 }
 
 /// The real backend: policy, index, cache and renderers for any number of roots.
@@ -215,6 +265,7 @@ impl Service {
             source,
             options,
             snapshot: Mutex::new(snapshot),
+            launch_detectors: spec.detectors.clone(),
         });
         let mut roots = self.roots.lock().expect("roots lock");
         Ok(roots.entry(key).or_insert(handle).clone())
@@ -238,7 +289,8 @@ impl Service {
                 other => other.blocked_message(),
             })?
             .with_documents(spec.documents)
-            .with_detectors(detectors);
+            .with_detectors(detectors)
+            .with_findings_cache(self.cache.clone());
         let defaults = Limits::default();
         let l = &spec.limits;
         let limits = Limits {
@@ -382,22 +434,22 @@ impl Service {
             Snapshot::Ready { root, .. } => Current::Ready(root.clone()),
             Snapshot::Blocked { message, last, .. } => Current::Blocked {
                 message,
-                profile: last
-                    .as_ref()
-                    .map_or("default", |(p, _)| p.detector_profile.as_str()),
-                builtin: last.as_ref().is_some_and(|(p, _)| p.detectors),
+                head: last.as_ref().map_or_else(
+                    || Head::launch(&handle.launch_detectors),
+                    |(p, _)| Head::of(p),
+                ),
             },
         }
     }
 
-    /// `head` is the receipt's policy part: (detector profile, built-in detector layer on).
-    fn answer((profile, builtin): (&str, bool), spec: &RootSpec, out: ToolOutput) -> ToolResult {
-        let detectors = plugged_receipts(spec, &out.counts);
+    /// `head` is the receipt's policy part.
+    fn answer(head: Head, out: ToolOutput) -> ToolResult {
+        let detectors = plugged_receipts(head.plugged.as_deref(), &out.counts);
         let receipt = tools::Receipt {
-            detector_profile: profile.to_owned(),
+            detector_profile: head.profile,
             counts: out.counts,
             detectors,
-            builtin_detector: builtin,
+            builtin_detector: head.builtin,
         };
         ToolResult {
             text: out.text,
@@ -406,10 +458,9 @@ impl Service {
         }
     }
 
-    fn error(head: (&str, bool), spec: &RootSpec, message: &str) -> ToolResult {
+    fn error(head: Head, message: &str) -> ToolResult {
         Self::answer(
             head,
-            spec,
             ToolOutput {
                 text: message.to_owned(),
                 is_error: true,
@@ -437,15 +488,13 @@ impl Service {
         &self,
         spec: &RootSpec,
         f: impl FnOnce(&Arc<ServedRoot>) -> T,
-    ) -> Result<T, (&'static str, (&'static str, bool))> {
-        let handle = self.handle(spec).map_err(|m| (m, ("default", false)))?;
+    ) -> Result<T, (&'static str, Head)> {
+        let handle = self
+            .handle(spec)
+            .map_err(|m| (m, Head::launch(&spec.detectors)))?;
         match self.current(&handle) {
             Current::Ready(root) => Ok(f(&root)),
-            Current::Blocked {
-                message,
-                profile,
-                builtin,
-            } => Err((message, (profile, builtin))),
+            Current::Blocked { message, head } => Err((message, head)),
         }
     }
 }
@@ -453,19 +502,18 @@ impl Service {
 /// The receipt's `detectors` array (spec 5.11): every plugged detector of the launch,
 /// in its order, with this call's counts; `None` when none is plugged. Names and
 /// versions only: an argument may be a private path.
-fn plugged_receipts(spec: &RootSpec, counts: &Counts) -> Option<Vec<tools::DetectorReceipt>> {
-    if spec.detectors.is_empty() {
-        return None;
-    }
-    let list = spec
-        .detectors
+fn plugged_receipts(
+    plugged: Option<&[(String, String)]>,
+    counts: &Counts,
+) -> Option<Vec<tools::DetectorReceipt>> {
+    let list = plugged?
         .iter()
         .enumerate()
-        .map(|(i, d)| {
+        .map(|(i, (name, version))| {
             let (nominated, positional) = counts.1.get(i).copied().unwrap_or_default();
             tools::DetectorReceipt {
-                name: d.split('=').next().unwrap_or_default().to_owned(),
-                version: crate::engine::plugged::patterns::VERSION.to_owned(),
+                name: name.clone(),
+                version: version.clone(),
                 nominated,
                 positional,
             }
@@ -483,7 +531,7 @@ fn plugged_specs(specs: &[String]) -> Result<Vec<(String, PathBuf)>, &'static st
     for spec in specs {
         let (name, argument) = spec.split_once('=').ok_or(BAD)?;
         let path = PathBuf::from(argument);
-        if name != crate::engine::plugged::patterns::NAME
+        if !matches!(name, crate::engine::plugged::patterns::NAME | "exec")
             || !path.is_absolute()
             || out.iter().any(|(n, _)| n == name)
         {
@@ -780,15 +828,14 @@ impl Backend for Service {
         // object, reads as `{}`.
         let args: Value = serde_json::from_str(arguments_json).unwrap_or(Value::Null);
         match self.with_root(spec, |root| {
-            let policy = root.engine().policy();
-            let head = (policy.detector_profile.as_str(), policy.detectors);
+            let head = Head::of(root.engine().policy());
             run_tool(root, tool, &args, caller, cancel).map_or_else(
-                || Self::error(head, spec, "Tool execution failed."),
-                |out| Self::answer(head, spec, out),
+                || Self::error(head.clone(), "Tool execution failed."),
+                |out| Self::answer(head.clone(), out),
             )
         }) {
             Ok(result) => result,
-            Err((message, head)) => Self::error(head, spec, message),
+            Err((message, head)) => Self::error(head, message),
         }
     }
 
@@ -804,12 +851,11 @@ impl Backend for Service {
         );
         let handle = match self.handle(spec) {
             Ok(h) => h,
-            Err(message) => return Self::error(("default", false), spec, message),
+            Err(message) => return Self::error(Head::launch(&spec.detectors), message),
         };
         match self.current(&handle) {
             Current::Ready(root) => {
-                let policy = root.engine().policy();
-                let head = (policy.detector_profile.as_str(), policy.detectors);
+                let head = Head::of(root.engine().policy());
                 let out = crate::writes::submit_doc(
                     &root,
                     handle.source.config_path(),
@@ -817,13 +863,9 @@ impl Backend for Service {
                     &args,
                     &Stop::on(cancel),
                 );
-                Self::answer(head, spec, out)
+                Self::answer(head, out)
             }
-            Current::Blocked {
-                message,
-                profile,
-                builtin,
-            } => Self::error((profile, builtin), spec, message),
+            Current::Blocked { message, head } => Self::error(head, message),
         }
     }
 
@@ -841,12 +883,9 @@ impl Backend for Service {
     }
 
     fn reject_call(&self, spec: &RootSpec, _tool: &str, message: &str) -> ToolResult {
-        match self.with_root(spec, |root| {
-            let policy = root.engine().policy();
-            (policy.detector_profile.as_str(), policy.detectors)
-        }) {
-            Ok(head) => Self::error(head, spec, message),
-            Err((blocked, head)) => Self::error(head, spec, blocked),
+        match self.with_root(spec, |root| Head::of(root.engine().policy())) {
+            Ok(head) => Self::error(head, message),
+            Err((blocked, head)) => Self::error(head, blocked),
         }
     }
 

@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// The detectors this build has (the reference's `presidio` and `gliner` adapters are
-/// Python libraries; see COMPAT.md).
-const AVAILABLE: &[&str] = &["patterns"];
+/// The detectors this build has: `patterns`, and `exec` for a detector process that
+/// speaks `docs/detector-protocol.md` (the reference's `presidio` and `gliner` are
+/// Python libraries; `adapters/presidio/` runs Presidio through `exec`; see COMPAT.md).
+const AVAILABLE: &[&str] = &["exec", "patterns"];
 
 /// `NAME` as the reference accepts it: `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}`.
 fn valid_name(name: &str) -> bool {
@@ -52,7 +53,14 @@ pub fn resolve(values: &[String], cwd: &Path, home: Option<&Path>) -> Result<Vec
                 AVAILABLE.join(", ")
             ));
         }
-        let Some(argument) = argument.map(str::trim).filter(|a| !a.is_empty()) else {
+        let argument = argument.map(str::trim).filter(|a| !a.is_empty());
+        if name == "exec" {
+            let program = argument
+                .ok_or("The exec detector requires a program: --detector exec=/path/to/program.")?;
+            out.push(format!("exec={}", program_path(program, cwd, home)?));
+            continue;
+        }
+        let Some(argument) = argument else {
             return Err(
                 "The patterns detector requires a rules file: --detector patterns=PATH.".into(),
             );
@@ -71,6 +79,20 @@ pub fn resolve(values: &[String], cwd: &Path, home: Option<&Path>) -> Result<Vec
         out.push(format!("{name}={path}"));
     }
     Ok(out)
+}
+
+/// An exec detector's program: an executable regular file, symlinks resolved (the
+/// daemon starts it, and never serves it if it is under the root).
+fn program_path(program: &str, cwd: &Path, home: Option<&Path>) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = cwd.join(expand(Path::new(program), home));
+    std::fs::canonicalize(&path)
+        .ok()
+        .filter(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .ok_or_else(|| "The exec detector program could not be run.".to_owned())
 }
 
 fn expand(path: &Path, home: Option<&Path>) -> PathBuf {
@@ -113,7 +135,7 @@ mod tests {
             ),
             (
                 &["gliner=secret-path"],
-                "Unknown detector. Name: gliner. Available: patterns.",
+                "Unknown detector. Name: gliner. Available: exec, patterns.",
             ),
             (
                 &["patterns"],
@@ -130,6 +152,18 @@ mod tests {
             (
                 &["patterns=."],
                 "The patterns detector rules file could not be read.",
+            ),
+            (
+                &["exec"],
+                "The exec detector requires a program: --detector exec=/path/to/program.",
+            ),
+            (
+                &["exec=rules.toml"],
+                "The exec detector program could not be run.",
+            ),
+            (
+                &["exec=secret-path"],
+                "The exec detector program could not be run.",
             ),
         ];
         for (values, want) in cases {

@@ -40,7 +40,8 @@ pub struct Globals {
     /// markers (default: the config's detector_profile, else default).
     #[arg(long, value_parser = ["default", "extended"])]
     pub detector_profile: Option<String>,
-    /// Plug in a detector, e.g. `patterns=rules.toml` (repeatable; spec 5.12).
+    /// Plug in a detector: `patterns=rules.toml` or `exec=/path/to/program`
+    /// (repeatable; spec 5.12). Any `--detector` replaces the config's `plugged_detectors`.
     #[arg(long, value_name = "NAME[=ARGUMENT]")]
     pub detector: Vec<String>,
     /// Also serve files the default policy keeps private (caches, build output, …).

@@ -73,6 +73,8 @@ use writer::{Op, Pending, writer_loop};
 const CONTENT: TableDefinition<&[u8], &[u8]> = TableDefinition::new("content");
 const FILES: TableDefinition<&[u8], &[u8]> = TableDefinition::new("files");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// External detectors' findings: (text hash, detector identity) → spans.
+const FINDINGS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("findings");
 
 /// Layout version of the whole database; a mismatch rebuilds it. (2: file records say
 /// under which policy their content was stored; 3: zstd content in page-sized chunks
@@ -147,6 +149,13 @@ pub struct CacheStats {
     pub sweeps: AtomicU64,
     /// Content records (whole values, not chunks) those sweeps removed.
     pub swept_records: AtomicU64,
+}
+
+fn findings_key(hash: &[u8; 32], identity: &[u8; 32]) -> [u8; 64] {
+    let mut key = [0u8; 64];
+    key[..32].copy_from_slice(hash);
+    key[32..].copy_from_slice(identity);
+    key
 }
 
 /// The open cache. Share one `Arc<Cache>` between all roots of a daemon.
@@ -226,6 +235,7 @@ fn try_open(path: &Path) -> Result<Option<Database>, CacheError> {
         w.open_table(FILES)?;
         w.open_table(grams::GRAM_HEADS)?;
         w.open_table(grams::GRAMS)?;
+        w.open_table(FINDINGS)?;
         w.commit()?;
         Ok(ok)
     })();
@@ -483,6 +493,57 @@ impl Cache {
             value: record::encode(&file),
             seq,
         });
+    }
+
+    /// An external detector's findings for a text (its keyed hash) under the detector's
+    /// identity digest; `None` on a miss or an entry that does not decode.
+    pub fn get_findings(
+        &self,
+        hash: &[u8; 32],
+        identity: &[u8; 32],
+    ) -> Option<Vec<crate::engine::plugged::CharSpan>> {
+        let key = findings_key(hash, identity);
+        let pending = self.pending.findings.lock().ok()?.get(&key).cloned();
+        let bytes = match pending {
+            Some(bytes) => bytes,
+            None => self.read_value(FINDINGS, &key)?,
+        };
+        let spans = record::decode::<Vec<(u64, u64, String)>>(&bytes).and_then(|spans| {
+            spans
+                .into_iter()
+                .map(|(start, end, category)| {
+                    Some(crate::engine::plugged::CharSpan {
+                        start,
+                        end,
+                        category: crate::engine::placeholder::Category::from_name(&category)?,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+        if spans.is_none() {
+            self.stats.decode_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        spans
+    }
+
+    /// Queues an external detector's findings (see [`Cache::get_findings`]). They live
+    /// while some file record names the text's hash (a sweep removes the others).
+    pub fn put_findings(
+        &self,
+        hash: &[u8; 32],
+        identity: &[u8; 32],
+        spans: &[crate::engine::plugged::CharSpan],
+    ) {
+        let key = findings_key(hash, identity);
+        let wire: Vec<(u64, u64, &str)> = spans
+            .iter()
+            .map(|s| (s.start, s.end, s.category.as_str()))
+            .collect();
+        let value = record::encode(&wire);
+        if let Ok(mut p) = self.pending.findings.lock() {
+            p.insert(key, value.clone());
+        }
+        self.send(Op::PutFindings { key, value });
     }
 
     /// Drops the file record of one path (deleted file).
@@ -926,6 +987,34 @@ mod tests {
         let cache = Cache::open(dir.path()).unwrap();
         assert_eq!(served(&cache, &root, "a.py"), Some(new));
         assert_eq!(cache.sweep().unwrap().records, 0);
+    }
+
+    #[test]
+    fn findings_live_as_long_as_a_file_record_names_their_text() {
+        use crate::engine::plugged::CharSpan;
+        let dir = tempfile::tempdir().unwrap();
+        let root = [7u8; 32];
+        let cache = Cache::open(dir.path()).unwrap();
+        let spans = vec![CharSpan {
+            start: 0,
+            end: 3,
+            category: crate::engine::placeholder::Category::ID,
+        }];
+        let detector = [5u8; 32];
+        cache.put(&root, "a.py", text_file(1), None);
+        cache.put_findings(&[1; 32], &detector, &spans);
+        cache.put_findings(&[2; 32], &detector, &spans);
+        cache.flush();
+        assert_eq!(cache.get_findings(&[2; 32], &detector), Some(spans.clone()));
+        let report = cache.sweep().unwrap();
+        assert_eq!(report.findings, 1);
+        assert_eq!(cache.get_findings(&[1; 32], &detector), Some(spans.clone()));
+        assert_eq!(cache.get_findings(&[2; 32], &detector), None);
+        assert_eq!(cache.get_findings(&[1; 32], &[6u8; 32]), None);
+        cache.shutdown();
+        drop(cache);
+        let cache = Cache::open(dir.path()).unwrap();
+        assert_eq!(cache.get_findings(&[1; 32], &detector), Some(spans));
     }
 
     #[test]

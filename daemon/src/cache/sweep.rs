@@ -15,6 +15,8 @@ pub struct SweepReport {
     pub chunks: u64,
     /// Content records left.
     pub kept: u64,
+    /// External detectors' findings removed (no file record names their text).
+    pub findings: u64,
     /// Some content was kept only because a root is served under a policy other than the
     /// one its records name: the sweep after that policy stops being served removes it.
     pub kept_for_served: bool,
@@ -133,6 +135,8 @@ pub(super) fn content_ref(value: &[u8]) -> Option<([u8; 32], [u8; 32])> {
 pub(super) struct LiveSet<'a> {
     /// Digests (the content table's key prefix) of the content keys to keep.
     pub(super) digests: HashSet<[u8; 32]>,
+    /// Content hashes file records name: findings of these texts stay.
+    pub(super) hashes: HashSet<[u8; 32]>,
     /// (root key, fingerprint) of the roots served now.
     pub(super) serving: &'a [([u8; 32], [u8; 32])],
     /// Some keys were added for a served policy other than the record's own.
@@ -146,6 +150,7 @@ impl LiveSet<'_> {
     /// runs the detectors (the fingerprint fixes it, so only one of the two can exist).
     pub(super) fn add_record(&mut self, file_key: &[u8], rec: &FileRecord) {
         let Some(info) = rec.text else { return };
+        self.hashes.insert(info.hash);
         let (Some(root), Some(Ok(rel))) = (
             file_key.get(..32),
             file_key.get(32..).map(std::str::from_utf8),
@@ -185,6 +190,7 @@ pub(super) fn sweep_content(
     w.set_durability(Durability::Immediate)?;
     let mut live = LiveSet {
         digests: HashSet::new(),
+        hashes: HashSet::new(),
         serving: &serving,
         for_served: false,
     };
@@ -227,6 +233,14 @@ pub(super) fn sweep_content(
                 report.chunks += 1;
                 report.records += u64::from(first);
             }
+            keep
+        })?;
+        w.open_table(FINDINGS)?.retain(|k, _| {
+            let keep = k
+                .get(..32)
+                .and_then(|h| <[u8; 32]>::try_from(h).ok())
+                .is_some_and(|h| live.hashes.contains(&h));
+            report.findings += u64::from(!keep);
             keep
         })?;
         w.open_table(META)?.insert(META_ORPHANS, 0)?;

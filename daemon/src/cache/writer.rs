@@ -19,6 +19,11 @@ pub(super) enum Op {
     /// path's file key; `key + "/"` prefixes its descendants).
     DeleteTree(Vec<u8>),
     DeleteContent(ContentKey),
+    /// An external detector's findings: key = text hash + detector identity.
+    PutFindings {
+        key: [u8; 64],
+        value: Vec<u8>,
+    },
     ForgetRoot([u8; 32]),
     /// Sweep unreferenced content once the queued operations are committed: always when
     /// `force`, otherwise only if a file-record change since the last sweep may have left
@@ -40,6 +45,7 @@ impl Op {
         match self {
             Op::PutFile { key, value, .. } => key.len() + value.len(),
             Op::PutContent { value, .. } => 65 + value.len(),
+            Op::PutFindings { value, .. } => 64 + value.len(),
             _ => 64,
         }
     }
@@ -50,6 +56,7 @@ impl Op {
 pub(super) struct Pending {
     pub(super) files: Mutex<HashMap<Vec<u8>, (u64, FileRecord)>>,
     pub(super) content: Mutex<HashMap<ContentKey, (u64, Arc<ContentRecord>)>>,
+    pub(super) findings: Mutex<HashMap<[u8; 64], Vec<u8>>>,
 }
 
 pub(super) fn writer_loop(
@@ -186,6 +193,10 @@ pub(super) fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, r
                     }
                 }
                 Op::PutContent { .. } | Op::DeleteContent(_) => {} // below
+                Op::PutFindings { key, value } => {
+                    w.open_table(FINDINGS)?
+                        .insert(key.as_slice(), value.as_slice())?;
+                }
                 Op::DeleteFile(key) => {
                     if files
                         .remove(key.as_slice())?
@@ -279,6 +290,15 @@ pub(super) fn clear_pending(pending: &Pending, batch: &[Op]) {
                 && files.get(key).is_some_and(|(s, _)| s == seq)
             {
                 files.remove(key);
+            }
+        }
+    }
+    if let Ok(mut findings) = pending.findings.lock() {
+        for op in batch {
+            if let Op::PutFindings { key, value } = op
+                && findings.get(key) == Some(value)
+            {
+                findings.remove(key);
             }
         }
     }

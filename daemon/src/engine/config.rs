@@ -136,6 +136,8 @@ pub enum ConfigError {
     InvalidDocuments,
     #[error("root_terms must be true or false.")]
     InvalidRootTerms,
+    #[error("plugged_detectors must be a list of \"NAME=ARGUMENT\" strings.")]
+    InvalidPluggedDetectors,
     #[error("Policy input must be a regular file.")]
     NotRegularFile,
     #[error("Could not read redaction config.")]
@@ -189,6 +191,9 @@ pub struct ConfigFile {
     /// yes in strict and balanced (the reference's rule), no in code mode, where the
     /// root is a checkout named after its project (`~/src/kafka`), not after a client.
     pub root_terms: Option<bool>,
+    /// Our `plugged_detectors` key: `NAME=ARGUMENT` strings, used when the launch gave
+    /// no `--detector` (the command line wins). Unset: none.
+    pub plugged_detectors: Vec<String>,
     /// GitHub tables; an error is kept and raised by [`build_policy`], because the
     /// reference reports it only after term-file errors.
     github: Result<Vec<GitHubRepo>, ConfigError>,
@@ -219,6 +224,7 @@ impl Default for ConfigFile {
             detectors: None,
             documents: None,
             root_terms: None,
+            plugged_detectors: Vec::new(),
             github: Ok(Vec::new()),
         }
     }
@@ -291,6 +297,7 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         detectors: None,
         documents: None,
         root_terms: None,
+        plugged_detectors: Vec::new(),
         github: Ok(Vec::new()),
     };
     let profile = redaction
@@ -323,6 +330,15 @@ pub fn parse_config(text: &str) -> Result<ConfigFile, ConfigError> {
         None => None,
         Some(Value::Boolean(b)) => Some(*b),
         Some(_) => return Err(ConfigError::InvalidRootTerms),
+    };
+    config.plugged_detectors = match redaction.get("plugged_detectors") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or(ConfigError::InvalidPluggedDetectors)?,
+        Some(_) => return Err(ConfigError::InvalidPluggedDetectors),
     };
     Ok(config)
 }
@@ -475,6 +491,7 @@ pub fn build_policy(inputs: PolicyInputs<'_>) -> Result<Policy, ConfigError> {
         config_loaded: inputs.config.is_some(),
         github_repos,
         plugged: Vec::new(),
+        plugged_files: Vec::new(),
     })
 }
 

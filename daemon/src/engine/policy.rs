@@ -146,6 +146,9 @@ pub struct Policy {
     pub github_repos: Vec<GitHubRepo>,
     /// Plugged detectors in launch order (spec 5.12), their rules included.
     pub plugged: Vec<crate::engine::plugged::PluggedDef>,
+    /// The files plugged detectors were loaded from (rules files, programs), stamped
+    /// with the policy. Not in the fingerprint: their contents are, through `plugged`.
+    pub plugged_files: Vec<std::path::PathBuf>,
 }
 
 impl Policy {
@@ -198,7 +201,13 @@ impl Policy {
         for def in &self.plugged {
             field(&mut h, 19, &def.name);
             field(&mut h, 20, &def.version);
-            let crate::engine::plugged::PluggedKind::Patterns(rules) = &def.kind;
+            let rules = match &def.kind {
+                crate::engine::plugged::PluggedKind::Patterns(rules) => rules,
+                crate::engine::plugged::PluggedKind::External(e) => {
+                    field(&mut h, 24, &e.argument);
+                    continue;
+                }
+            };
             h.update(&(rules.len() as u64).to_le_bytes());
             for rule in rules {
                 field(&mut h, 21, rule.category.as_str());

@@ -4,6 +4,7 @@
 use super::*;
 
 pub(super) fn lower_thread_priority() {
+    crate::detectors::mark_background_thread();
     // Re-redaction yields the CPU to tool calls (a Linux thread is a task: PRIO_PROCESS
     // with its tid renices just this thread).
     #[cfg(target_os = "linux")]

@@ -943,3 +943,71 @@ fn configured_names_glued_into_path_names_are_redacted() {
     let text = redact_as(&engine, "ReportSøren2024 and Søren\n", "x.md").text;
     assert!(text.starts_with("ReportSøren2024 and [PERSON_"), "{text}");
 }
+
+/// An external detector's answers as the engine gets them: a fixed list per call.
+#[derive(Debug)]
+struct FixedSpans(Vec<crate::engine::plugged::CharSpan>);
+
+impl crate::engine::plugged::SpanSource for FixedSpans {
+    fn spans(
+        &self,
+        _text: &str,
+    ) -> Result<Vec<crate::engine::plugged::CharSpan>, crate::engine::plugged::PluggedError> {
+        Ok(self.0.clone())
+    }
+}
+
+fn external_engine(spans: &[(u64, u64, Category)]) -> Engine {
+    use crate::engine::plugged::{CharSpan, External, PluggedDef, PluggedKind};
+    let spans = spans
+        .iter()
+        .map(|&(start, end, category)| CharSpan {
+            start,
+            end,
+            category,
+        })
+        .collect();
+    Engine::new(Arc::new(Policy {
+        salt: "s".into(),
+        mode: Mode::Balanced,
+        detectors: false,
+        plugged: vec![PluggedDef {
+            name: "ner".into(),
+            version: "1".into(),
+            kind: PluggedKind::External(External {
+                argument: "/opt/ner".into(),
+                source: Arc::new(FixedSpans(spans)),
+            }),
+        }],
+        ..Policy::default()
+    }))
+    .unwrap()
+}
+
+#[test]
+fn an_external_detector_s_spans_are_checked() {
+    use crate::engine::plugged::PluggedError;
+    // Code points: "é " is two characters; "Quux" is found once and redacted twice.
+    let text = "é Quux met quux.";
+    let engine = external_engine(&[(2, 6, Category::PERSON)]);
+    let out = redact_as(&engine, text, "a.txt");
+    assert!(
+        !out.text.contains("Quux") && !out.text.contains("quux"),
+        "{}",
+        out.text
+    );
+    assert_eq!(out.text.matches("[PERSON_").count(), 2, "{}", out.text);
+    assert_eq!(out.counts.1, [(1, 0)]);
+    let opts = RedactOptions::default();
+    for (spans, want) in [
+        (vec![(2, 17, Category::PERSON)], PluggedError::InvalidSpan),
+        (vec![(6, 6, Category::PERSON)], PluggedError::InvalidSpan),
+        (vec![(0, 1, Category::ID); 20_001], PluggedError::Limit),
+    ] {
+        let engine = external_engine(&spans);
+        assert_eq!(
+            engine.redact(text, opts).unwrap_err(),
+            EngineError::Plugged(want)
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! are redacted after every baseline stage. A policy holds each as data
 //! ([`PluggedDef`]); the engine compiles it ([`Plugged`]) and turns its spans over the
 //! original text into [`Nominations`], which the pipeline applies. No IO here: the
-//! policy loader reads the rules files.
+//! policy loader reads the rules files, and an external detector (a process, see
+//! `crate::detectors`) reaches the engine as a [`SpanSource`] the daemon provides.
 
 pub mod patterns;
 
@@ -11,6 +12,7 @@ use crate::engine::python::text::is_py_space;
 use patterns::PatternRule;
 use regex::Regex;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Spans one detector may return for one text (more fail closed).
 pub const MAX_DETECTOR_SPANS: usize = 20_000;
@@ -48,11 +50,53 @@ pub struct PluggedDef {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PluggedKind {
     Patterns(Vec<PatternRule>),
+    /// A detector outside the daemon (`--detector exec=PROGRAM`).
+    External(External),
+}
+
+/// One finding of an external detector: half-open code-point offsets into the text it
+/// was given, as the protocol carries them (checked by the engine, not trusted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CharSpan {
+    pub start: u64,
+    pub end: u64,
+    pub category: Category,
+}
+
+/// Where an external detector's findings come from: the daemon's process client,
+/// behind its findings cache. Called once per text; any failure is one of the fixed
+/// sentences (a timeout or crash is [`PluggedError::Failed`]).
+pub trait SpanSource: Send + Sync + std::fmt::Debug {
+    fn spans(&self, text: &str) -> Result<Vec<CharSpan>, PluggedError>;
+}
+
+/// An external detector as a policy holds it: its argument (the program) identifies
+/// it with the definition's name and version; the source is how to reach it, and
+/// does not take part in comparisons (two loads of one program compare equal).
+#[derive(Clone, Debug)]
+pub struct External {
+    pub argument: String,
+    pub source: Arc<dyn SpanSource>,
+}
+
+impl PartialEq for External {
+    fn eq(&self, other: &External) -> bool {
+        self.argument == other.argument
+    }
+}
+
+impl Eq for External {}
+
+impl std::hash::Hash for External {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.argument.hash(state);
+    }
 }
 
 /// A compiled plugged detector.
-pub(crate) struct Plugged {
-    rules: Vec<(Category, Regex)>,
+pub(crate) enum Plugged {
+    Rules(Vec<(Category, Regex)>),
+    External(Arc<dyn SpanSource>),
 }
 
 /// One finding: byte offsets into the text the detector was given (char boundaries).
@@ -66,18 +110,26 @@ pub(crate) struct Span {
 impl Plugged {
     /// `None` when a rule does not compile (it was validated, so never in practice).
     pub fn compile(def: &PluggedDef) -> Option<Plugged> {
-        let PluggedKind::Patterns(rules) = &def.kind;
+        let rules = match &def.kind {
+            PluggedKind::Patterns(rules) => rules,
+            PluggedKind::External(e) => return Some(Plugged::External(e.source.clone())),
+        };
         let rules = rules
             .iter()
             .map(|r| Some((r.category, r.compile()?)))
             .collect::<Option<Vec<_>>>()?;
-        Some(Plugged { rules })
+        Some(Plugged::Rules(rules))
     }
 
-    /// Every non-empty match of every rule, rule by rule.
+    /// Every non-empty match of every rule, rule by rule; or an external detector's
+    /// spans, checked and turned into byte offsets.
     pub fn detect(&self, text: &str) -> Result<Vec<Span>, PluggedError> {
+        let rules = match self {
+            Plugged::Rules(rules) => rules,
+            Plugged::External(source) => return byte_spans(text, &source.spans(text)?),
+        };
         let mut spans = Vec::new();
-        for (category, re) in &self.rules {
+        for (category, re) in rules {
             for m in re.find_iter(text).filter(|m| !m.is_empty()) {
                 if spans.len() == MAX_DETECTOR_SPANS {
                     return Err(PluggedError::Limit);
@@ -91,6 +143,48 @@ impl Plugged {
         }
         Ok(spans)
     }
+}
+
+/// An external detector's code-point spans as byte spans of `text`: more than
+/// [`MAX_DETECTOR_SPANS`] fail closed, and so does any span that is empty, reversed or
+/// past the end (spec 5.12: `0 <= start < end <= len(text)`).
+pub(crate) fn byte_spans(text: &str, spans: &[CharSpan]) -> Result<Vec<Span>, PluggedError> {
+    if spans.len() > MAX_DETECTOR_SPANS {
+        return Err(PluggedError::Limit);
+    }
+    if spans.iter().any(|s| s.start >= s.end) {
+        return Err(PluggedError::InvalidSpan);
+    }
+    // Byte offset of every code point wanted, found in one pass over the text.
+    let mut wanted: Vec<u64> = spans.iter().flat_map(|s| [s.start, s.end]).collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut at: HashMap<u64, usize> = HashMap::with_capacity(wanted.len());
+    let mut next = wanted.iter().peekable();
+    let boundaries = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain(std::iter::once(text.len()));
+    for (chars, byte) in boundaries.enumerate() {
+        while next.peek().is_some_and(|&&w| w == chars as u64) {
+            at.insert(chars as u64, byte);
+            next.next();
+        }
+        if next.peek().is_none() {
+            break;
+        }
+    }
+    spans
+        .iter()
+        .map(|s| match (at.get(&s.start), at.get(&s.end)) {
+            (Some(&start), Some(&end)) => Ok(Span {
+                start,
+                end,
+                category: s.category,
+            }),
+            _ => Err(PluggedError::InvalidSpan),
+        })
+        .collect()
 }
 
 /// What the plugged detectors found in one text.
@@ -248,6 +342,28 @@ mod tests {
         assert_eq!(n.categories["x long name"].0, Category::PERSON);
         assert_eq!(n.counts, [(3, 0)]);
         assert_eq!(n.spans.len(), 4);
+    }
+
+    #[test]
+    fn external_spans_are_code_points_and_checked() {
+        let span = |start, end| CharSpan {
+            start,
+            end,
+            category: Category::PERSON,
+        };
+        let text = "é Ana ✓ Bo";
+        let got = byte_spans(text, &[span(2, 5), span(8, 10)]).unwrap();
+        assert_eq!(&text[got[0].start..got[0].end], "Ana");
+        assert_eq!(&text[got[1].start..got[1].end], "Bo");
+        for bad in [span(3, 3), span(4, 2), span(8, 11), span(11, 12)] {
+            assert_eq!(
+                byte_spans(text, &[bad]).unwrap_err(),
+                PluggedError::InvalidSpan,
+                "{bad:?}"
+            );
+        }
+        let many = vec![span(0, 1); MAX_DETECTOR_SPANS + 1];
+        assert_eq!(byte_spans(text, &many).unwrap_err(), PluggedError::Limit);
     }
 
     #[test]
