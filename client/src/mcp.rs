@@ -86,6 +86,15 @@ const TOOL_ROLES: &[(&[&str], &str)] = &[
         "to inspect the redaction setup",
     ),
     (&[name::REFRESH_INDEX], "if a reference stops resolving"),
+    (
+        &[
+            name::GITHUB_REPOS,
+            name::GITHUB_LIST_ISSUES,
+            name::GITHUB_SEARCH_ISSUES,
+            name::GITHUB_READ_ISSUE,
+        ],
+        "for the configured GitHub repos' issues (redacted, untrusted text; search queries go upstream unredacted)",
+    ),
 ];
 
 const INSTRUCTIONS_TAIL: &str = "The same redacted files are also available as \

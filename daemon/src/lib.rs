@@ -13,6 +13,7 @@ pub mod cancel;
 pub mod documents;
 pub mod engine;
 pub mod fs;
+pub mod github;
 pub mod index;
 pub mod policy_loader;
 pub mod root;

@@ -15,6 +15,7 @@ use crate::cancel::Stop;
 use crate::engine::config::EnvOverrides;
 use crate::engine::config::{BLOCKED_APPLY, ConfigError};
 use crate::engine::{Counts, Engine, Mode, Policy};
+use crate::github::GitHub;
 use crate::policy_loader::{PolicySource, PolicyStamps, ReloadDecision};
 use crate::root::{RootOptions, ServedRoot};
 use crate::server::{Backend, Cancel};
@@ -154,6 +155,8 @@ enum Current {
 /// The real backend: policy, index, cache and renderers for any number of roots.
 pub struct Service {
     cache: Option<Arc<Cache>>,
+    /// The GitHub source's answer cache, shared by every root and session.
+    github: GitHub,
     env: EnvOverrides,
     roots: Mutex<HashMap<RootKey, Arc<RootHandle>>>,
     pause_indexing_after: Option<u64>,
@@ -164,6 +167,7 @@ impl Service {
     pub fn new(cache: Option<Arc<Cache>>, env: EnvOverrides) -> Service {
         Service {
             cache,
+            github: GitHub::default(),
             env,
             roots: Mutex::new(HashMap::new()),
             pause_indexing_after: None,
@@ -779,7 +783,15 @@ impl Backend for Service {
         match self.with_root(spec, |root| {
             let policy = root.engine().policy();
             let head = (policy.detector_profile.as_str(), policy.detectors);
-            run_tool(root, tool, &args, caller, cancel).map_or_else(
+            let out = if crate::github::is_github_tool(tool) {
+                Some(
+                    self.github
+                        .call(root.engine(), tool, &args, caller, &Stop::on(cancel)),
+                )
+            } else {
+                run_tool(root, tool, &args, caller, cancel)
+            };
+            out.map_or_else(
                 || Self::error(head, spec, "Tool execution failed."),
                 |out| Self::answer(head, spec, out),
             )
