@@ -354,7 +354,7 @@ async fn unknown_tools_are_protocol_errors_that_do_not_echo_the_name() {
     // (`redctx_submit_doc` is no unknown tool: hidden without --enable-writes, it still
     // answers `Writes are disabled…`, tests/writes_e2e.rs.)
     for name in [
-        "redctx_github_repos",
+        "redctx_github_nope",
         "/home/alice/secret.txt",
         "x\u{202e}y",
     ] {
@@ -681,7 +681,7 @@ fn assert_serves_with_a_fixed_start_error(mut cmd: Command, reason: &str, privat
     shim.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     shim.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let r = shim.recv();
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 14);
     for (id, method, params) in [
         (
             3,
@@ -881,7 +881,7 @@ fn stateless_2026_07_28_requests_work_without_initialize() {
     );
     assert_eq!(out[4]["result"]["ttlMs"], 300000);
     assert_eq!(out[4]["result"]["cacheScope"], "public");
-    assert_eq!(out[4]["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(out[4]["result"]["tools"].as_array().unwrap().len(), 14);
 }
 
 /// A `redctx mcp` process driven line by line: bytes in, one parsed JSON reply at a time
@@ -1160,7 +1160,7 @@ impl Rng {
 }
 
 /// Tool names the shim does not serve, beside the served ones (`redctx_proto::tools`).
-const OTHER_TOOL_NAMES: &[&str] = &["redctx_github_repos", "REDCTX_READ", ""];
+const OTHER_TOOL_NAMES: &[&str] = &["redctx_github_nope", "REDCTX_READ", ""];
 
 /// One generated request (a whole JSON-RPC message with id `id`).
 fn fuzz_request(rng: &mut Rng, id: i64) -> Value {
