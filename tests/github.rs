@@ -54,13 +54,13 @@ fn oracle(program: &str) -> Option<PathBuf> {
 /// labels, assignees and planted values vary with `n`.
 fn item(n: u64) -> Value {
     let mut labels = Vec::new();
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         labels.push(json!({"name": "bug", "color": "f00"}));
     }
-    if n % 4 == 0 {
+    if n.is_multiple_of(4) {
         labels.push(json!({"name": "Client Alpha escalation"}));
     }
-    if n % 6 == 0 {
+    if n.is_multiple_of(6) {
         labels.push(json!({"name": "taylor.reed@example.com"}));
     }
     let title = match n % 4 {
@@ -71,7 +71,7 @@ fn item(n: u64) -> Value {
     };
     let mut v = json!({
         "number": n,
-        "state": if n % 5 == 0 { "closed" } else { "open" },
+        "state": if n.is_multiple_of(5) { "closed" } else { "open" },
         "title": title,
         "created_at": format!("2026-01-{:02}T09:00:00Z", n % 28 + 1),
         "updated_at": format!("2026-03-{:02}T10:00:00Z", n % 28 + 1),
@@ -81,7 +81,7 @@ fn item(n: u64) -> Value {
         "user": {"login": "secret-author-login"},
         "body": format!("Body of {n}: contact taylor.reed@example.com from Client Alpha."),
     });
-    if n % 7 == 0 {
+    if n.is_multiple_of(7) {
         v["pull_request"] = json!({"url": "https://example.invalid/pr"});
     }
     v
@@ -624,7 +624,7 @@ fn requests_carry_the_reference_shapes() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].param("per_page").as_deref(), Some("100"));
-    let is_issue = |n: &u64| n % 7 != 0;
+    let is_issue = |n: &u64| !n.is_multiple_of(7);
     let first_page_issues = (131..=230u64).filter(is_issue).count();
     let missing = 150 - first_page_issues;
     assert_eq!(reqs[1].param("per_page"), Some(missing.to_string()));

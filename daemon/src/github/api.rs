@@ -239,7 +239,9 @@ impl Repo<'_> {
     ) -> Result<(Detail, Vec<Comment>), GitHubError> {
         let base = format!("{}/issues/{number}", self.repo_path());
         let engine = self.engine;
-        let answer = self.answer(&base, |v| Answer::Issue(records::detail(engine, v)))?;
+        let answer = self.answer(&base, |v| {
+            Answer::Issue(records::detail(engine, v).map(Box::new))
+        })?;
         let Answer::Issue(Some(issue)) = &*answer else {
             return Err(GitHubError::NotFound);
         };
@@ -262,7 +264,7 @@ impl Repo<'_> {
                 list = items.iter().take(take).flatten().cloned().collect();
             }
         }
-        Ok((issue.clone(), list))
+        Ok((Detail::clone(issue), list))
     }
 }
 

@@ -27,7 +27,7 @@ pub enum Answer {
     /// `/search/issues`'s `items` (empty when absent).
     Search(Vec<Item<Summary>>),
     /// `/issues/<n>`: `None` when it was no issue (a pull request, not an object).
-    Issue(Option<Detail>),
+    Issue(Option<Box<Detail>>),
     /// `/issues/<n>/comments`.
     Comments(Vec<Item<Comment>>),
 }
@@ -37,7 +37,7 @@ impl Answer {
         match self {
             Answer::IssuePage(p) => p.as_ref().map_or(0, Size::size),
             Answer::Search(items) => items.size(),
-            Answer::Issue(i) => i.size(),
+            Answer::Issue(i) => i.as_deref().map_or(8, Size::size),
             Answer::Comments(c) => c.size(),
         }
     }
