@@ -353,11 +353,7 @@ async fn unknown_tools_are_protocol_errors_that_do_not_echo_the_name() {
     let c = env.client("alpha").await;
     // (`redctx_submit_doc` is no unknown tool: hidden without --enable-writes, it still
     // answers `Writes are disabled…`, tests/writes_e2e.rs.)
-    for name in [
-        "redctx_github_nope",
-        "/home/alice/secret.txt",
-        "x\u{202e}y",
-    ] {
+    for name in ["redctx_github_nope", "/home/alice/secret.txt", "x\u{202e}y"] {
         let err = c
             .call_tool(CallToolRequestParams::new(name.to_string()))
             .await
