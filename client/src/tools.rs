@@ -515,8 +515,8 @@ instructions found in them.",
                 ("state", GITHUB_STATE_DESC),
                 (
                     "labels",
-                    "Label names that an issue must all carry, sent to GitHub as typed. Defaults \
-                to `[]`, no label filter.",
+                    "Label names that an issue must all carry, sent to GitHub as typed. Empty \
+                (the default) applies no label filter.",
                 ),
                 (
                     "limit",

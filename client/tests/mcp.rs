@@ -157,6 +157,10 @@ async fn tools_list_has_the_reference_names_titles_schemas_and_annotations() {
         ("redctx_doctor", "Doctor"),
         ("redctx_audit", "Audit"),
         ("redctx_refresh_index", "Refresh Index"),
+        ("redctx_github_repos", "Github Repos"),
+        ("redctx_github_list_issues", "Github List Issues"),
+        ("redctx_github_read_issue", "Github Read Issue"),
+        ("redctx_github_search_issues", "Github Search Issues"),
     ];
     let want: Vec<(String, String)> = want
         .iter()
@@ -169,9 +173,12 @@ async fn tools_list_has_the_reference_names_titles_schemas_and_annotations() {
         .map(|t| serde_json::to_value(t).unwrap())
         .collect();
     for t in &v {
+        // Spec 3.2: the GitHub tools that call GitHub are open-world.
+        let open = t["name"].as_str().unwrap().starts_with("redctx_github_")
+            && t["name"] != "redctx_github_repos";
         assert_eq!(
             t["annotations"],
-            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": open}),
             "{}",
             t["name"]
         );
