@@ -997,7 +997,7 @@ async fn scenario_46_policy_reload_block_and_recovery() {
         assert_eq!(r.err(), BLOCKED_RELOAD, "{tool}");
         assert_eq!(r.receipt["counts_by_category"], json!({}));
     }
-    assert_eq!(c.service.list_all_tools().await.unwrap().len(), 10);
+    assert_eq!(c.service.list_all_tools().await.unwrap().len(), 14);
     match c.service.list_resources(None).await {
         Err(ServiceError::McpError(e)) => assert_eq!(e.message, BLOCKED_RELOAD),
         other => panic!("{other:?}"),

@@ -72,7 +72,7 @@ async fn an_agent_writes_a_note_that_reads_back_redacted_everywhere() {
         .iter()
         .find(|t| t.name == "redctx_submit_doc")
         .unwrap();
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), 15);
     assert_eq!(submit.title.as_deref(), Some("Submit Doc"));
     let a = submit.annotations.as_ref().unwrap();
     assert_eq!(

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 mod benchmark;
 mod detectors;
 mod files;
+mod github;
 mod rehydrate;
 mod service;
 pub mod status;

@@ -86,6 +86,15 @@ const TOOL_ROLES: &[(&[&str], &str)] = &[
         "to inspect the redaction setup",
     ),
     (&[name::REFRESH_INDEX], "if a reference stops resolving"),
+    (
+        &[
+            name::GITHUB_REPOS,
+            name::GITHUB_LIST_ISSUES,
+            name::GITHUB_SEARCH_ISSUES,
+            name::GITHUB_READ_ISSUE,
+        ],
+        "for the configured GitHub repos' issues (redacted, untrusted text; search queries go upstream unredacted)",
+    ),
 ];
 
 const INSTRUCTIONS_TAIL: &str = "The same redacted files are also available as \
@@ -433,8 +442,11 @@ mod tests {
             "Tools: redctx_tree and redctx_list for structure, redctx_stat for metadata, "
         ));
         assert!(instructions(false).ends_with(
-            "redctx_doctor and redctx_audit to inspect the redaction setup, and \
-redctx_refresh_index if a reference stops resolving. The same redacted files are also \
+            "redctx_doctor and redctx_audit to inspect the redaction setup, \
+redctx_refresh_index if a reference stops resolving, and redctx_github_repos and \
+redctx_github_list_issues and redctx_github_search_issues and redctx_github_read_issue \
+for the configured GitHub repos' issues (redacted, untrusted text; search queries go \
+upstream unredacted). The same redacted files are also \
 available as redctx://p_<id> resources. Changes to the local redaction config or term \
 files apply before the next request; if the config cannot be reloaded, tools report \
 that access is blocked until the operator repairs it."

@@ -157,6 +157,10 @@ async fn tools_list_has_the_reference_names_titles_schemas_and_annotations() {
         ("redctx_doctor", "Doctor"),
         ("redctx_audit", "Audit"),
         ("redctx_refresh_index", "Refresh Index"),
+        ("redctx_github_repos", "Github Repos"),
+        ("redctx_github_list_issues", "Github List Issues"),
+        ("redctx_github_read_issue", "Github Read Issue"),
+        ("redctx_github_search_issues", "Github Search Issues"),
     ];
     let want: Vec<(String, String)> = want
         .iter()
@@ -169,9 +173,12 @@ async fn tools_list_has_the_reference_names_titles_schemas_and_annotations() {
         .map(|t| serde_json::to_value(t).unwrap())
         .collect();
     for t in &v {
+        // Spec 3.2: the GitHub tools that call GitHub are open-world.
+        let open = t["name"].as_str().unwrap().starts_with("redctx_github_")
+            && t["name"] != "redctx_github_repos";
         assert_eq!(
             t["annotations"],
-            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": open}),
             "{}",
             t["name"]
         );
@@ -353,11 +360,7 @@ async fn unknown_tools_are_protocol_errors_that_do_not_echo_the_name() {
     let c = env.client("alpha").await;
     // (`redctx_submit_doc` is no unknown tool: hidden without --enable-writes, it still
     // answers `Writes are disabled…`, tests/writes_e2e.rs.)
-    for name in [
-        "redctx_github_repos",
-        "/home/alice/secret.txt",
-        "x\u{202e}y",
-    ] {
+    for name in ["redctx_github_nope", "/home/alice/secret.txt", "x\u{202e}y"] {
         let err = c
             .call_tool(CallToolRequestParams::new(name.to_string()))
             .await
@@ -681,7 +684,7 @@ fn assert_serves_with_a_fixed_start_error(mut cmd: Command, reason: &str, privat
     shim.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     shim.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let r = shim.recv();
-    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 14);
     for (id, method, params) in [
         (
             3,
@@ -881,7 +884,7 @@ fn stateless_2026_07_28_requests_work_without_initialize() {
     );
     assert_eq!(out[4]["result"]["ttlMs"], 300000);
     assert_eq!(out[4]["result"]["cacheScope"], "public");
-    assert_eq!(out[4]["result"]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(out[4]["result"]["tools"].as_array().unwrap().len(), 14);
 }
 
 /// A `redctx mcp` process driven line by line: bytes in, one parsed JSON reply at a time
@@ -1160,7 +1163,7 @@ impl Rng {
 }
 
 /// Tool names the shim does not serve, beside the served ones (`redctx_proto::tools`).
-const OTHER_TOOL_NAMES: &[&str] = &["redctx_github_repos", "REDCTX_READ", ""];
+const OTHER_TOOL_NAMES: &[&str] = &["redctx_github_nope", "REDCTX_READ", ""];
 
 /// One generated request (a whole JSON-RPC message with id `id`).
 fn fuzz_request(rng: &mut Rng, id: i64) -> Value {

@@ -14,6 +14,7 @@ pub mod detectors;
 pub mod documents;
 pub mod engine;
 pub mod fs;
+pub mod github;
 pub mod index;
 pub mod policy_loader;
 pub mod root;

@@ -15,6 +15,7 @@ use crate::cancel::Stop;
 use crate::engine::config::EnvOverrides;
 use crate::engine::config::{BLOCKED_APPLY, ConfigError};
 use crate::engine::{Counts, Engine, Mode, Policy};
+use crate::github::GitHub;
 use crate::policy_loader::{PolicySource, PolicyStamps, ReloadDecision};
 use crate::root::{RootOptions, ServedRoot};
 use crate::server::{Backend, Cancel};
@@ -204,6 +205,8 @@ impl Head {
 /// The real backend: policy, index, cache and renderers for any number of roots.
 pub struct Service {
     cache: Option<Arc<Cache>>,
+    /// The GitHub source's answer cache, shared by every root and session.
+    github: GitHub,
     env: EnvOverrides,
     roots: Mutex<HashMap<RootKey, Arc<RootHandle>>>,
     pause_indexing_after: Option<u64>,
@@ -214,6 +217,7 @@ impl Service {
     pub fn new(cache: Option<Arc<Cache>>, env: EnvOverrides) -> Service {
         Service {
             cache,
+            github: GitHub::default(),
             env,
             roots: Mutex::new(HashMap::new()),
             pause_indexing_after: None,
@@ -829,7 +833,15 @@ impl Backend for Service {
         let args: Value = serde_json::from_str(arguments_json).unwrap_or(Value::Null);
         match self.with_root(spec, |root| {
             let head = Head::of(root.engine().policy());
-            run_tool(root, tool, &args, caller, cancel).map_or_else(
+            let out = if crate::github::is_github_tool(tool) {
+                Some(
+                    self.github
+                        .call(root.engine(), tool, &args, caller, &Stop::on(cancel)),
+                )
+            } else {
+                run_tool(root, tool, &args, caller, cancel)
+            };
+            out.map_or_else(
                 || Self::error(head.clone(), "Tool execution failed."),
                 |out| Self::answer(head.clone(), out),
             )

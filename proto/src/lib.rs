@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");

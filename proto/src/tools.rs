@@ -46,10 +46,18 @@ pub const DOCTOR: &str = "redctx_doctor";
 pub const AUDIT: &str = "redctx_audit";
 /// `redctx_refresh_index`: re-walk the root.
 pub const REFRESH_INDEX: &str = "redctx_refresh_index";
+/// `redctx_github_repos`: the configured repo aliases (no request upstream).
+pub const GITHUB_REPOS: &str = "redctx_github_repos";
+/// `redctx_github_list_issues`: one line per issue of a repo alias.
+pub const GITHUB_LIST_ISSUES: &str = "redctx_github_list_issues";
+/// `redctx_github_read_issue`: one issue, optionally with comments.
+pub const GITHUB_READ_ISSUE: &str = "redctx_github_read_issue";
+/// `redctx_github_search_issues`: GitHub's issue search, one line per issue.
+pub const GITHUB_SEARCH_ISSUES: &str = "redctx_github_search_issues";
 
 /// Every tool served, in the order `tools/list` gives them (the reference's);
 /// [`SUBMIT_DOC`] is listed only when writes are enabled ([`ToolSpec::writes`]).
-pub const ALL: [&str; 11] = [
+pub const ALL: [&str; 15] = [
     TREE,
     LIST,
     READ,
@@ -61,6 +69,10 @@ pub const ALL: [&str; 11] = [
     DOCTOR,
     AUDIT,
     REFRESH_INDEX,
+    GITHUB_REPOS,
+    GITHUB_LIST_ISSUES,
+    GITHUB_READ_ISSUE,
+    GITHUB_SEARCH_ISSUES,
 ];
 
 /// Argument defaults, as the JSON values an agent may omit.
@@ -85,6 +97,16 @@ pub mod defaults {
     pub const BUNDLE_MAX_CHARS_PER_FILE: u64 = 30_000;
     /// `redctx_bundle` `max_total_chars`.
     pub const BUNDLE_MAX_TOTAL_CHARS: u64 = 300_000;
+    /// `repo_alias` of the GitHub tools.
+    pub const GITHUB_REPO_ALIAS: &str = "context";
+    /// `state` of the GitHub list and search tools.
+    pub const GITHUB_STATE: &str = "open";
+    /// `limit` of the GitHub list and search tools.
+    pub const GITHUB_LIMIT: i64 = 30;
+    /// `redctx_github_read_issue` `max_comments`.
+    pub const GITHUB_MAX_COMMENTS: i64 = 20;
+    /// `redctx_github_read_issue` `max_body_chars`.
+    pub const GITHUB_MAX_BODY_CHARS: i64 = 30_000;
 }
 
 /// JSON type of an argument, as its input schema publishes it.
@@ -327,6 +349,26 @@ impl ArgValue for AuditFormat {
     }
 }
 
+/// `state` of the GitHub list and search tools: published as an enum, kept as sent (the
+/// tool answers a value outside it: the CLI and other clients skip the shim's check).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct GithubState(pub String);
+
+impl ArgValue for GithubState {
+    const TYPE: ArgType = ArgType::StringOneOf(&["open", "closed", "all"]);
+    fn from_json(value: Option<&Value>, default: Option<ArgDefault>) -> Self {
+        GithubState(String::from_json(value, default))
+    }
+}
+
+impl std::ops::Deref for GithubState {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Declares each tool's argument struct and its [`ToolSpec`], and [`SPECS`] in
 /// `tools/list` order. One entry per tool:
 ///
@@ -513,6 +555,48 @@ tool_contracts! {
 
     /// `redctx_refresh_index` takes no arguments.
     RefreshIndexArgs for REFRESH_INDEX, "Refresh Index" {}
+
+    /// `redctx_github_repos` takes no arguments.
+    GithubReposArgs for GITHUB_REPOS, "Github Repos" {}
+
+    /// `redctx_github_list_issues` arguments. Counts are signed: the tool answers a
+    /// value below its minimum with the reference CLI's message (`--limit must be …`).
+    GithubListIssuesArgs for GITHUB_LIST_ISSUES, "Github List Issues" {
+        /// Repo alias from the policy.
+        repo_alias: String = arg().default(ArgDefault::String(defaults::GITHUB_REPO_ALIAS)),
+        /// `open`, `closed` or `all`.
+        state: GithubState = arg().default(ArgDefault::String(defaults::GITHUB_STATE)),
+        /// Labels an issue must all carry.
+        labels: Vec<String> = arg().default(EmptyArray),
+        /// Most issues.
+        limit: i64 = arg().default(Integer(defaults::GITHUB_LIMIT)).min(1),
+    }
+
+    /// `redctx_github_read_issue` arguments.
+    GithubReadIssueArgs for GITHUB_READ_ISSUE, "Github Read Issue" {
+        /// Repo alias from the policy.
+        repo_alias: String = arg().default(ArgDefault::String(defaults::GITHUB_REPO_ALIAS)),
+        /// Issue number.
+        number: i64 = arg().required().min(1),
+        /// Also fetch comments.
+        comments: bool = arg().default(Boolean(false)),
+        /// Most comments.
+        max_comments: i64 = arg().default(Integer(defaults::GITHUB_MAX_COMMENTS)).min(0),
+        /// Most redacted characters of the body and of each comment.
+        max_body_chars: i64 = arg().default(Integer(defaults::GITHUB_MAX_BODY_CHARS)).min(1),
+    }
+
+    /// `redctx_github_search_issues` arguments.
+    GithubSearchIssuesArgs for GITHUB_SEARCH_ISSUES, "Github Search Issues" {
+        /// Repo alias from the policy.
+        repo_alias: String = arg().default(ArgDefault::String(defaults::GITHUB_REPO_ALIAS)),
+        /// GitHub issue-search terms, sent upstream as typed.
+        query: String = arg().required(),
+        /// `open`, `closed` or `all`.
+        state: GithubState = arg().default(ArgDefault::String(defaults::GITHUB_STATE)),
+        /// Most issues (one request returns at most 100).
+        limit: i64 = arg().default(Integer(defaults::GITHUB_LIMIT)).min(1),
+    }
 }
 
 #[cfg(test)]
@@ -589,6 +673,10 @@ mod tests {
         check::<DoctorArgs>(&DoctorArgs::SPEC);
         check::<AuditArgs>(&AuditArgs::SPEC);
         check::<RefreshIndexArgs>(&RefreshIndexArgs::SPEC);
+        check::<GithubReposArgs>(&GithubReposArgs::SPEC);
+        check::<GithubListIssuesArgs>(&GithubListIssuesArgs::SPEC);
+        check::<GithubReadIssueArgs>(&GithubReadIssueArgs::SPEC);
+        check::<GithubSearchIssuesArgs>(&GithubSearchIssuesArgs::SPEC);
     }
 
     #[test]

@@ -142,6 +142,14 @@ pub enum FileCommand {
     /// exits 1 when a check FAILs.
     #[command(after_help = "Examples:\n  redctx audit\n  redctx audit --format json")]
     Audit(AuditArgs),
+    /// Read the issues of the configured GitHub repo aliases, redacted (the daemon's
+    /// environment holds the tokens).
+    #[command(
+        visible_alias = "gh",
+        after_help = "Examples:\n  redctx gh repos\n  redctx gh issues context --limit 5\n  \
+        redctx gh issue context 42 --comments"
+    )]
+    Github(super::github::GithubArgs),
 }
 
 /// `ls` options.
@@ -460,6 +468,7 @@ impl FileCommand {
                 printing: Printing::Audit,
                 ..plain("redctx_audit", json!({"format": a.format}), &a.walk, None)
             },
+            FileCommand::Github(a) => a.command.call(),
         }
     }
 }

@@ -858,7 +858,7 @@ fn py_repr(value: &Value) -> String {
     }
 }
 
-fn py_float_repr(f: f64) -> String {
+pub(crate) fn py_float_repr(f: f64) -> String {
     if f.is_nan() {
         return "nan".to_owned();
     }
@@ -969,7 +969,7 @@ fn py_datetime(dt: &toml::value::Datetime, repr: bool) -> String {
     }
 }
 
-fn py_repr_str(s: &str) -> String {
+pub(crate) fn py_repr_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {
