@@ -151,7 +151,7 @@ fn python_sdk_lists_tools_and_calls_each_tool_once() {
     assert!(ok, "Python SDK client failed:\n{out}\n{err}");
     print!("{out}");
     // One summary per session: the handshake and the SDK's default negotiation.
-    assert_eq!(out.matches("10 calls ok").count(), 2, "{out}");
+    assert_eq!(out.matches("11 calls ok").count(), 2, "{out}");
     assert!(
         out.contains("mode=legacy") && out.contains("mode=auto"),
         "{out}"

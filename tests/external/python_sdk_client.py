@@ -1,5 +1,6 @@
 """Drives `redctx mcp` with the official MCP Python SDK (the `mcp` package), as an agent's
-client would: start the shim over stdio, list the tools, call every tool once.
+client would: start the shim over stdio, list the tools, call each tool once (the GitHub
+tools other than `redctx_github_repos` are listed only: they would reach the network).
 
 Run by tests/external_clients.rs with the interpreter of .venv-clients
 (scripts/setup-clients.sh). Usage:
@@ -43,11 +44,16 @@ TOOLS = [
     "redctx_doctor",
     "redctx_audit",
     "redctx_refresh_index",
+    "redctx_github_repos",
+    "redctx_github_list_issues",
+    "redctx_github_read_issue",
+    "redctx_github_search_issues",
 ]
 
 NOTES = "docs/notes.md"
 
-# One valid call per tool. The file-content calls must show the notes file's placeholders.
+# One valid call per tool that needs no network (the other GitHub tools would reach
+# api.github.com). The file-content calls must show the notes file's placeholders.
 CALLS: list[tuple[str, dict, bool]] = [
     ("redctx_tree", {"path": ".", "max_depth": 3}, False),
     ("redctx_list", {"path": "docs"}, False),
@@ -59,6 +65,7 @@ CALLS: list[tuple[str, dict, bool]] = [
     ("redctx_doctor", {}, False),
     ("redctx_audit", {}, False),
     ("redctx_refresh_index", {}, False),
+    ("redctx_github_repos", {}, False),
 ]
 
 PATH_ID = re.compile(r"@p_[0-9a-f]{12}")
