@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 mod benchmark;
 mod detectors;
+mod discover;
 mod files;
+mod ollama;
 mod rehydrate;
 mod service;
 mod status;
@@ -60,6 +62,18 @@ enum Command {
     #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
         redctx benchmark --query TODO --no-ignore-case --format json")]
     Benchmark(benchmark::BenchmarkArgs),
+    /// Use a local LLM (Ollama) to draft raw redaction terms for human review. Prints or
+    /// writes the raw sensitive terms it finds: a human command, never run for an agent.
+    #[command(after_help = "Examples:\n  redctx --root ~/src/app discover\n  \
+        redctx discover docs --model llama3.2 --output .agent-context-redactor.toml")]
+    Discover(discover::DiscoverArgs),
+    /// Classify caller-supplied documents with a local LLM and merge the terms into the
+    /// redaction config (only ever adding). Reads and writes raw terms: a human command.
+    #[command(
+        after_help = "Examples:\n  redctx discover-update --input-jsonl docs.jsonl --check\n  \
+        git show HEAD:notes.md | jq -Rs '{path:\"notes.md\",text:.}' -c | redctx discover-update --input-jsonl -"
+    )]
+    DiscoverUpdate(discover::DiscoverUpdateArgs),
     /// Show what the daemon serves: per root, files seen / indexed / pending, bytes, cache
     /// size, policy and watcher state. With --root it also starts serving that root.
     #[command(after_help = "Examples:\n  redctx status\n  redctx status --root ~/src/app --wait")]
@@ -163,6 +177,8 @@ pub fn main() -> ExitCode {
         Command::File(cmd) => files::run(&cli.globals, &cmd),
         Command::Rehydrate(args) => rehydrate::run(&cli.globals, &args),
         Command::Benchmark(args) => benchmark::run(&cli.globals, &args),
+        Command::Discover(args) => discover::run(&cli.globals, &args),
+        Command::DiscoverUpdate(args) => discover::run_update(&cli.globals, &args),
         Command::Status(args) => status::status(&cli.globals, &args),
         Command::Roots { action } => status::roots(action.as_ref()),
     }

@@ -221,6 +221,7 @@ fn variant(r: &Response) -> &'static str {
         Response::Pong => "Pong",
         Response::Benchmark(_) => "Benchmark",
         Response::Rehydrated(_) => "Rehydrated",
+        Response::DiscoverySources(_) => "DiscoverySources",
         Response::Error(_) => "Error",
     }
 }

@@ -10,6 +10,7 @@ pub mod agent_view;
 pub mod bench_report;
 pub mod cache;
 pub mod cancel;
+pub mod discover;
 pub mod documents;
 pub mod engine;
 pub mod fs;

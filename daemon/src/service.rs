@@ -837,6 +837,19 @@ impl Backend for Service {
         .unwrap_or_else(|(message, _)| Err(resource_error(message)))
     }
 
+    fn discovery_sources(
+        &self,
+        spec: &RootSpec,
+        params: &redctx_proto::DiscoveryParams,
+        cancel: &Cancel,
+    ) -> Result<redctx_proto::DiscoverySources, ErrorReply> {
+        self.with_root(spec, |root| {
+            crate::discover::sources::sample(root, params, &Stop::on(cancel))
+                .map_err(|e| resource_error(&e.to_string()))
+        })
+        .unwrap_or_else(|(message, _)| Err(resource_error(message)))
+    }
+
     fn reject_call(&self, spec: &RootSpec, _tool: &str, message: &str) -> ToolResult {
         match self.with_root(spec, |root| {
             let policy = root.engine().policy();

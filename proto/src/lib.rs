@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -213,6 +213,49 @@ pub enum Request {
     /// redaction knows replaced by its raw value (the operator's command; the answer is
     /// raw text, `Response::Rehydrated`).
     Rehydrate { root: RootSpec, texts: Vec<String> },
+    /// `redctx discover` / `discover-update --from-root`: the raw text samples of the
+    /// files in scope, for a local model (the operator's command; the answer is raw
+    /// text, `Response::DiscoverySources`).
+    DiscoverySources {
+        root: RootSpec,
+        params: DiscoveryParams,
+    },
+}
+
+/// Which files `DiscoverySources` samples, and how much of each.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoveryParams {
+    /// Scopes (paths or ids); empty = the whole root.
+    pub paths: Vec<String>,
+    /// fnmatch patterns, as `bundle`'s.
+    pub globs: Vec<String>,
+    /// Most files sampled (walk order).
+    pub max_files: u64,
+    /// Bytes of each file's sample (of a document's extracted text: characters).
+    pub max_chars_per_file: u64,
+    /// Raw bytes of all samples (`Discovery total byte limit exceeded.`).
+    pub max_total_raw_bytes: Option<u64>,
+}
+
+/// The answer to `DiscoverySources`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoverySources {
+    /// In walk order.
+    pub files: Vec<DiscoverySample>,
+    /// The people the root's config lists (alias proposals check against them).
+    pub known_people: Vec<String>,
+}
+
+/// The start of one file, decoded (UTF-8, BOM dropped, invalid bytes replaced).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoverySample {
+    /// Root-relative POSIX path.
+    pub rel: String,
+    pub text: String,
+    /// The file was longer than the sample.
+    pub truncated: bool,
+    /// Hex SHA-256 of the whole file's bytes (what `discover-update --changed` compares).
+    pub sha256: String,
 }
 
 /// How one `redctx mcp` session may write (spec 9.1). Per session, not per root: sessions
@@ -291,6 +334,8 @@ pub enum Response {
     Benchmark(BenchmarkReport),
     /// Result of `Rehydrate`: one text per text asked.
     Rehydrated(Vec<String>),
+    /// Result of `DiscoverySources`.
+    DiscoverySources(DiscoverySources),
     /// The request failed; `message` is fixed, input-free text a user may see.
     Error(ErrorReply),
 }

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod fixtures;
+pub mod ollama;
 pub mod raw;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};

@@ -219,6 +219,7 @@ fn request_kind(r: &Request) -> &'static str {
         Request::Benchmark { .. } => "benchmark",
         Request::SubmitDoc { .. } => "submit_doc",
         Request::Rehydrate { .. } => "rehydrate",
+        Request::DiscoverySources { .. } => "discovery_sources",
     }
 }
 
@@ -321,6 +322,13 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
         Request::Rehydrate { root, texts } => flatten(
             blocking(shared, cancel, move |b, c| {
                 b.rehydrate(&root, &texts, c).map(Response::Rehydrated)
+            })
+            .await,
+        ),
+        Request::DiscoverySources { root, params } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                b.discovery_sources(&root, &params, c)
+                    .map(Response::DiscoverySources)
             })
             .await,
         ),

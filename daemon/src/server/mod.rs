@@ -106,6 +106,20 @@ pub trait Backend: Send + Sync + 'static {
         ))
     }
 
+    /// The raw samples `redctx discover` gives a local model (the operator's). Errors
+    /// are fixed texts.
+    fn discovery_sources(
+        &self,
+        _root: &RootSpec,
+        _params: &redctx_proto::DiscoveryParams,
+        _cancel: &Cancel,
+    ) -> Result<redctx_proto::DiscoverySources, ErrorReply> {
+        Err(ErrorReply::new(
+            ErrorKind::Unsupported,
+            "This daemon cannot sample files for discovery.",
+        ))
+    }
+
     /// Roots served right now.
     fn roots(&self) -> Vec<RootInfo>;
 

@@ -1,0 +1,62 @@
+//! The daemon's half of `redctx discover`: which files a draft is made from, and their
+//! raw samples, answered to the operator's CLI only (`Request::DiscoverySources`).
+
+use crate::cancel::Stop;
+use crate::root::ServedRoot;
+use crate::tools::{Budget, ToolError, target_files};
+use crate::view::RootView;
+use redctx_proto::{DiscoveryParams, DiscoverySample, DiscoverySources};
+
+/// Why sampling failed; every text is fixed and input-free.
+#[derive(Debug, thiserror::Error)]
+pub enum SampleError {
+    #[error("{0}")]
+    Tool(#[from] ToolError),
+    #[error("Discovery total byte limit exceeded.")]
+    TotalBytes,
+}
+
+/// The first `max_files` readable files in scope (`iter_target_files` order: scopes in
+/// turn, walk order, text files and enabled documents only, each once), each sampled by
+/// [`ServedRoot::raw_sample`]; the samples' raw bytes may not pass `max_total_raw_bytes`.
+/// A file that vanishes or changes while sampled is left out, as the tools do.
+pub fn sample(
+    root: &ServedRoot,
+    params: &DiscoveryParams,
+    stop: &Stop,
+) -> Result<DiscoverySources, SampleError> {
+    let mut budget = Budget::from_limits(root.limits()).stopping(stop);
+    budget.max_total_bytes = None;
+    let targets = target_files(root, &params.paths, &params.globs, true, &mut budget)?;
+    let max_files = usize::try_from(params.max_files).unwrap_or(usize::MAX);
+    let max_chars = usize::try_from(params.max_chars_per_file).unwrap_or(usize::MAX);
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for entry in targets.files.iter().take(max_files) {
+        stop.check().map_err(ToolError::from)?;
+        let sample = match root.raw_sample(&entry.rel, max_chars) {
+            Ok(sample) => sample,
+            Err(e) if e.is_churn() || matches!(e, crate::view::ViewError::NotText) => continue,
+            Err(e) => return Err(ToolError::from(e).into()),
+        };
+        total += sample.charged;
+        if params.max_total_raw_bytes.is_some_and(|max| total > max) {
+            return Err(SampleError::TotalBytes);
+        }
+        files.push(DiscoverySample {
+            rel: entry.rel.to_string(),
+            text: sample.text,
+            truncated: sample.truncated,
+            sha256: sample.sha256,
+        });
+    }
+    if targets.files.len() <= max_files
+        && let Some(error) = targets.error
+    {
+        return Err(error.into());
+    }
+    Ok(DiscoverySources {
+        files,
+        known_people: root.engine().policy().people.clone(),
+    })
+}
