@@ -114,6 +114,17 @@ pub struct DiscoverUpdateArgs {
     /// Merge the seed and existing config without reading documents or calling a model.
     #[arg(long)]
     pub merge_only: bool,
+    /// Read the documents from the root's files (through the daemon) instead of
+    /// --input-jsonl (ours; the reference has only --input-jsonl).
+    #[arg(long)]
+    pub from_root: bool,
+    /// With --from-root: only files whose content changed since the last written run
+    /// for this config (SHA-256 of each file, kept in the daemon's private state dir).
+    #[arg(long, requires = "from_root")]
+    pub changed: bool,
+    /// With --from-root: only files matching this pattern (repeatable).
+    #[arg(long, requires = "from_root")]
+    pub glob: Vec<String>,
     /// Print the merged config without writing it.
     #[arg(long, conflicts_with = "check")]
     pub dry_run: bool,
@@ -357,6 +368,8 @@ fn read_input(name: &str) -> Result<String, String> {
 pub fn run_update(globals: &Globals, args: &DiscoverUpdateArgs) -> ExitCode {
     match update(globals, args) {
         Ok(code) => code,
+        // Already printed (a daemon failure).
+        Err(msg) if msg.is_empty() => ExitCode::FAILURE,
         Err(msg) => print_error(&msg),
     }
 }
@@ -365,8 +378,24 @@ fn update(globals: &Globals, args: &DiscoverUpdateArgs) -> Result<ExitCode, Stri
     if args.merge_only && args.input_jsonl.is_some() {
         return Err("--merge-only cannot be combined with --input-jsonl.".into());
     }
+    if args.from_root && (args.merge_only || args.input_jsonl.is_some()) {
+        return Err("--from-root cannot be combined with --input-jsonl or --merge-only.".into());
+    }
+    let mut seen = Seen::default();
     let documents: Vec<Document> = if args.merge_only {
         Vec::new()
+    } else if args.from_root {
+        let root = root_dir(globals);
+        seen = Seen::load(&root, &args.output_config);
+        let sampled = root_documents(globals, args).map_err(|_| String::new())?;
+        seen.pending = sampled
+            .iter()
+            .map(|d| (d.path.clone(), d.sha256.clone()))
+            .collect();
+        sampled
+            .into_iter()
+            .filter(|d| !args.changed || seen.files.get(&d.path) != Some(&d.sha256))
+            .collect()
     } else {
         let Some(input) = args.input_jsonl.as_deref().filter(|s| !s.is_empty()) else {
             return Err("--input-jsonl is required unless --merge-only is used.".into());
@@ -468,6 +497,7 @@ fn update(globals: &Globals, args: &DiscoverUpdateArgs) -> Result<ExitCode, Stri
     if update.changed {
         write_atomically(&config_path, &update.config_text)?;
     }
+    seen.save();
     let counts = format!(
         "{{\"clients\":{},\"organizations\":{},\"people\":{},\"terms\":{}}}",
         result.clients.len(),
@@ -494,6 +524,90 @@ fn update(globals: &Globals, args: &DiscoverUpdateArgs) -> Result<ExitCode, Stri
     );
     let _ = writeln!(stdout, "config_changed: {}", update.changed);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The root's files as documents, each whole (a file longer than
+/// --max-chars-per-document fails the run, as an oversized JSONL document does).
+fn root_documents(globals: &Globals, args: &DiscoverUpdateArgs) -> Result<Vec<Document>, ()> {
+    let params = DiscoveryParams {
+        paths: Vec::new(),
+        globs: args.glob.clone(),
+        max_files: args.max_files.saturating_add(1),
+        // Bytes: enough for any text of that many characters; checked in characters below.
+        max_chars_per_file: args.max_chars_per_document.saturating_mul(4),
+        max_total_raw_bytes: Some(args.max_total_chars.saturating_mul(4)),
+    };
+    let sources = sources(globals, params).map_err(|_| ())?;
+    let documents: Vec<Document> = sources
+        .files
+        .into_iter()
+        .map(|s| {
+            let text = if s.truncated {
+                // Longer than any allowed document: fails the size check below.
+                format!(
+                    "{}{}",
+                    s.text,
+                    "x".repeat(args.max_chars_per_document as usize + 1)
+                )
+            } else {
+                s.text
+            };
+            Document {
+                path: s.rel,
+                text,
+                sha256: s.sha256,
+            }
+        })
+        .collect();
+    Ok(documents)
+}
+
+/// What `discover-update --from-root` classified before, per root and config: each
+/// file's SHA-256 at the last written run. Kept in the daemon's state dir (private,
+/// 0700, where the cache already keys records by raw paths), never in the root, where
+/// agents could read the file names.
+#[derive(Default)]
+struct Seen {
+    path: Option<PathBuf>,
+    files: std::collections::BTreeMap<String, String>,
+    pending: std::collections::BTreeMap<String, String>,
+}
+
+impl Seen {
+    fn load(root: &Path, config: &str) -> Seen {
+        let Ok(state) = redctx_proto::paths::state_dir() else {
+            return Seen::default();
+        };
+        let key = rules::sha256_hex(format!("{}\0{config}", root.display()).as_bytes());
+        let path = state.join("discovery").join(format!("{key}.json"));
+        let files = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Seen {
+            path: Some(path),
+            files,
+            pending: Default::default(),
+        }
+    }
+
+    /// Records this run's files (a failed save only means the next run redoes them).
+    fn save(mut self) {
+        let Some(path) = self.path.take() else {
+            return;
+        };
+        self.files.append(&mut self.pending);
+        let Some(dir) = path.parent() else {
+            return;
+        };
+        if std::fs::create_dir_all(dir).is_ok()
+            && let Ok(text) = serde_json::to_vec(&self.files)
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+            let _ = write_atomically(&path, &String::from_utf8_lossy(&text));
+        }
+    }
 }
 
 /// The config written through a temporary file beside it, fsynced, then renamed.
