@@ -492,7 +492,7 @@ pub fn postprocess(result: &Discovery, route_tools: bool) -> Discovery {
             add(&mut out.allow, v);
         }
     }
-    out.map_buckets(|values| dedupe(values))
+    out.map_buckets(dedupe)
 }
 
 /// Where `value` first occurs in `text`, ignoring case (`re.search(re.escape(v), t,
@@ -562,7 +562,7 @@ pub fn merge_results(results: &[Discovery], raw: bool, route_tools: bool) -> Dis
         merged.dropped_aliases += r.dropped_aliases;
     }
     let aliases = std::mem::take(&mut merged.aliases);
-    let mut merged = merged.map_buckets(|values| dedupe(values));
+    let mut merged = merged.map_buckets(dedupe);
     merged.aliases = merge_alias_lists(aliases);
     if raw {
         merged

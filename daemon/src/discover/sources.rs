@@ -4,7 +4,7 @@
 use crate::cancel::Stop;
 use crate::root::ServedRoot;
 use crate::tools::{Budget, ToolError, target_files};
-use crate::view::RootView;
+use crate::view::{RootView, ViewError};
 use redctx_proto::{DiscoveryParams, DiscoverySample, DiscoverySources};
 
 /// Why sampling failed; every text is fixed and input-free.
@@ -19,7 +19,8 @@ pub enum SampleError {
 /// The first `max_files` readable files in scope (`iter_target_files` order: scopes in
 /// turn, walk order, text files and enabled documents only, each once), each sampled by
 /// [`ServedRoot::raw_sample`]; the samples' raw bytes may not pass `max_total_raw_bytes`.
-/// A file that vanishes or changes while sampled is left out, as the tools do.
+/// A file that vanishes or changes while sampled is left out, as the tools do, and so
+/// is one over the per-file byte limit (the reference samples its start).
 pub fn sample(
     root: &ServedRoot,
     params: &DiscoveryParams,
@@ -36,7 +37,12 @@ pub fn sample(
         stop.check().map_err(ToolError::from)?;
         let sample = match root.raw_sample(&entry.rel, max_chars) {
             Ok(sample) => sample,
-            Err(e) if e.is_churn() || matches!(e, crate::view::ViewError::NotText) => continue,
+            // Gone, changed, not text, or over the per-file byte limit: left out.
+            Err(e)
+                if e.is_churn() || matches!(e, ViewError::NotText | ViewError::FileByteLimit) =>
+            {
+                continue;
+            }
             Err(e) => return Err(ToolError::from(e).into()),
         };
         total += sample.charged;
