@@ -62,13 +62,17 @@ enum Command {
     #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
         redctx benchmark --query TODO --no-ignore-case --format json")]
     Benchmark(benchmark::BenchmarkArgs),
-    /// Use a local LLM (Ollama) to draft raw redaction terms for human review. Prints or
-    /// writes the raw sensitive terms it finds: a human command, never run for an agent.
+    /// Draft raw redaction terms with a local LLM (Ollama), for human review.
+    ///
+    /// Prints or writes the raw sensitive terms it finds: a human command, never run for
+    /// an agent and never an MCP tool.
     #[command(after_help = "Examples:\n  redctx --root ~/src/app discover\n  \
         redctx discover docs --model llama3.2 --output .agent-context-redactor.toml")]
     Discover(discover::DiscoverArgs),
-    /// Classify caller-supplied documents with a local LLM and merge the terms into the
-    /// redaction config (only ever adding). Reads and writes raw terms: a human command.
+    /// Merge terms a local LLM finds in documents into the redaction config.
+    ///
+    /// Only ever adds. Reads and writes raw terms: a human command, never run for an
+    /// agent.
     #[command(
         after_help = "Examples:\n  redctx discover-update --input-jsonl docs.jsonl --check\n  \
         git show HEAD:notes.md | jq -Rs '{path:\"notes.md\",text:.}' -c | redctx discover-update --input-jsonl -"
