@@ -20,7 +20,6 @@ mod benchmark;
 mod detectors;
 mod discover;
 mod files;
-mod ollama;
 mod rehydrate;
 mod service;
 mod status;

@@ -221,7 +221,8 @@ fn variant(r: &Response) -> &'static str {
         Response::Pong => "Pong",
         Response::Benchmark(_) => "Benchmark",
         Response::Rehydrated(_) => "Rehydrated",
-        Response::DiscoverySources(_) => "DiscoverySources",
+        Response::Discovered(_) => "Discovered",
+        Response::DiscoverProgress { .. } => "DiscoverProgress",
         Response::Error(_) => "Error",
     }
 }

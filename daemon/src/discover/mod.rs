@@ -1,15 +1,19 @@
 //! `redctx discover` / `discover-update` (spec 11): what a local model proposes from the
 //! files, kept only where the files back it, cleaned, and written as a draft config.
 //!
-//! Pure: no IO, no network. The client asks the daemon for raw samples (`sources`), sends
-//! each to the model, and hands the answers here: [`parse_response`] and
-//! [`filter_to_source`] per file, [`merge_results`] over all, [`aliases::finish_draft`]
-//! for alias groups, then [`draft::toml`] or [`draft::json`], or [`merge::update`] into an
-//! existing config. Every rule is the reference's (`discovery.py`); the prompts are ours.
+//! The rules here are pure: [`parse_response`] and [`filter_to_source`] per file,
+//! [`merge_results`] over all, [`aliases::finish_draft`] for alias groups, then
+//! [`draft::toml`] or [`draft::json`], or [`merge::update`] into an existing config.
+//! Every rule is the reference's (`discovery.py`); the prompts are ours. The IO is in
+//! `sources` (raw samples), `ollama` (the model) and `run` (a command end to end, for
+//! `Caller::Operator` only), progress in `jobs`.
 
 pub mod aliases;
 pub mod draft;
+pub mod jobs;
 pub mod merge;
+pub mod ollama;
+pub mod run;
 pub mod sources;
 
 use crate::engine::config::{collapse_whitespace, dedupe};

@@ -1,11 +1,46 @@
-//! The daemon's half of `redctx discover`: which files a draft is made from, and their
-//! raw samples, answered to the operator's CLI only (`Request::DiscoverySources`).
+//! Which files a draft is made from, and their raw samples (the operator's commands
+//! only; the samples go to the local model and nowhere else).
 
 use crate::cancel::Stop;
 use crate::root::ServedRoot;
 use crate::tools::{Budget, ToolError, target_files};
 use crate::view::{RootView, ViewError};
-use redctx_proto::{DiscoveryParams, DiscoverySample, DiscoverySources};
+
+/// Which files [`sample`] reads, and how much of each.
+#[derive(Clone, Debug, Default)]
+pub struct Params {
+    /// Scopes (paths or ids); empty = the whole root.
+    pub paths: Vec<String>,
+    /// fnmatch patterns, as `bundle`'s.
+    pub globs: Vec<String>,
+    /// Most files sampled (walk order).
+    pub max_files: u64,
+    /// Bytes of each file's sample (of a document's extracted text: characters).
+    pub max_chars_per_file: u64,
+    /// Raw bytes of all samples (`Discovery total byte limit exceeded.`).
+    pub max_total_raw_bytes: u64,
+}
+
+/// What [`sample`] found.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    /// In walk order.
+    pub files: Vec<Sample>,
+    /// The people the root's config lists (alias proposals check against them).
+    pub known_people: Vec<String>,
+}
+
+/// The start of one file, decoded (UTF-8, BOM dropped, invalid bytes replaced).
+#[derive(Clone, Debug, Default)]
+pub struct Sample {
+    /// Root-relative POSIX path.
+    pub rel: String,
+    pub text: String,
+    /// The file was longer than the sample.
+    pub truncated: bool,
+    /// Hex SHA-256 of the whole file's bytes (what `discover-update --changed` compares).
+    pub sha256: String,
+}
 
 /// Why sampling failed; every text is fixed and input-free.
 #[derive(Debug, thiserror::Error)]
@@ -21,11 +56,7 @@ pub enum SampleError {
 /// [`ServedRoot::raw_sample`]; the samples' raw bytes may not pass `max_total_raw_bytes`.
 /// A file that vanishes or changes while sampled is left out, as the tools do, and so
 /// is one over the per-file byte limit (the reference samples its start).
-pub fn sample(
-    root: &ServedRoot,
-    params: &DiscoveryParams,
-    stop: &Stop,
-) -> Result<DiscoverySources, SampleError> {
+pub fn sample(root: &ServedRoot, params: &Params, stop: &Stop) -> Result<Samples, SampleError> {
     let mut budget = Budget::from_limits(root.limits()).stopping(stop);
     budget.max_total_bytes = None;
     let targets = target_files(root, &params.paths, &params.globs, true, &mut budget)?;
@@ -46,10 +77,10 @@ pub fn sample(
             Err(e) => return Err(ToolError::from(e).into()),
         };
         total += sample.charged;
-        if params.max_total_raw_bytes.is_some_and(|max| total > max) {
+        if total > params.max_total_raw_bytes {
             return Err(SampleError::TotalBytes);
         }
-        files.push(DiscoverySample {
+        files.push(Sample {
             rel: entry.rel.to_string(),
             text: sample.text,
             truncated: sample.truncated,
@@ -61,7 +92,7 @@ pub fn sample(
     {
         return Err(error.into());
     }
-    Ok(DiscoverySources {
+    Ok(Samples {
         files,
         known_people: root.engine().policy().people.clone(),
     })

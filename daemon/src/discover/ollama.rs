@@ -1,5 +1,5 @@
 //! The one network call of redctx: Ollama's `/api/generate` for `redctx discover` and
-//! `discover-update`, from the operator's own process (ARCHITECTURE.md says why here).
+//! `discover-update` (operator requests only; ARCHITECTURE.md says why).
 //!
 //! Raw private text goes in the request body, so the endpoint is checked first: loopback
 //! plain http or any https, other plain-http hosts only with `--allow-remote-endpoint`.
