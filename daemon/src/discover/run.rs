@@ -439,3 +439,84 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     let _ = std::fs::remove_file(&tmp);
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::Cancel;
+    use sources::Sample;
+
+    fn two_files(_: &sources::Params) -> Result<Samples, String> {
+        let file = |rel: &str| Sample {
+            rel: rel.into(),
+            text: "Globex asked Initech.".into(),
+            ..Sample::default()
+        };
+        Ok(Samples {
+            files: vec![file("a.md"), file("b.md")],
+            known_people: Vec::new(),
+        })
+    }
+
+    fn params() -> DiscoverParams {
+        DiscoverParams {
+            // Nothing listens on the discard port: a model call would fail to connect.
+            model: ModelParams {
+                endpoint: Some("http://127.0.0.1:9".into()),
+                timeout_ms: 2_000,
+                ..ModelParams::default()
+            },
+            max_files: 10,
+            max_chars_per_file: 100,
+            max_total_raw_bytes: 1_000,
+            ..DiscoverParams::default()
+        }
+    }
+
+    #[test]
+    fn a_cancelled_run_stops_before_the_next_model_call() {
+        let cancel = Cancel::new();
+        cancel.cancel();
+        let progress = Progress::default();
+        let cx = Context {
+            root: Path::new("/nonexistent-root"),
+            sample: &two_files,
+            progress: &progress,
+            stop: &Stop::on(&cancel),
+        };
+        assert_eq!(discover(&cx, &params()), Err(CANCELLED.to_owned()));
+        let update = DiscoverUpdateParams {
+            model: params().model,
+            input_jsonl: Some("{\"path\":\"a.md\",\"text\":\"Globex\"}\n".into()),
+            max_files: 10,
+            max_chars_per_document: 100,
+            max_total_chars: 1_000,
+            output_config: "c.toml".into(),
+            dry_run: true,
+            ..DiscoverUpdateParams::default()
+        };
+        assert_eq!(update_of(&cx, &update), Err(CANCELLED.to_owned()));
+    }
+
+    fn update_of(cx: &Context, params: &DiscoverUpdateParams) -> Result<Discovered, String> {
+        update(cx, params)
+    }
+
+    #[test]
+    fn progress_counts_the_samples_before_the_first_model_call() {
+        let jobs = super::super::jobs::Jobs::default();
+        let running = jobs.register(1);
+        let cx = Context {
+            root: Path::new("/nonexistent-root"),
+            sample: &two_files,
+            progress: &running.progress,
+            stop: &Stop::never(),
+        };
+        let err = discover(&cx, &params()).unwrap_err();
+        assert!(
+            err.starts_with("Could not reach local Ollama at http://127.0.0.1:9."),
+            "{err}"
+        );
+        assert_eq!(jobs.progress(1), (0, 2));
+    }
+}
