@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 mod benchmark;
 mod detectors;
+mod discover;
 mod files;
 mod github;
 mod rehydrate;
@@ -61,6 +62,22 @@ enum Command {
     #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
         redctx benchmark --query TODO --no-ignore-case --format json")]
     Benchmark(benchmark::BenchmarkArgs),
+    /// Draft raw redaction terms with a local LLM (Ollama), for human review.
+    ///
+    /// Prints or writes the raw sensitive terms it finds: a human command, never run for
+    /// an agent and never an MCP tool.
+    #[command(after_help = "Examples:\n  redctx --root ~/src/app discover\n  \
+        redctx discover docs --model llama3.2 --output .agent-context-redactor.toml")]
+    Discover(discover::DiscoverArgs),
+    /// Merge terms a local LLM finds in documents into the redaction config.
+    ///
+    /// Only ever adds. Reads and writes raw terms: a human command, never run for an
+    /// agent.
+    #[command(
+        after_help = "Examples:\n  redctx discover-update --input-jsonl docs.jsonl --check\n  \
+        git show HEAD:notes.md | jq -Rs '{path:\"notes.md\",text:.}' -c | redctx discover-update --input-jsonl -"
+    )]
+    DiscoverUpdate(discover::DiscoverUpdateArgs),
     /// Show what the daemon serves: per root, files seen / indexed / pending, bytes, cache
     /// size, policy and watcher state. With --root it also starts serving that root.
     #[command(after_help = "Examples:\n  redctx status\n  redctx status --root ~/src/app --wait")]
@@ -165,6 +182,8 @@ pub fn main() -> ExitCode {
         Command::File(cmd) => files::run(&cli.globals, &cmd),
         Command::Rehydrate(args) => rehydrate::run(&cli.globals, &args),
         Command::Benchmark(args) => benchmark::run(&cli.globals, &args),
+        Command::Discover(args) => discover::run(&cli.globals, &args),
+        Command::DiscoverUpdate(args) => discover::run_update(&cli.globals, &args),
         Command::Status(args) => status::status(&cli.globals, &args),
         Command::Roots { action } => status::roots(action.as_ref()),
     }

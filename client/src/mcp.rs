@@ -230,6 +230,8 @@ fn variant(r: &Response) -> &'static str {
         Response::Pong => "Pong",
         Response::Benchmark(_) => "Benchmark",
         Response::Rehydrated(_) => "Rehydrated",
+        Response::Discovered(_) => "Discovered",
+        Response::DiscoverProgress { .. } => "DiscoverProgress",
         Response::Error(_) => "Error",
     }
 }

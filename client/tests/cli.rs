@@ -267,6 +267,8 @@ fn every_command_help_explains_itself_with_an_example() {
         "benchmark",
         "status",
         "roots",
+        "discover",
+        "discover-update",
     ] {
         let out = env.run(&[cmd, "--help"]);
         assert_eq!(out.code, 0, "{cmd}");
@@ -279,6 +281,16 @@ fn every_command_help_explains_itself_with_an_example() {
     }
     let out = env.run(&["--help"]);
     assert!(out.stdout.contains("default: code"), "{}", out.stdout);
+    // Human commands that print raw terms say so.
+    for cmd in ["discover", "discover-update"] {
+        let out = env.run(&[cmd, "--help"]);
+        assert!(out.stdout.contains("raw"), "{cmd}: {}", out.stdout);
+        assert!(
+            out.stdout.contains("never run for"),
+            "{cmd}: {}",
+            out.stdout
+        );
+    }
     let out = env.run(&["grep", "--help"]);
     assert!(
         out.stdout.contains("Case-sensitive by default"),

@@ -11,6 +11,7 @@ pub mod bench_report;
 pub mod cache;
 pub mod cancel;
 pub mod detectors;
+pub mod discover;
 pub mod documents;
 pub mod engine;
 pub mod fs;

@@ -93,6 +93,17 @@ pub struct ReadCounters {
     pub synced_walks: AtomicU64,
 }
 
+/// The raw start of one file ([`ServedRoot::raw_sample`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawSample {
+    pub text: String,
+    /// Raw bytes charged to the total budget.
+    pub charged: u64,
+    pub truncated: bool,
+    /// Hex SHA-256 of the whole file.
+    pub sha256: String,
+}
+
 /// Redacted content and the `stat` line count of one file version.
 struct Loaded {
     content: Arc<ContentRecord>,
@@ -1178,6 +1189,49 @@ impl ServedRoot {
             .redact_recording(&content::decode(&bytes, encoding), options, record)
             .map_err(|_| ViewError::Internal)?;
         Ok(())
+    }
+
+    /// The start of `rel` as it is on disk now, raw, for `redctx discover` (the operator's
+    /// command): at most `max` bytes of a text file (UTF-8, BOM dropped, invalid bytes
+    /// replaced) or `max` characters of a document's extracted Markdown. Returns the
+    /// sample, the raw bytes it charges (the sample's, or the whole document's), whether
+    /// the file was longer, and the SHA-256 of the whole file. Nothing is cached.
+    pub fn raw_sample(&self, rel: &str, max: usize) -> Result<RawSample, ViewError> {
+        self.servable_stat(rel)?;
+        let (bytes, _) = fs::read_verified(
+            &fs::abs_path(&self.root, rel),
+            self.limits.max_raw_bytes_per_file,
+        )?;
+        let sha256 = crate::discover::sha256_hex(&bytes);
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if let ContentKind::Document(format) = ContentKind::of_name(name) {
+            if !self.documents {
+                return Err(ViewError::NotText);
+            }
+            let markdown = documents::extract(format, &bytes, documents::DEADLINE)?;
+            let end = markdown
+                .char_indices()
+                .nth(max)
+                .map_or(markdown.len(), |(at, _)| at);
+            return Ok(RawSample {
+                truncated: end < markdown.len(),
+                text: markdown[..end].to_owned(),
+                charged: bytes.len() as u64,
+                sha256,
+            });
+        }
+        if content::text_encoding(&bytes, self.decoding).is_none() {
+            return Err(ViewError::NotText);
+        }
+        let truncated = bytes.len() > max;
+        let head = &bytes[..bytes.len().min(max)];
+        let body = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+        Ok(RawSample {
+            text: String::from_utf8_lossy(body).into_owned(),
+            charged: head.len() as u64,
+            truncated,
+            sha256,
+        })
     }
 
     fn redact_record(

@@ -210,6 +210,7 @@ pub struct Service {
     env: EnvOverrides,
     roots: Mutex<HashMap<RootKey, Arc<RootHandle>>>,
     pause_indexing_after: Option<u64>,
+    discoveries: crate::discover::jobs::Jobs,
 }
 
 impl Service {
@@ -221,6 +222,7 @@ impl Service {
             env,
             roots: Mutex::new(HashMap::new()),
             pause_indexing_after: None,
+            discoveries: Default::default(),
         }
     }
 
@@ -501,7 +503,41 @@ impl Service {
             Current::Blocked { message, head } => Err((message, head)),
         }
     }
+
+    /// A discovery command for the operator (never an agent: it reads raw files and
+    /// prints raw terms), registered as `job` for progress while it runs. Files are
+    /// sampled under the live policy check; the rest needs only the root's path.
+    fn run_discovery(
+        &self,
+        spec: &RootSpec,
+        caller: Caller,
+        job: u64,
+        cancel: &Cancel,
+        f: impl FnOnce(&crate::discover::run::Context) -> Result<redctx_proto::Discovered, String>,
+    ) -> Result<redctx_proto::Discovered, ErrorReply> {
+        if caller != Caller::Operator {
+            return Err(ErrorReply::new(ErrorKind::Unsupported, DISCOVERY_REFUSED));
+        }
+        let running = self.discoveries.register(job);
+        let stop = Stop::on(cancel);
+        let sample = |params: &crate::discover::sources::Params| {
+            self.with_root(spec, |root| {
+                crate::discover::sources::sample(root, params, &stop).map_err(|e| e.to_string())
+            })
+            .unwrap_or_else(|(message, _)| Err(message.to_owned()))
+        };
+        let cx = crate::discover::run::Context {
+            root: &spec.path,
+            sample: &sample,
+            progress: &running.progress,
+            stop: &stop,
+        };
+        f(&cx).map_err(|message| resource_error(&message))
+    }
 }
+
+/// The answer to a discovery asked for an agent.
+pub const DISCOVERY_REFUSED: &str = "Discovery is an operator command; agents cannot run it.";
 
 /// The receipt's `detectors` array (spec 5.11): every plugged detector of the launch,
 /// in its order, with this call's counts; `None` when none is plugged. Names and
@@ -892,6 +928,36 @@ impl Backend for Service {
                 .map_err(|e| resource_error(&e.to_string()))
         })
         .unwrap_or_else(|(message, _)| Err(resource_error(message)))
+    }
+
+    fn discover(
+        &self,
+        spec: &RootSpec,
+        caller: Caller,
+        job: u64,
+        params: &redctx_proto::DiscoverParams,
+        cancel: &Cancel,
+    ) -> Result<redctx_proto::Discovered, ErrorReply> {
+        self.run_discovery(spec, caller, job, cancel, |cx| {
+            crate::discover::run::discover(cx, params)
+        })
+    }
+
+    fn discover_update(
+        &self,
+        spec: &RootSpec,
+        caller: Caller,
+        job: u64,
+        params: &redctx_proto::DiscoverUpdateParams,
+        cancel: &Cancel,
+    ) -> Result<redctx_proto::Discovered, ErrorReply> {
+        self.run_discovery(spec, caller, job, cancel, |cx| {
+            crate::discover::run::update(cx, params)
+        })
+    }
+
+    fn discover_progress(&self, job: u64) -> (u64, u64) {
+        self.discoveries.progress(job)
     }
 
     fn reject_call(&self, spec: &RootSpec, _tool: &str, message: &str) -> ToolResult {

@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -213,6 +213,89 @@ pub enum Request {
     /// redaction knows replaced by its raw value (the operator's command; the answer is
     /// raw text, `Response::Rehydrated`).
     Rehydrate { root: RootSpec, texts: Vec<String> },
+    /// `redctx discover`: the daemon samples the files, asks the local model and renders
+    /// the draft (the operator's command: refused for `Caller::Agent`). `job` is the
+    /// client's name for it in `DiscoverProgress`. Answered `Response::Discovered` when
+    /// done; a disconnect cancels it between documents.
+    Discover {
+        root: RootSpec,
+        caller: Caller,
+        job: u64,
+        params: DiscoverParams,
+    },
+    /// `redctx discover-update`: as `Discover`, ending in the monotonic config merge.
+    DiscoverUpdate {
+        root: RootSpec,
+        caller: Caller,
+        job: u64,
+        params: DiscoverUpdateParams,
+    },
+    /// How far the running `Discover`/`DiscoverUpdate` named `job` is, for a progress bar
+    /// (`Response::DiscoverProgress`; zeros for a job not running).
+    DiscoverProgress { job: u64 },
+}
+
+/// The local model a discovery asks (Ollama's `/api/generate`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelParams {
+    /// `None`: the default endpoint.
+    pub endpoint: Option<String>,
+    pub allow_remote_endpoint: bool,
+    /// `None`: the default model tag.
+    pub model: Option<String>,
+    /// Per answer.
+    pub timeout_ms: u64,
+}
+
+/// `redctx discover`'s options, as given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoverParams {
+    pub model: ModelParams,
+    /// Scopes (paths or ids); empty = the whole root.
+    pub paths: Vec<String>,
+    /// fnmatch patterns, as `bundle`'s.
+    pub globs: Vec<String>,
+    pub max_files: u64,
+    /// Bytes of each file's sample (of a document's extracted text: characters).
+    pub max_chars_per_file: u64,
+    pub max_total_raw_bytes: u64,
+    pub fail_on_truncation: bool,
+    /// JSON instead of TOML.
+    pub json: bool,
+    pub raw_discovery: bool,
+    /// Where under the root to write the draft (`None`: printed).
+    pub output: Option<String>,
+    pub force: bool,
+}
+
+/// `redctx discover-update`'s options, as given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoverUpdateParams {
+    pub model: ModelParams,
+    /// The JSONL documents the client read (`--input-jsonl`), unparsed.
+    pub input_jsonl: Option<String>,
+    pub max_files: u64,
+    pub max_chars_per_document: u64,
+    pub max_total_chars: u64,
+    pub output_config: String,
+    pub seed_config: Option<String>,
+    pub include_discovered_allow: bool,
+    pub include_discovered_aliases: bool,
+    pub merge_only: bool,
+    pub from_root: bool,
+    pub changed: bool,
+    pub globs: Vec<String>,
+    pub dry_run: bool,
+    pub check: bool,
+}
+
+/// The end of a `Discover`/`DiscoverUpdate`: what the CLI prints and how it exits.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Discovered {
+    pub stdout: String,
+    pub stderr: String,
+    /// Exit 1 (`discover-update --check` found a change).
+    pub failed: bool,
 }
 
 /// How one `redctx mcp` session may write (spec 9.1). Per session, not per root: sessions
@@ -291,6 +374,10 @@ pub enum Response {
     Benchmark(BenchmarkReport),
     /// Result of `Rehydrate`: one text per text asked.
     Rehydrated(Vec<String>),
+    /// Result of `Discover` and `DiscoverUpdate`.
+    Discovered(Discovered),
+    /// Result of `DiscoverProgress`: documents done, documents in all.
+    DiscoverProgress { done: u64, total: u64 },
     /// The request failed; `message` is fixed, input-free text a user may see.
     Error(ErrorReply),
 }

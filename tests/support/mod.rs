@@ -8,6 +8,7 @@
 
 pub mod fixtures;
 pub mod github;
+pub mod ollama;
 pub mod raw;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};

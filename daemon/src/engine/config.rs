@@ -601,7 +601,9 @@ pub fn read_term_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn parse_alias_groups(value: Option<&Value>) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
+pub(crate) fn parse_alias_groups(
+    value: Option<&Value>,
+) -> Result<Vec<(String, Vec<String>)>, ConfigError> {
     let Some(value) = value else {
         return Ok(Vec::new());
     };
@@ -707,7 +709,7 @@ fn resolve_alias_groups(
     Ok(resolved)
 }
 
-fn alias_value_over_limits(value: &str) -> bool {
+pub(crate) fn alias_value_over_limits(value: &str) -> bool {
     value.chars().count() > MAX_ALIAS_VALUE_CHARS
         || value.split(is_py_space).filter(|w| !w.is_empty()).count() > MAX_ALIAS_VALUE_WORDS
 }
@@ -784,7 +786,7 @@ pub fn py_strip(value: &str) -> &str {
     value.trim_matches(is_py_space)
 }
 
-fn collapse_whitespace(value: &str) -> String {
+pub(crate) fn collapse_whitespace(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     let mut in_run = false;
     for ch in value.chars() {
@@ -802,7 +804,7 @@ fn collapse_whitespace(value: &str) -> String {
 }
 
 /// Python text-mode reading: `\r\n` and lone `\r` become `\n`.
-fn universal_newlines(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn universal_newlines(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains('\r') {
         return std::borrow::Cow::Borrowed(text);
     }

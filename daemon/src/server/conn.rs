@@ -219,6 +219,9 @@ fn request_kind(r: &Request) -> &'static str {
         Request::Benchmark { .. } => "benchmark",
         Request::SubmitDoc { .. } => "submit_doc",
         Request::Rehydrate { .. } => "rehydrate",
+        Request::Discover { .. } => "discover",
+        Request::DiscoverUpdate { .. } => "discover_update",
+        Request::DiscoverProgress { .. } => "discover_progress",
     }
 }
 
@@ -324,6 +327,34 @@ async fn answer(request: Request, cancel: &Cancel, shared: &Arc<Shared>) -> Resp
             })
             .await,
         ),
+        Request::Discover {
+            root,
+            caller,
+            job,
+            params,
+        } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                b.discover(&root, caller, job, &params, c)
+                    .map(Response::Discovered)
+            })
+            .await,
+        ),
+        Request::DiscoverUpdate {
+            root,
+            caller,
+            job,
+            params,
+        } => flatten(
+            blocking(shared, cancel, move |b, c| {
+                b.discover_update(&root, caller, job, &params, c)
+                    .map(Response::Discovered)
+            })
+            .await,
+        ),
+        Request::DiscoverProgress { job } => {
+            let (done, total) = shared.backend.discover_progress(job);
+            Response::DiscoverProgress { done, total }
+        }
     }
 }
 

@@ -106,6 +106,43 @@ pub trait Backend: Send + Sync + 'static {
         ))
     }
 
+    /// `redctx discover` end to end (the operator's command; a backend refuses
+    /// `Caller::Agent`). Errors are fixed texts or the reference's sentences.
+    fn discover(
+        &self,
+        _root: &RootSpec,
+        _caller: redctx_proto::Caller,
+        _job: u64,
+        _params: &redctx_proto::DiscoverParams,
+        _cancel: &Cancel,
+    ) -> Result<redctx_proto::Discovered, ErrorReply> {
+        Err(ErrorReply::new(
+            ErrorKind::Unsupported,
+            "This daemon cannot run discovery.",
+        ))
+    }
+
+    /// `redctx discover-update` end to end, as [`Backend::discover`].
+    fn discover_update(
+        &self,
+        _root: &RootSpec,
+        _caller: redctx_proto::Caller,
+        _job: u64,
+        _params: &redctx_proto::DiscoverUpdateParams,
+        _cancel: &Cancel,
+    ) -> Result<redctx_proto::Discovered, ErrorReply> {
+        Err(ErrorReply::new(
+            ErrorKind::Unsupported,
+            "This daemon cannot run discovery.",
+        ))
+    }
+
+    /// Documents done and in all of the running discovery `job` (zeros: none). Cheap;
+    /// answered on the connection's task, not the blocking pool.
+    fn discover_progress(&self, _job: u64) -> (u64, u64) {
+        (0, 0)
+    }
+
     /// Roots served right now.
     fn roots(&self) -> Vec<RootInfo>;
 

@@ -40,6 +40,7 @@ pub use report::{
 };
 pub use retrieve::{RetrieveArgs, passage_stats, retrieve};
 pub use search::{SearchArgs, search};
+pub(crate) use targets::target_files;
 pub use walk::{Budget, DEFAULT_TOTAL_RAW_BYTES, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};
 
 use crate::cancel::{Stop, Stopped};

@@ -13,7 +13,7 @@
 
 mod map;
 mod publish;
-mod round_trip;
+pub(crate) mod round_trip;
 mod target;
 mod tokens;
 

@@ -22,7 +22,7 @@ use std::sync::LazyLock;
 
 /// Generic vocabulary whose survival on read-back is expected (the reference's
 /// `GENERIC_PROBE_STOPWORDS`), case-folded.
-static STOPWORDS: LazyLock<HashSet<String>> = LazyLock::new(|| {
+pub(crate) static STOPWORDS: LazyLock<HashSet<String>> = LazyLock::new(|| {
     [
         DEFAULT_ALLOW_TERMS,
         PATH_ALLOW_TERMS,

@@ -354,7 +354,7 @@ impl Finder for DomainCandidates {
     }
 }
 
-fn handle() -> PyPattern {
+pub fn handle() -> PyPattern {
     PyPattern::new(r"@[A-Za-z0-9_][A-Za-z0-9_.-]+", Guard::NotWordOrSlash)
 }
 
