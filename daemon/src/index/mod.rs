@@ -685,11 +685,14 @@ impl Index {
     /// children are re-`lstat`ed so sizes are current.
     pub fn children(&self, rel: &str) -> Result<Vec<Entry>, ViewError> {
         let dir_stat = self.listable_dir(rel)?;
-        let (listed, reread) = match self.listing(rel, Some(&dir_stat)) {
+        let (listed, reread) = match self.listing(rel, Listed::IfFresh(&dir_stat)) {
             Some(listed) => (listed, false),
             None => {
                 self.read_dir_into_index(rel, dir_stat);
-                (self.listing(rel, None).ok_or(ViewError::Missing)?, true)
+                (
+                    self.listing(rel, Listed::Any).ok_or(ViewError::Missing)?,
+                    true,
+                )
             }
         };
         if reread {
@@ -729,7 +732,7 @@ impl Index {
                     // A child vanished or changed kind while the directory's stat did not
                     // move (coarse timestamps): re-read the directory.
                     self.read_dir_into_index(rel, dir_stat);
-                    let listed = self.listing(rel, None).ok_or(ViewError::Missing)?;
+                    let listed = self.listing(rel, Listed::Any).ok_or(ViewError::Missing)?;
                     return Ok(listed.iter().map(|(r, s)| entry(r, s)).collect());
                 }
             }
@@ -813,10 +816,8 @@ impl Index {
             .ok_or(ViewError::Missing)
     }
 
-    /// The indexed children of `rel` as (rel, stat); with `if_fresh`, only when the
-    /// directory was read at exactly that stat and the stat was settled then.
-    fn listing(&self, rel: &str, if_fresh: Option<&StatKey>) -> Option<Vec<(String, StatKey)>> {
-        let listed = if_fresh.map_or(Listed::Any, Listed::IfFresh);
+    /// The indexed children of `rel` as (rel, stat), if the tree holds a listing `listed`.
+    fn listing(&self, rel: &str, listed: Listed<'_>) -> Option<Vec<(String, StatKey)>> {
         self.listing_with(rel, listed, |child_rel, node| {
             (child_rel.to_owned(), node.stat)
         })
