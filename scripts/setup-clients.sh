@@ -4,6 +4,8 @@
 #   - the official Python SDK, `mcp` pinned below, in .venv-clients/
 #   - the MCP Inspector CLI, pinned with its whole dependency tree by
 #     tests/external/node/package-lock.json, in tests/external/node/node_modules/ (npm ci)
+#   - Presidio, the external detector tests/detector_conformance.rs runs through its
+#     adapter, in .venv-presidio/ (scripts/setup-presidio.sh)
 # Idempotent: a venv that already has the pinned SDK and a node_modules installed from
 # the current lockfile are left untouched. Needs python3 (>= 3.10) and node/npm (>= 18).
 set -euo pipefail
@@ -50,4 +52,7 @@ else
     (cd "$node_dir" && npm ci --no-audit --no-fund --loglevel=error)
     echo "$want_sha" >"$stamp"
 fi
-echo "setup-clients: ready ($py, $node_dir/node_modules)"
+
+# --- Presidio (an external detector) ------------------------------------------------------
+"$repo/scripts/setup-presidio.sh"
+echo "setup-clients: ready ($py, $node_dir/node_modules, .venv-presidio)"

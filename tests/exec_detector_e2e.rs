@@ -194,3 +194,41 @@ fn the_config_list_is_used_unless_the_command_line_gives_detectors() {
     );
     assert!(!status.contains("secret"), "{status}");
 }
+
+/// The shipped Presidio adapter, run by the daemon as an external detector: what
+/// Presidio's recognisers find (here an `example.org` address and a private IP, which the
+/// built-in stages leave alone) is redacted in reads and searches, and the receipt names
+/// Presidio by its hello.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_presidio_adapter_redacts_through_the_daemon() {
+    let env = Env::new();
+    let root = env.root_dir("presidio", "kb");
+    let line = "Write to maria.santos@example.org, server 10.20.30.40.\n";
+    write(&root, "notes/contact.md", line);
+    let plain = env.ok_on(&root, &["cat", "notes/contact.md"]);
+    assert!(plain.contains("maria.santos@example.org") && plain.contains("10.20.30.40"));
+
+    let tools = tempfile::tempdir().unwrap();
+    let Some(adapter) = support::presidio::adapter(tools.path()) else {
+        return;
+    };
+    let spec = format!("exec={}", adapter.display());
+    let c = env.client(&root, &["--detector", &spec]).await;
+    let read = c
+        .call("redctx_read", json!({"path": "notes/contact.md"}))
+        .await;
+    let text = read.ok();
+    assert!(
+        !text.contains("maria.santos") && !text.contains("10.20.30.40"),
+        "{text}"
+    );
+    assert!(text.contains("[EMAIL_") && text.contains("[IP_"), "{text}");
+    let detectors = read.receipt["detectors"].as_array().expect("detectors");
+    assert_eq!(detectors.len(), 1, "{detectors:?}");
+    assert_eq!(detectors[0]["name"], "presidio");
+    let version = detectors[0]["version"].as_str().unwrap();
+    assert!(version.starts_with("2.2.366/"), "{version}");
+    let search = c.call("redctx_search", json!({"query": "server"})).await;
+    assert!(search.ok().contains("[EMAIL_"), "{}", search.text);
+    assert!(!search.text.contains("maria.santos"));
+}

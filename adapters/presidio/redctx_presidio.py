@@ -79,8 +79,10 @@ def parse_args():
 
 def load_engine(args):
     """The analyzer with the local model only (spaCy loads it from site-packages)."""
+    from importlib.metadata import version as package_version
+
     import spacy
-    from presidio_analyzer import AnalyzerEngine, __version__ as presidio_version
+    from presidio_analyzer import AnalyzerEngine
     from presidio_analyzer.nlp_engine import NlpEngineProvider
 
     if not spacy.util.is_package(args.model):
@@ -97,6 +99,8 @@ def load_engine(args):
     options = f"t{args.threshold:g}" + ("+dates" if args.include_dates else "")
     if args.entity_list or args.map:
         options += "+custom"
+    # presidio_analyzer has no __version__ attribute; the distribution's metadata does.
+    presidio_version = package_version("presidio-analyzer")
     version = f"{presidio_version}/{args.model}-{model_version}/{options}"
     return engine, version
 

@@ -9,6 +9,7 @@
 pub mod fixtures;
 pub mod github;
 pub mod ollama;
+pub mod presidio;
 pub mod raw;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
