@@ -59,7 +59,7 @@ use std::sync::{Arc, LazyLock};
 /// changes output (the cache keys on [`DETECTOR_VERSION`]).
 macro_rules! release {
     () => {
-        "0.1.8"
+        "0.1.9"
     };
 }
 macro_rules! gitleaks {

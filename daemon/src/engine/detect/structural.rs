@@ -66,6 +66,9 @@ const STEMS: &[&str] = &[
     "otp",
     "mfa",
     "cipher",
+    "appid",
+    "app_id",
+    "app-id",
 ];
 
 /// Head words that make a key sensitive with no entropy floor.
@@ -193,6 +196,28 @@ const KEY_QUALIFIERS: &[&str] = &[
     "registry",
     "npm",
     "pypi",
+];
+
+/// `key` written joined to one of these is a secret key (`masterkey`, `aeskey`): the
+/// qualifiers of [`KEY_QUALIFIERS`] that name key material, not a role (`userkey`,
+/// `testkey` are as often lookup keys).
+const COMPOUND_KEY_QUALIFIERS: &[&str] = &[
+    "master",
+    "signing",
+    "encryption",
+    "crypt",
+    "crypto",
+    "aes",
+    "des",
+    "hmac",
+    "cipher",
+    "shared",
+    "license",
+    "licence",
+    "jwt",
+    "webhook",
+    "consumer",
+    "wrapping",
 ];
 
 /// Head words that are sensitive only when the value also looks random (S7 tier).
@@ -578,8 +603,31 @@ impl Structural {
             pos += 1;
         }
         let rest = &text[pos..];
+        if key_quote == Some("\"")
+            && let Some((at, len)) = php_serialized_value(rest)
+        {
+            // PHP `serialize()`: `s:8:"password";s:6:"…";`, the value's length in bytes
+            // given, so a value over several lines (a key's base64 body) is read whole.
+            let (vs, ve) = (pos + at, pos + at + len);
+            let value = &text[vs..ve];
+            let block = class.tier == Tier::Strong && is_base64_block(value);
+            if block || accept(value, true, FileKind::Config, catalog, class, name) {
+                let det = if class.tier == Tier::Weak {
+                    "S7.keyword-entropy"
+                } else {
+                    "S3.php-serialized"
+                };
+                out.push(cand(vs, ve, det, class.tier));
+            }
+            return;
+        }
         let (sep_len, detector) = if xml && rest.starts_with('>') {
             (1, "S3.xml")
+        } else if (rest.starts_with("===") || rest.starts_with("!=="))
+            && !text[..ks].trim_end().ends_with("typeof")
+        {
+            // `req.body.password === '…'`: a literal compared with a secret is the secret.
+            (3, "S3.comparison")
         } else if rest.starts_with(":=")
             || rest.starts_with(".=")
             || rest.starts_with("+=")
@@ -589,6 +637,8 @@ impl Structural {
             || rest.starts_with("?=")
         {
             (2, "S3.assignment")
+        } else if let Some(n) = go_second_target(rest) {
+            (n, "S3.assignment") // `signingKey, _ := hex.DecodeString("…")`
         } else if rest.starts_with("||=") || rest.starts_with("::=") {
             (3, "S3.assignment")
         } else if rest.starts_with(":::=") {
@@ -694,6 +744,9 @@ impl Structural {
         let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else {
             return;
         };
+        if detector == "S3.comparison" && (!quoted || !is_chosen_value(&text[vs..ve])) {
+            return; // `config.sessionSecret === 'MEAN'`: a check for a default or a kind
+        }
         if matches!(detector, "S3.setter" | "S3.call-argument") && !quoted
             || detector == "S3.call-argument" && class.tier != Tier::Strong
         {
@@ -747,6 +800,29 @@ fn value_wrapper_len(rest: &str) -> usize {
         "String::from(",
         "String(",
         "SecureString(",
+        // Key material written as an encoded literal and decoded in place
+        // (`setCipherKey(Base64.decode("…"))`, `key = bytes.fromhex("…")`).
+        "Base64.decode(",
+        "Base64.getDecoder().decode(",
+        "Base64.getUrlDecoder().decode(",
+        "Base64.getMimeDecoder().decode(",
+        "Base64.decodeBase64(",
+        "Hex.decode(",
+        "Hex.decodeHex(",
+        "DatatypeConverter.parseBase64Binary(",
+        "DatatypeConverter.parseHexBinary(",
+        "Convert.FromBase64String(",
+        "Encoding.UTF8.GetBytes(",
+        "Encoding.ASCII.GetBytes(",
+        "base64.b64decode(",
+        "base64.urlsafe_b64decode(",
+        "base64.StdEncoding.DecodeString(",
+        "base64.URLEncoding.DecodeString(",
+        "base64.RawURLEncoding.DecodeString(",
+        "hex.DecodeString(",
+        "bytes.fromhex(",
+        "Buffer.from(",
+        "atob(",
     ];
     let callee_len = WRAPPERS
         .iter()
@@ -1279,6 +1355,47 @@ fn single_equals_at(b: &[u8], mut p: usize) -> Option<usize> {
     (b.get(p) == Some(&b'=') && !matches!(b.get(p + 1), Some(b'=' | b'>' | b'~'))).then_some(p + 1)
 }
 
+/// After a PHP `serialize()` key's closing quote (`rest` starts there): the string
+/// value's offset in `rest` and its length in bytes, when `;s:<length>:"` follows and
+/// the value's closing quote is where the length says.
+fn php_serialized_value(rest: &str) -> Option<(usize, usize)> {
+    let tail = rest.strip_prefix(";s:")?;
+    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+    let len: usize = tail.get(..digits.min(7))?.parse().ok()?;
+    let value_at = ";s:".len() + digits + ":\"".len();
+    let after = rest.get(value_at..)?;
+    (tail[digits..].starts_with(":\"") && after.as_bytes().get(len) == Some(&b'"'))
+        .then_some((value_at, len))
+}
+
+/// Go's two-value declaration after its first target (`, err :=`, `, _ :=`): the
+/// length up to and including `:=`.
+fn go_second_target(rest: &str) -> Option<usize> {
+    let tail = rest.strip_prefix(',')?;
+    let name_at = tail.len() - tail.trim_start_matches([' ', '\t']).len();
+    let name = tail[name_at..]
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    let after = &tail[name_at + name..];
+    let gap = after.len() - after.trim_start_matches([' ', '\t']).len();
+    (name > 0 && after[gap..].starts_with(":=")).then_some(1 + name_at + name + gap + 2)
+}
+
+/// Key material written over several lines: base64 lines of one block, 64 characters
+/// or more in all (a PEM body without its armour).
+fn is_base64_block(v: &str) -> bool {
+    let mut chars = 0;
+    for c in v.bytes() {
+        match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'+' | b'/' | b'=' => chars += 1,
+            b'\n' | b'\r' | b' ' | b'\t' => {}
+            _ => return false,
+        }
+    }
+    chars >= 64
+}
+
 /// Whether the quote opening at `quote_at` is the first argument of a call: `(` before
 /// it, blanks allowed between.
 fn first_call_argument(text: &str, quote_at: usize) -> bool {
@@ -1406,6 +1523,18 @@ fn classify_tier(words: &[&str]) -> Option<Tier> {
             .any(|s| head.len() > s.len() && head.ends_with(s))
     {
         return Some(Tier::Strong);
+    }
+    if head
+        .strip_suffix("key")
+        .is_some_and(|q| COMPOUND_KEY_QUALIFIERS.contains(&q))
+    {
+        return Some(Tier::Strong); // `masterkey`, `signingkey`, `hmackey`
+    }
+    if head == "appid" || (head == "id" && prev == "app") {
+        // An application id paired with its secret (`appid`/`appsecret`, WeChat's
+        // `wx…`, Alipay's `app_id`): it names the account, and only a random-looking
+        // value is taken.
+        return Some(Tier::Weak);
     }
     if head == "key" || head == "keys" {
         let prev_roles = roles(prev);
@@ -1580,7 +1709,11 @@ fn accept(
     {
         return false;
     }
-    if v.contains(char::is_whitespace) && !v.starts_with('{') && !v.starts_with('[') {
+    if v.contains(char::is_whitespace)
+        && !v.starts_with('{')
+        && !v.starts_with('[')
+        && !(quoted && class.password && is_passphrase(v))
+    {
         return false;
     }
     if !quoted {
@@ -1642,6 +1775,99 @@ fn accept(
         return false; // weak keys need a token-like value, not a fragment being concatenated
     }
     true
+}
+
+/// A literal a secret is compared with that is a chosen value, not a sentinel word
+/// (`'admin'`, `'MEAN'`, `'function'`): it holds a digit or a symbol, or looks random.
+fn is_chosen_value(v: &str) -> bool {
+    v.chars().any(|c| !c.is_alphabetic()) || values::looks_random(v, 12, 3.0)
+}
+
+/// A quoted password of a few words (`"open sesame"`, `'Zt. H33hwkl'`) rather than a
+/// label or message about one (`"Enter your password"`, `"Mot de passe"`, `"Passwords
+/// do not match."`): two to four words, at most 40 characters, no word that talks
+/// about the field, no sentence-final punctuation, not Title Case, no format markers.
+fn is_passphrase(v: &str) -> bool {
+    const FIELD_TALK: &[&str] = &[
+        "enter",
+        "your",
+        "please",
+        "must",
+        "should",
+        "required",
+        "invalid",
+        "incorrect",
+        "wrong",
+        "new",
+        "old",
+        "confirm",
+        "repeat",
+        "retype",
+        "type",
+        "field",
+        "here",
+        "not",
+        "match",
+        "characters",
+        "least",
+        "forgot",
+        "reset",
+        "change",
+        "show",
+        "hide",
+        "login",
+        "log",
+        "sign",
+        "user",
+        "username",
+        "email",
+        "is",
+        "are",
+        "was",
+        "be",
+        "empty",
+        "missing",
+        "too",
+        "short",
+        "long",
+        "weak",
+        "strong",
+        "current",
+        "set",
+        "update",
+        "save",
+        "cancel",
+        "none",
+        "null",
+        "todo",
+        "fixme",
+        "xxx",
+    ];
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if !(2..=4).contains(&words.len())
+        || v.chars().count() > 40
+        || v.trim_end().ends_with(['.', '?', '!', ':', '…'])
+        || v.contains([
+            '%', '{', '}', '<', '>', '$', '\\', '\n', '\'', '"', '`', '=',
+        ])
+        || words.iter().any(|w| !w.chars().any(char::is_alphanumeric))
+    {
+        return false;
+    }
+    // `Change Password`, `Secret Agent`: a label (a word with digits is not one).
+    let title_case = words.iter().all(|w| {
+        w.chars().next().is_some_and(char::is_uppercase) && !w.chars().any(|c| c.is_ascii_digit())
+    });
+    !title_case
+        && !words.iter().any(|w| {
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            FIELD_TALK.contains(&w.as_str())
+                || PASSWORD_WORDS.iter().any(|p| w.contains(p))
+                || w.contains("kennwort")
+                || w.contains("mot")
+        })
 }
 
 /// A value that names what it stands for (`test_token`, `someToken`, `my_cookie_key`,

@@ -568,6 +568,161 @@ fn s7_weak_keys_need_random_looking_values() {
     }
 }
 
+#[test]
+fn s3_a_literal_compared_with_a_secret_is_the_secret() {
+    // JavaScript/TypeScript/PHP strict comparisons, either sense.
+    assert_redacts(
+        "a.ts",
+        "if (req.body.password === 'Qx7!rT9#mK2p') {",
+        "Qx7!rT9#mK2p",
+    );
+    assert_redacts(
+        "a.js",
+        "return user.apiToken !== \"tk_83hd9Qm2\";",
+        "tk_83hd9Qm2",
+    );
+    assert_redacts(
+        "a.php",
+        "if ($input->password === 'admin123') {",
+        "admin123",
+    );
+    // A kind check, a sentinel word or an expression is not a value.
+    for text in [
+        "if (typeof this.password === 'function') {",
+        "if (config.sessionSecret === 'MEAN') {",
+        "if ($scope.formModel.password !== 'admin') {",
+        "if (password === confirmPassword) {",
+        "if (token === undefined) {",
+    ] {
+        assert_nothing("a.ts", text);
+    }
+}
+
+#[test]
+fn s3_key_material_decoded_from_a_literal() {
+    // A setter or key taking an encoded literal through a decode call, per language.
+    assert_finds(&[
+        (
+            "ShiroConfig.java",
+            "manager.setCipherKey(Base64.decode(\"8CfGfkNHYm6ERR9Vspxqeq==\"));",
+            "8CfGfkNHYm6ERR9Vspxqeq==",
+        ),
+        (
+            "A.java",
+            "manager.setCipherKey(Base64.getDecoder().decode(\"kPH+bIxk5D2deZiIxcaaaA==\"));",
+            "kPH+bIxk5D2deZiIxcaaaA==",
+        ),
+        (
+            "a.py",
+            "SECRET_KEY = base64.b64decode('c2VjcmV0LWtleS0xMjM0NTY3ODkw')",
+            "c2VjcmV0LWtleS0xMjM0NTY3ODkw",
+        ),
+        (
+            "a.go",
+            "signingKey, _ := hex.DecodeString(\"9f8e7d6c5b4a39281706f5e4d3c2b1a0\")",
+            "9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        ),
+        (
+            "a.cs",
+            "var encryptionKey = Convert.FromBase64String(\"q83vEjRWeJq83vEjRWeJqw==\");",
+            "q83vEjRWeJq83vEjRWeJqw==",
+        ),
+    ]);
+    // A decode of a looked-up value names nothing.
+    assert_nothing(
+        "A.java",
+        "manager.setCipherKey(Base64.decode(props.get(\"cipher\")));",
+    );
+}
+
+#[test]
+fn s3_php_serialized_values_are_read_by_their_length() {
+    let text = r#"a:3:{s:6:"app_id";s:18:"wx4f8a9c2d1e7b3a6c";s:15:"paypal_password";s:16:"JZ4JHPQKXB5YLMJD";s:4:"lang";s:5:"en_US";}"#;
+    assert_eq!(
+        values("m.php", text),
+        ["wx4f8a9c2d1e7b3a6c", "JZ4JHPQKXB5YLMJD"]
+    );
+    // A private key's body over several lines, read whole because the length says so.
+    let body = "MIIEpAIBAAKCAQEAwJ4mV9Hkq1c2ZbU8f3Lr9XyTnQpWmE7sRdK0aGhC5vYxB2jN\n\
+                8uPzS6tLqF1oHrM3eWkD4cIbA7gVnJyX0ZsKpQ5RdT2LmE9hUfC6oWvBzN1aYjGx";
+    let text = format!(r#"s:15:"rsa_private_key";s:{}:"{body}";"#, body.len());
+    assert_eq!(values("m.php", &text), [body]);
+    // A length that does not hold is not PHP's format: nothing is read by it.
+    assert_nothing(
+        "m.php",
+        r#"s:15:"paypal_password";s:99:"JZ4JHPQKXB5YLMJD";"#,
+    );
+}
+
+#[test]
+fn s3_keys_joined_to_a_key_material_word() {
+    assert_redacts(
+        "Mimikatz.md",
+        "dpapi::cred /in:C:\\x\\Credentials\\2647 /masterkey:57194475d74ff0fb2a7c1033e725b486",
+        "57194475d74ff0fb2a7c1033e725b486",
+    );
+    assert_redacts("a.yml", "aeskey: 'bQ9x2LkPz0Vw7RtY'", "bQ9x2LkPz0Vw7RtY");
+    // `key` joined to a role or an ordinary word is not key material.
+    for text in [
+        "monkey: 'Bobo the monkey'",
+        "hotkey: 'ctrl+shift+k'",
+        "userkey: 'name'",
+    ] {
+        assert_nothing("a.yml", text);
+    }
+}
+
+#[test]
+fn s7_an_application_id_is_taken_only_when_random() {
+    for (path, text) in [
+        (
+            "a.py",
+            "conf = WechatConf(appid='wx4f8a9c2d1e7b3a6c', token='x')",
+        ),
+        ("a.js", "const appId = \"wx4f8a9c2d1e7b3a6c\";"),
+        ("a.yml", "wechat_service_app_id: wx4f8a9c2d1e7b3a6c"),
+    ] {
+        assert_redacts(path, text, "wx4f8a9c2d1e7b3a6c");
+    }
+    for text in [
+        "app_id: my-application",
+        "appId: 'com.example.app'",
+        "APP_ID = 'APP_ID'",
+        "appid = None",
+    ] {
+        assert_nothing("a.py", text);
+    }
+}
+
+#[test]
+fn s3_passwords_of_a_few_words_but_not_labels() {
+    for (path, text, value) in [
+        ("a.py", "auth_password = \"open sesame\"", "open sesame"),
+        ("users.yml", "password: 'Zt. H33hwkl'", "Zt. H33hwkl"),
+        (
+            "A.cs",
+            "viewModel.Password = \"correct horse battery\";",
+            "correct horse battery",
+        ),
+    ] {
+        assert_redacts(path, text, value);
+    }
+    for text in [
+        "password: 'Enter your password'",
+        "password: 'Mot de passe'",
+        "password: 'Change Password'",
+        "password: 'Passwords do not match.'",
+        "password: 'Secret Agent'",
+        "password: 'must be at least 8 characters'",
+        "password: 'one two three four five'",
+        "password: '%s is invalid'",
+    ] {
+        assert_nothing("a.yml", text);
+    }
+    // Only passwords: a token or key with a space is a sentence.
+    assert_nothing("a.yml", "token: 'some words here'");
+}
+
 // ---- S4 URLs, S5 HTTP auth, S6 hashes, S8 encodings -------------------------------
 
 #[test]
