@@ -678,6 +678,11 @@ impl Structural {
             (0, "S3.cli-flag")
         } else if rest.starts_with('(') && starts_with_setter(name) {
             (1, "S3.setter")
+        } else if rest.starts_with('(') && is_builder_step(text, ks, name) {
+            (1, "S3.builder-step")
+        } else if pos > sep_start && !rest.starts_with(['\n', '\r']) && is_dockerfile_env(text, ks)
+        {
+            (0, "S3.dockerfile-env") // `ENV API_TOKEN value`: Dockerfile's older form
         } else if kind == FileKind::Code
             && let Some(value_at) = declared_value_start(text, ks, sep_start, pos)
             && !in_literal()
@@ -701,7 +706,12 @@ impl Structural {
         } else {
             detector
         };
-        if pos < b.len() && b[pos] == b'[' && class.tier == Tier::Strong {
+        // (`[]byte("…")` is a conversion, read below.)
+        if pos < b.len()
+            && b[pos] == b'['
+            && b.get(pos + 1) != Some(&b']')
+            && class.tier == Tier::Strong
+        {
             // An inline list of values: `tokens: ["a", "b"]`.
             let mut p = pos + 1;
             loop {
@@ -744,7 +754,9 @@ impl Structural {
         let Some((vs, ve, quoted)) = read_value(text, pos, detector == "S3.xml") else {
             return;
         };
-        if detector == "S3.comparison" && (!quoted || !is_chosen_value(&text[vs..ve])) {
+        if matches!(detector, "S3.comparison" | "S3.builder-step")
+            && (!quoted || !is_chosen_value(&text[vs..ve]))
+        {
             return; // `config.sessionSecret === 'MEAN'`: a check for a default or a kind
         }
         if matches!(detector, "S3.setter" | "S3.call-argument") && !quoted
@@ -991,6 +1003,33 @@ fn key_token(text: &str, s: usize, e: usize) -> (usize, usize) {
         ke += c.len_utf8();
     }
     (ks, ke)
+}
+
+/// A builder's step named for the secret it sets (`.password("…")`, `.apiKey("…")`):
+/// a method call whose name holds no verb (`.hashPassword("…")`, `.getToken("…")`
+/// compute or look up).
+fn is_builder_step(text: &str, ks: usize, name: &str) -> bool {
+    const VERBS: &[&str] = &[
+        "hash", "check", "verify", "validate", "compare", "encode", "decode", "encrypt", "decrypt",
+        "get", "is", "has", "reset", "update", "change", "generate", "gen", "create", "parse",
+        "read", "load", "find", "fetch", "random", "new", "mask", "store", "save", "remove",
+        "delete", "clear", "revoke", "refresh", "rotate", "send", "request", "issue", "sign",
+        "match", "matches", "to", "from", "print", "log", "format", "render", "show", "hide",
+        "type", "enter", "input", "assert", "expect", "should", "handle", "on", "make", "build",
+        "require", "ensure", "lookup", "resolve", "prompt", "ask", "add",
+    ];
+    let method = ks > 0 && text.as_bytes()[ks - 1] == b'.' || name.contains('.');
+    let last = name.rsplit('.').next().unwrap_or(name);
+    method
+        && !last.eq_ignore_ascii_case("pass") // a test's `t.pass("…")`
+        && classify(last).is_some_and(|c| c.tier == Tier::Strong)
+        && with_words(last, |words| !words.iter().any(|w| VERBS.contains(w)))
+}
+
+/// Whether the key at `ks` is the first name of a Dockerfile `ENV` instruction.
+fn is_dockerfile_env(text: &str, ks: usize) -> bool {
+    let head = text[lexical::line_start(text, ks)..ks].trim();
+    head.eq_ignore_ascii_case("env")
 }
 
 fn starts_with_setter(name: &str) -> bool {
@@ -1777,7 +1816,8 @@ fn accept(
     true
 }
 
-/// A literal a secret is compared with that is a chosen value, not a sentinel word
+/// A literal a secret is compared with (or a builder step is given) that is a chosen
+/// value, not a sentinel word
 /// (`'admin'`, `'MEAN'`, `'function'`): it holds a digit or a symbol, or looks random.
 fn is_chosen_value(v: &str) -> bool {
     v.chars().any(|c| !c.is_alphabetic()) || values::looks_random(v, 12, 3.0)

@@ -636,6 +636,45 @@ fn s3_key_material_decoded_from_a_literal() {
 }
 
 #[test]
+fn s3_builder_steps_dockerfile_env_and_go_byte_conversions() {
+    assert_redacts(
+        "a.java",
+        "Client c = Client.builder().user(\"svc\").password(\"Tr0ub4dor&3z\").build();",
+        "Tr0ub4dor&3z",
+    );
+    assert_redacts(
+        "a.kt",
+        "val c = Config.Builder().apiKey(\"q8Zp2Lm9Xw4Rt7Yv\").build()",
+        "q8Zp2Lm9Xw4Rt7Yv",
+    );
+    // A step that computes or looks up names nothing.
+    for text in [
+        "String h = encoder.hashPassword(\"Tr0ub4dor&3z\");",
+        "String t = vault.getToken(\"service-account\");",
+        "assert.equal(form.password(\"x\"), true);",
+    ] {
+        assert_nothing("a.java", text);
+    }
+    assert_redacts(
+        "Dockerfile",
+        "ENV API_TOKEN Zq8w2Lk9Pm4Rt7Yv",
+        "Zq8w2Lk9Pm4Rt7Yv",
+    );
+    assert_nothing("Dockerfile", "ENV API_TOKEN_FILE /run/secrets/token");
+    assert_nothing("notes.md", "Set API_TOKEN in your shell first.");
+    assert_redacts(
+        "a.go",
+        "var signingKey = []byte(\"k8Jq2LmZp0Xw4Rt7uY6\")",
+        "k8Jq2LmZp0Xw4Rt7uY6",
+    );
+    assert_redacts(
+        "a.go",
+        "hmacKey := []byte(\"k8Jq2LmZp0Xw4Rt7uY6\")",
+        "k8Jq2LmZp0Xw4Rt7uY6",
+    );
+}
+
+#[test]
 fn s3_php_serialized_values_are_read_by_their_length() {
     let text = r#"a:3:{s:6:"app_id";s:18:"wx4f8a9c2d1e7b3a6c";s:15:"paypal_password";s:16:"JZ4JHPQKXB5YLMJD";s:4:"lang";s:5:"en_US";}"#;
     assert_eq!(
