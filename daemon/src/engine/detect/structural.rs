@@ -1742,6 +1742,33 @@ fn accept(
     {
         return false; // alphabet run
     }
+    if !class.password && is_fill_pattern(v) {
+        return false; // `secret="qwer"`, `token=abc123`, `cookie_secret="0123456789"`
+    }
+    if !class.password
+        && lexical::is_one_of_ignore_ascii_case(
+            &[
+                "read",
+                "write",
+                "none",
+                "all",
+                "admin",
+                "readonly",
+                "read-only",
+                "read_only",
+                "write-only",
+                "read-write",
+                "read_write",
+                "enabled",
+                "disabled",
+                "required",
+                "optional",
+            ],
+            v,
+        )
+    {
+        return false; // a permission level: `"secrets": "read"`
+    }
     if (lexical::starts_with_ignore_ascii_case(v, "http://")
         || lexical::starts_with_ignore_ascii_case(v, "https://"))
         && !v.contains('@')
@@ -1814,6 +1841,33 @@ fn accept(
         return false; // weak keys need a token-like value, not a fragment being concatenated
     }
     true
+}
+
+/// A value typed to fill a field, not chosen (tokens and keys; a password may well be
+/// one of these): a run along a keyboard row (`asdf`, `qwer`, `zxcv`, `hjkl`), a run of
+/// consecutive digits (`0123456789`, `4321`), or such a letter run followed by a digit
+/// run (`abc123`, `asdf1234`); at most 10 characters.
+fn is_fill_pattern(v: &str) -> bool {
+    const ROWS: &[&str] = &[
+        "qwertyuiop",
+        "asdfghjkl",
+        "zxcvbnm",
+        "abcdefghijklmnopqrstuvwxyz",
+        "0123456789",
+        "9876543210",
+    ];
+    // A long run is a (weak) key someone configured, not a filler.
+    if v.len() > 10 {
+        return false;
+    }
+    let lower = v.to_ascii_lowercase();
+    let is_run = |s: &str| s.len() >= 3 && ROWS.iter().any(|row| row.contains(s));
+    if lower.len() >= 4 && is_run(&lower) {
+        return true;
+    }
+    let letters = lower.bytes().take_while(u8::is_ascii_lowercase).count();
+    let (head, tail) = lower.split_at(letters);
+    letters > 0 && tail.bytes().all(|b| b.is_ascii_digit()) && is_run(head) && is_run(tail)
 }
 
 /// A literal a secret is compared with (or a builder step is given) that is a chosen

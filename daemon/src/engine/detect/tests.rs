@@ -675,6 +675,27 @@ fn s3_builder_steps_dockerfile_env_and_go_byte_conversions() {
 }
 
 #[test]
+fn s3_fill_patterns_and_permission_levels_are_not_tokens() {
+    for text in [
+        "return dict(key=\"asdf\", secret=\"qwer\")",
+        "self.write(\"oauth_token=zxcv&oauth_token_secret=1234\")",
+        "def __init__(self, cookie_secret=\"0123456789\"):",
+        "url = \"https://example.test/feed?token=abc123\"",
+        "\"secrets\": \"read\",",
+        "OrganizationSecrets: String(\"write\"),",
+    ] {
+        assert_nothing("a.py", text);
+    }
+    // A password may be any of these, and a token that merely starts like one is kept.
+    assert_redacts("a.py", "password = \"qwerty\"", "qwerty");
+    assert_redacts(
+        "a.py",
+        "api_token = \"asdf8Kq2Lm9Zp0Xw\"",
+        "asdf8Kq2Lm9Zp0Xw",
+    );
+}
+
+#[test]
 fn s3_php_serialized_values_are_read_by_their_length() {
     let text = r#"a:3:{s:6:"app_id";s:18:"wx4f8a9c2d1e7b3a6c";s:15:"paypal_password";s:16:"JZ4JHPQKXB5YLMJD";s:4:"lang";s:5:"en_US";}"#;
     assert_eq!(
