@@ -204,6 +204,11 @@ pub fn sniff(content: &[u8]) -> bool {
 pub enum Encoding {
     /// Everything the reference reads as text ([`sniff`]), decoded as UTF-8.
     Utf8,
+    /// UTF-8 the reference refuses only because its sniff window ends inside a character
+    /// and most of the window is not ASCII (a Chinese or Japanese document): its strict
+    /// decode of the window fails there, and its fallback counts every multi-byte
+    /// character against the text. Text to `code` mode only, decoded as UTF-8.
+    Utf8Cut,
     /// A byte-order mark, then 16-bit (or 32-bit) code units; text to `code` mode only.
     Utf16Le,
     Utf16Be,
@@ -257,10 +262,18 @@ pub fn classify(content: &[u8]) -> Option<Encoding> {
         return Some(Encoding::Utf8);
     }
     let chunk = &content[..content.len().min(SNIFF_BYTES)];
-    let (encoding, _) = Encoding::WIDE
+    if let Some((encoding, _)) = Encoding::WIDE
         .into_iter()
-        .find(|(_, bom)| chunk.starts_with(bom))?;
-    (!decode(chunk, encoding).contains('\0')).then_some(encoding)
+        .find(|(_, bom)| chunk.starts_with(bom))
+    {
+        return (!decode(chunk, encoding).contains('\0')).then_some(encoding);
+    }
+    // A full window whose only flaw is a character cut at its end.
+    let cut = chunk.len() == SNIFF_BYTES
+        && !chunk.contains(&0)
+        && std::str::from_utf8(chunk.strip_prefix(UTF8_BOM).unwrap_or(chunk))
+            .is_err_and(|e| e.error_len().is_none());
+    cut.then_some(Encoding::Utf8Cut)
 }
 
 /// The encoding `decoding` reads `content` in, or `None` when it is not text to it.
@@ -285,7 +298,7 @@ pub fn classify_file(path: &Path) -> Option<Encoding> {
 /// is not in the lockfile, and `char::decode_utf16` gives the same replacement rules.
 pub fn decode(bytes: &[u8], encoding: Encoding) -> Cow<'_, str> {
     let unit = match encoding {
-        Encoding::Utf8 => {
+        Encoding::Utf8 | Encoding::Utf8Cut => {
             return String::from_utf8_lossy(bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes));
         }
         Encoding::Utf16Le | Encoding::Utf16Be => 2,
@@ -338,7 +351,7 @@ pub fn decode(bytes: &[u8], encoding: Encoding) -> Cow<'_, str> {
 /// only wide text is decoded for it.
 pub fn decoded_lines(bytes: &[u8], encoding: Encoding) -> u64 {
     match encoding {
-        Encoding::Utf8 => count_lines(bytes),
+        Encoding::Utf8 | Encoding::Utf8Cut => count_lines(bytes),
         wide => count_lines(decode(bytes, wide).as_bytes()),
     }
 }
@@ -547,7 +560,7 @@ mod tests {
             Encoding::Utf32Be => text
                 .chars()
                 .for_each(|c| out.extend((c as u32).to_be_bytes())),
-            Encoding::Utf8 => unreachable!(),
+            Encoding::Utf8 | Encoding::Utf8Cut => unreachable!(),
         }
         out
     }
@@ -613,6 +626,33 @@ mod tests {
 
     /// Without a BOM UTF-16 stays binary (its NUL bytes), as it does for the
     /// reference; so does a binary that starts with a BOM but decodes to NUL.
+    #[test]
+    fn cjk_utf8_cut_by_the_sniff_window_is_text_to_code_mode_only() {
+        // Three-byte characters from the first byte: the 4096-byte window ends inside
+        // one, and almost nothing in it is ASCII.
+        let text = "微信公众平台接口说明。\n".repeat(200);
+        let bytes = text.as_bytes();
+        assert_ne!(SNIFF_BYTES % 3, 0, "the window must cut a character");
+        assert!(!sniff(bytes), "the reference refuses it");
+        assert_eq!(classify(bytes), Some(Encoding::Utf8Cut));
+        assert_eq!(
+            text_encoding(bytes, Decoding::Wide),
+            Some(Encoding::Utf8Cut)
+        );
+        assert_eq!(text_encoding(bytes, Decoding::Reference), None);
+        assert_eq!(decode(bytes, Encoding::Utf8Cut), text);
+        assert_eq!(decoded_lines(bytes, Encoding::Utf8Cut), 200);
+        // Bytes that are invalid inside the window, or a short file that ends cut, stay
+        // binary.
+        let mut broken = bytes.to_vec();
+        broken[30] = 0xff;
+        assert_eq!(classify(&broken), None);
+        assert_eq!(
+            classify(&bytes[..bytes.len().min(SNIFF_BYTES) - 1][..100]),
+            None
+        );
+    }
+
     #[test]
     fn wide_text_needs_its_bom_and_no_nul() {
         let no_bom: Vec<u8> = "hello\n"
