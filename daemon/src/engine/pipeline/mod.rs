@@ -547,7 +547,13 @@ impl Engine {
                 self.proper_name(m, names.on_heading(at), &mut call)
             });
             w.splice(|hay, splicer| identity_lines(hay, splicer, &mut call));
-            w.apply(&*SPEAKER_LABEL, |m| call.redact(Category::PERSON, m));
+            w.apply(&*SPEAKER_LABEL, |m| {
+                if self.policy.mode == Mode::Code && is_doc_vocabulary(m) {
+                    m.to_owned() // `Note:`, `Phone:`: a label, not a speaker
+                } else {
+                    call.redact(Category::PERSON, m)
+                }
+            });
             if self.policy.mode == Mode::Strict {
                 w.apply(&ACRONYM, |m| {
                     if self.allow_lookup.contains(m) {
@@ -679,6 +685,21 @@ impl Engine {
                 return value.to_owned();
             };
             (start, end) = (first.0, last.1);
+        }
+        if self.policy.mode == Mode::Code {
+            // Words of technical writing at either end are not part of a name (`JSON
+            // Web Token`, `Secret Token` name no one; `Contact Maria Santos` keeps
+            // `Maria Santos`); what is left must still be two words.
+            let words: Vec<(usize, usize)> = py_words(&value[start..end])
+                .map(|(a, b)| (start + a, start + b))
+                .collect();
+            let keep = |&&(a, b): &&(usize, usize)| !is_doc_vocabulary(&value[a..b]);
+            let first = words.iter().position(|w| keep(&w));
+            let last = words.iter().rposition(|w| keep(&w));
+            match (first, last) {
+                (Some(f), Some(l)) if l > f => (start, end) = (words[f].0, words[l].1),
+                _ => return value.to_owned(),
+            }
         }
         let placeholder = call.redact(Category::PERSON, &value[start..end]);
         format!("{}{placeholder}{}", &value[..start], &value[end..])
@@ -927,3 +948,12 @@ fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `word` is one of [`wordlists::DOC_VOCABULARY`] (ASCII case-insensitively;
+/// the list is ASCII).
+fn is_doc_vocabulary(word: &str) -> bool {
+    word.is_ascii()
+        && crate::engine::wordlists::DOC_VOCABULARY
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(word))
+}

@@ -272,6 +272,47 @@ fn code_mode_prose_keeps_allowed_words_out_of_names() {
     );
 }
 
+#[test]
+fn code_mode_prose_reads_technical_words_as_no_ones_name() {
+    let prose = RedactOptions {
+        preserve_line_count: true,
+        prose: true,
+        path: "docs/auth.md",
+    };
+    let text = "Note: send the JSON Web Token, not the Secret Token.\n\
+                Phone: ask first.\n\
+                Alice: I will.\n\
+                Contact Maria Santos today.\n";
+    let code = layer_engine("doc", Mode::Code)
+        .redact(text, prose)
+        .unwrap()
+        .text;
+    let lines: Vec<&str> = code.lines().collect();
+    assert_eq!(
+        lines[0],
+        "Note: send the JSON Web Token, not the Secret Token."
+    );
+    assert_eq!(lines[1], "Phone: ask first.");
+    // A speaker and a person's name are still redacted, without the word before it.
+    assert!(
+        lines[2].starts_with("[PERSON_") && lines[2].ends_with("]: I will."),
+        "{code}"
+    );
+    assert!(
+        lines[3].starts_with("Contact [PERSON_") && !code.contains("Maria"),
+        "{code}"
+    );
+    // Balanced keeps the reference's patterns.
+    let balanced = layer_engine("doc", Mode::Balanced)
+        .redact(text, prose)
+        .unwrap()
+        .text;
+    assert!(
+        !balanced.contains("Web Token") && !balanced.starts_with("Note:"),
+        "{balanced}"
+    );
+}
+
 /// With the layer on, strict and balanced start the allow stage from the words the
 /// layer's keyword pass located, the configured `allow` entries' among them: on
 /// prose holding no secret or PII for the layer to add, the output equals the
