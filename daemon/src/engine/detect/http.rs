@@ -229,7 +229,15 @@ fn scan_with(
     each(&COOKIE, cookie_starts(text, hits, ids), &mut |caps| {
         let v = group(caps, 2);
         let s = &text[v.range()];
-        if !s.contains("://") && values::looks_random(s, 12, 3.0) && !values::is_placeholder(s) {
+        // `PublicKeyToken=…` (a .NET assembly's public key fingerprint) is no cookie.
+        let public = text[group(caps, 1).range()]
+            .to_ascii_lowercase()
+            .contains("public");
+        if !public
+            && !s.contains("://")
+            && values::looks_random(s, 12, 3.0)
+            && !values::is_placeholder(s)
+        {
             out.push(cand(v.start, v.end, "S5.cookie"));
         }
     });

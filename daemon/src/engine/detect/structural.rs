@@ -675,6 +675,26 @@ impl Structural {
             if is_help_text(&text[sep_start..pos], rest) {
                 return; // `-W, --password  force password prompt`: an option's description
             }
+            let word = rest
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .next()
+                .unwrap_or("");
+            if lexical::is_one_of_ignore_ascii_case(
+                &[
+                    "flag",
+                    "option",
+                    "argument",
+                    "parameter",
+                    "switch",
+                    "is",
+                    "and",
+                    "or",
+                    "to",
+                ],
+                word,
+            ) {
+                return; // prose about the option: `the --password flag encrypts`
+            }
             (0, "S3.cli-flag")
         } else if rest.starts_with('(') && starts_with_setter(name) {
             (1, "S3.setter")
@@ -699,6 +719,9 @@ impl Structural {
             while pos < b.len() && matches!(b[pos], b' ' | b'\t') {
                 pos += 1;
             }
+        }
+        if open_quote && key_quote.is_some_and(|q| text[pos..].starts_with(q)) {
+            return; // `"password=" + value`: the literal ends with the separator
         }
         let kind = if in_literal() { FileKind::Config } else { kind };
         let det = if class.tier == Tier::Weak {
@@ -1554,6 +1577,9 @@ fn classify_tier(words: &[&str]) -> Option<Tier> {
     let prev = if i >= 2 { words[i - 2] } else { "" };
     if (head == "token" || head == "tokens") && roles(prev) & role::NOT_TOKEN_QUALIFIER != 0 {
         return None;
+    }
+    if matches!(head, "token" | "key" | "keys") && words[..i - 1].contains(&"public") {
+        return None; // `PublicKeyToken=b77a5c561934e089`: a public key's fingerprint
     }
     let head_roles = roles(head);
     if head_roles & role::STRONG_HEAD != 0

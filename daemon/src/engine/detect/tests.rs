@@ -696,6 +696,41 @@ fn s3_fill_patterns_and_permission_levels_are_not_tokens() {
 }
 
 #[test]
+fn s3_public_key_tokens_prose_about_flags_and_literals_ending_at_the_separator() {
+    for (path, text) in [
+        (
+            "App.config",
+            "<section type=\"X, Version=4.0.0.0, Culture=neutral, PublicKeyToken=b77a5c561934e089\" />",
+        ),
+        (
+            "a.go",
+            "wantKey := PublicKey{Key: \"x\"}; public_key = \"MIIBIjANBgkqhkiG9w0BAQ\"",
+        ),
+        (
+            "README.md",
+            "The --password flag may be used to encrypt the document.",
+        ),
+        (
+            "A.cs",
+            "sb.Append(\"password=\").Append(Password).Append(\"\\n\");",
+        ),
+    ] {
+        assert_nothing(path, text);
+    }
+    // The values these forms resemble are still found.
+    assert_redacts(
+        "A.cs",
+        "var cs = \"password=Xk29fjq9aa;Server=db\";",
+        "Xk29fjq9aa",
+    );
+    assert_redacts(
+        "run.sh",
+        "tool --password Xk29fjq9aa --verbose",
+        "Xk29fjq9aa",
+    );
+}
+
+#[test]
 fn s3_php_serialized_values_are_read_by_their_length() {
     let text = r#"a:3:{s:6:"app_id";s:18:"wx4f8a9c2d1e7b3a6c";s:15:"paypal_password";s:16:"JZ4JHPQKXB5YLMJD";s:4:"lang";s:5:"en_US";}"#;
     assert_eq!(
