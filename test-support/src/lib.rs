@@ -81,6 +81,25 @@ impl Oracle {
     }
 }
 
+impl Oracle {
+    /// The reference's `redctx` with its `documents` extra (MarkItDown and the format
+    /// libraries) from `<repo>/.venv-documents` (made by `scripts/setup-oracle.sh`; a
+    /// venv of its own, so the main oracle stays the bare package), or `None` when the
+    /// oracle is skipped. Panics with the fix when it is missing.
+    pub fn documents() -> Option<PathBuf> {
+        if let Oracle::Skipped = Oracle::find() {
+            return None;
+        }
+        let program = repo_root().join(".venv-documents/bin/redctx");
+        assert!(
+            program.is_file(),
+            "the documents oracle is missing at {}: run `scripts/setup-oracle.sh`",
+            program.display()
+        );
+        Some(program)
+    }
+}
+
 pub mod documents;
 
 /// xorshift64*: a small deterministic generator, so every run of a test that generates
