@@ -1748,10 +1748,12 @@ fn accept(
     {
         return false;
     }
+    // Checked last, only for a spaced scalar (the costliest test).
+    let passphrase = || quoted && class.password && is_passphrase(v);
     if v.contains(char::is_whitespace)
         && !v.starts_with('{')
         && !v.starts_with('[')
-        && !(quoted && class.password && is_passphrase(v))
+        && !passphrase()
     {
         return false;
     }
