@@ -16,8 +16,8 @@
 //!    directory, `redctx_read` of both files, `redctx_bundle` of the 33 files, `redctx_tree`
 //!    depth 3 of the root, a whole-root literal `redctx_search` for a string that occurs
 //!    nowhere (so every file is scanned), the same as a regex with that literal, a
-//!    whole-root `redctx_retrieve` of common words, and `initialize` to first answer (spawn a new
-//!    shim, handshake, one `redctx_stat`). p50/p99 of the round trip as the client sees it;
+//!    whole-root `redctx_retrieve` of common words, a `redctx_submit_doc` (below), and
+//!    `initialize` to first answer (spawn a new shim, handshake, one `redctx_stat`). p50/p99 of the round trip as the client sees it;
 //!    server-side p50/p99 from the daemon's own per-request timing (its `answered ...
 //!    elapsed_us` debug line, enabled with `REDCTX_LOG` for this run only).
 //! 3. The same calls against the reference's `redctx-mcp` (`.venv-oracle`, see
@@ -31,6 +31,15 @@
 //!    large trees), in a new session each.
 //! 5. `rg -F` for the same literal over the same root (if `rg` is on PATH), the yardstick
 //!    of the search target.
+//! 6. The submission on a tree small enough for the reference's 80-file map budget
+//!    (`REDCTX_BENCH_SUBMIT_FILES`, 60 files, seed 1), on both sides.
+//!
+//! The submission: both servers run with `--enable-writes`; the agent has read a few
+//! source files spread over the walk (a quarter, half, three quarters in, and the last)
+//! and writes a note quoting the redacted lines that carry their placeholders (up to two
+//! per category) and their `@p_` ids, to a new `notes/bench-<n>.md` each call. The
+//! write sub-directory (`incoming/`) is emptied before each run. On the large tree the
+//! reference cannot build its map (`File limit exceeded.`).
 //!
 //! Settings (environment): `REDCTX_BENCH_FILES` (100000), `REDCTX_BENCH_ITERS` (samples
 //! per call for redctx, 200), `REDCTX_BENCH_REF_ITERS` (for the reference, 20),
@@ -38,7 +47,9 @@
 //! `REDCTX_BENCH_REF_OP_SECONDS` (for the reference, 60), `REDCTX_BENCH_REF_TIMEOUT`
 //! (seconds per reference call, 60), `REDCTX_BENCH_MODE` (redctx's mode, `code`; the
 //! reference, which has no code mode, runs `balanced` then), `REDCTX_BENCH_LIFT_CAPS=1`
-//! (both sides get `--max-total-raw-bytes 10^12 --max-traversal-entries 10^8`).
+//! (both sides get `--max-total-raw-bytes 10^12 --max-traversal-entries 10^8`),
+//! `REDCTX_BENCH_SUBMIT_FILES` (the small tree, 60; 0 leaves it out), `REDCTX_BENCH_ONLY`
+//! (measure only the calls whose label contains this text, e.g. `submit`).
 //! Figures are printed, never asserted.
 
 #[path = "../tests/corpus/mod.rs"]
@@ -86,6 +97,8 @@ struct Settings {
     ref_timeout: Duration,
     mode: String,
     lift_caps: bool,
+    submit_files: usize,
+    only: Option<String>,
 }
 
 impl Settings {
@@ -99,6 +112,10 @@ impl Settings {
             ref_timeout: Duration::from_secs(env_usize("REDCTX_BENCH_REF_TIMEOUT", 60) as u64),
             mode: std::env::var("REDCTX_BENCH_MODE").unwrap_or_else(|_| "code".into()),
             lift_caps: std::env::var("REDCTX_BENCH_LIFT_CAPS").as_deref() == Ok("1"),
+            submit_files: env_usize("REDCTX_BENCH_SUBMIT_FILES", 60),
+            only: std::env::var("REDCTX_BENCH_ONLY")
+                .ok()
+                .filter(|v| !v.is_empty()),
         }
     }
 
@@ -109,6 +126,11 @@ impl Settings {
         } else {
             Vec::new()
         }
+    }
+
+    /// Whether the call labelled `label` is measured in this run.
+    fn wants(&self, label: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| label.contains(o))
     }
 }
 
@@ -157,6 +179,8 @@ struct Picks {
     dir: String,
     dir_entries: usize,
     bundle: Vec<String>,
+    /// What the agent read before writing its note.
+    note_files: Vec<String>,
 }
 
 /// How a series of calls went.
@@ -216,6 +240,7 @@ async fn run(
     picks: &Picks,
     reference: Result<PathBuf, String>,
 ) {
+    empty_write_dir(root);
     let (n_files, bytes) = tree_size(root);
     println!(
         "mcp_latency: tree {} ({n_files} files, {:.1} MB), redctx mode {}, reference mode {}, caps {}",
@@ -235,7 +260,10 @@ async fn run(
         picks.dir_entries,
         picks.bundle.len()
     );
-    let ops = ops(picks);
+    let mut ops: Vec<Op> = ops(picks)
+        .into_iter()
+        .filter(|op| s.wants(&op.label))
+        .collect();
     let env = Env::new();
 
     // --- redctx ------------------------------------------------------------------------
@@ -245,6 +273,7 @@ async fn run(
         let mut args: Vec<OsString> = vec!["mcp".into(), "--root".into(), root.into()];
         args.extend(["--config".into(), config.into()]);
         args.extend(["--mode".into(), OsString::from(&s.mode)]);
+        args.push("--enable-writes".into());
         args.extend(s.cap_flags().into_iter().map(OsString::from));
         Launcher {
             program: bins().redctx.clone(),
@@ -288,6 +317,12 @@ async fn run(
         waited.elapsed().as_secs_f64()
     );
     ours.timeout = s.ref_timeout.max(Duration::from_secs(60));
+    if s.wants("submit") {
+        match compose_note(&mut ours, None, &picks.note_files).await {
+            Ok(op) => ops.insert(ops.len().saturating_sub(1), op),
+            Err(why) => println!("redctx: no submission to measure ({why})"),
+        }
+    }
     let mut our_rows = Vec::new();
     for op in &ops {
         let series = ours
@@ -298,7 +333,7 @@ async fn run(
     ours.close().await;
     // The default per-call byte budget (50 MB, the reference's) stops a whole-root
     // search on a large tree; measure it once more with the caps lifted on both sides.
-    let lifted_search = (!s.lift_caps).then(|| Op {
+    let lifted_search = (!s.lift_caps && s.wants("search, caps lifted")).then(|| Op {
         label: "search, caps lifted".into(),
         tool: Some("redctx_search"),
         args: json!({"query": ABSENT_LITERAL}),
@@ -317,15 +352,20 @@ async fn run(
     }
 
     // --- rg --------------------------------------------------------------------------
-    let rg = measure_rg(root);
+    let rg = if s.wants("search") {
+        measure_rg(root)
+    } else {
+        Err("search not measured in this run".into())
+    };
 
     // --- reference -------------------------------------------------------------------
     let mut ref_rows = Vec::new();
-    match reference {
+    match &reference {
         Ok(mcp) => {
             let mut args: Vec<OsString> = vec!["--root".into(), root.into()];
             args.extend(["--config".into(), config.into()]);
             args.extend(["--mode".into(), reference_mode(&s.mode).into()]);
+            args.push("--enable-writes".into());
             args.extend(s.cap_flags().into_iter().map(OsString::from));
             let mut envs: Vec<(OsString, Option<OsString>)> = vec![(
                 "REDACTED_CONTEXT_STATE_DIR".into(),
@@ -335,11 +375,12 @@ async fn run(
                 envs.push(((*k).into(), None));
             }
             let launcher = Launcher {
-                program: mcp,
+                program: mcp.clone(),
                 args,
                 envs,
                 stderr: env.dir.path().join("reference.stderr"),
             };
+            empty_write_dir(root);
             let mut side = Side::new("reference", launcher.clone(), s.ref_timeout);
             for op in &ops {
                 let series = side
@@ -399,6 +440,287 @@ async fn run(
          own time from request decoded to answer ready; initialize: spawning a new `redctx mcp` \
          / `redctx-mcp`, handshake and one redctx_stat answered)"
     );
+    if let Some(i) = ops.iter().position(|op| op.label.starts_with("submit")) {
+        println!("{}", percentiles("large tree", &our_rows[i], &ref_rows[i]));
+    }
+    if s.submit_files > 0 && s.wants("submit") {
+        submit_small_tree(s, &env, &reference).await;
+    }
+}
+
+/// The submission on a tree small enough for the reference's map budget, both sides.
+async fn submit_small_tree(s: &Settings, env: &Env, reference: &Result<PathBuf, String>) {
+    let base = bench_dir(s.files).with_file_name(format!("submit-{}-s1", s.submit_files));
+    let (root, config) = match prepare_tree(&base, s.submit_files)
+        .and_then(|(root, config)| drop_non_utf8(&root).map(|()| (root, config)))
+    {
+        Ok(v) => v,
+        Err(e) => return println!("small tree: cannot prepare it: {e}"),
+    };
+    let sources = match sources(&root) {
+        Ok(v) => v,
+        Err(e) => return println!("small tree: cannot list it: {e}"),
+    };
+    empty_write_dir(&root);
+    let (n_files, bytes) = tree_size(&root);
+    let flags = |mode: &str| -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["--root".into(), root.clone().into()];
+        args.extend(["--config".into(), config.clone().into()]);
+        args.extend(["--mode".into(), mode.into(), "--enable-writes".into()]);
+        args
+    };
+    let mut envs = env.envs();
+    envs.push(("REDCTX_LOG".into(), Some(LOG_FILTER.into())));
+    let mut args: Vec<OsString> = vec!["mcp".into()];
+    args.extend(flags(&s.mode));
+    let launcher = Launcher {
+        program: bins().redctx.clone(),
+        args,
+        envs,
+        stderr: env.dir.path().join("shim-small.stderr"),
+    };
+    let log = env.state().join("logs").join("redctxd.log");
+    let mut ours = Side::new("redctx (small tree)", launcher, Duration::from_secs(600));
+    if let Outcome::Failed(m, _) = ours
+        .call("redctx_search", &json!({"query": ABSENT_LITERAL}))
+        .await
+    {
+        println!("small tree: warm-up search failed: {m}");
+    }
+    // The reference, when there is one, must accept the same note (it knows only the
+    // placeholders its own redaction makes).
+    let mut theirs = match reference {
+        Ok(mcp) => {
+            let mut envs: Vec<(OsString, Option<OsString>)> = vec![(
+                "REDACTED_CONTEXT_STATE_DIR".into(),
+                Some(env.vault().into()),
+            )];
+            for k in support::SCRUBBED_ENV {
+                envs.push(((*k).into(), None));
+            }
+            let launcher = Launcher {
+                program: mcp.clone(),
+                args: flags(reference_mode(&s.mode)),
+                envs,
+                stderr: env.dir.path().join("reference-small.stderr"),
+            };
+            Some(Side::new("reference (small tree)", launcher, s.ref_timeout))
+        }
+        Err(_) => None,
+    };
+    let op = match compose_note(&mut ours, theirs.as_mut(), &note_files(&sources)).await {
+        Ok(op) => op,
+        Err(why) => return println!("small tree: no submission to measure ({why})"),
+    };
+    empty_write_dir(&root);
+    let mine = ours.measure(&op, s.iters, s.op_budget, Some(&log), 1).await;
+    ours.close().await;
+    let theirs = match theirs.as_mut() {
+        Some(side) => {
+            empty_write_dir(&root);
+            let series = side
+                .measure(&op, s.ref_iters, s.ref_op_budget, None, 1)
+                .await;
+            side.close().await;
+            series
+        }
+        None => Series::Skipped,
+    };
+    println!(
+        "{}",
+        percentiles(
+            &format!(
+                "small tree {} ({n_files} files, {:.2} MB)",
+                root.display(),
+                bytes as f64 / 1e6
+            ),
+            &mine,
+            &theirs
+        )
+    );
+}
+
+/// One line of submission figures: p50/p95 round trip and server time, and the
+/// reference's round trip.
+fn percentiles(what: &str, ours: &Series, theirs: &Series) -> String {
+    let p50_95 = |v: &[f64]| format!("p50 {} p95 {}", fmt_ms(pct(v, 50.0)), fmt_ms(pct(v, 95.0)));
+    let mine = match ours {
+        Series::Samples { rt, server } => format!(
+            "redctx round trip {} ({} samples), server {}",
+            p50_95(rt),
+            rt.len(),
+            server
+                .as_deref()
+                .map(p50_95)
+                .unwrap_or_else(|| "n/a".into())
+        ),
+        other => format!("redctx {}", brief(other)),
+    };
+    let reference = match theirs {
+        Series::Samples { rt, .. } => {
+            format!("reference round trip {} ({} samples)", p50_95(rt), rt.len())
+        }
+        other => format!("reference {}", brief(other)),
+    };
+    format!("submit, {what}: {mine}; {reference}")
+}
+
+/// Removes the write sub-directory (`incoming/`) of `root`: every run writes its notes
+/// afresh, and the tree other calls see stays the generated one.
+fn empty_write_dir(root: &Path) {
+    let dir = root.join("incoming");
+    if dir.is_dir() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// How many placeholders of one category the note quotes at most.
+const NOTE_PER_CATEGORY: usize = 2;
+
+/// One line of the note: its text, the placeholders it quotes (with their category) and
+/// whether it cites an id.
+struct NoteLine {
+    text: String,
+    quotes: Vec<(String, String)>,
+    cites: bool,
+}
+
+/// Reads `files` and the planted client notes as the agent would (`redctx_read`,
+/// `redctx_stat` for the ids) and builds the submission: a note quoting the redacted
+/// lines that carry up to [`NOTE_PER_CATEGORY`] new placeholders of each category, and
+/// citing by id the files whose path redacts. A line whose restored values would show on
+/// read-back (the round-trip check refuses the note) is left out: the note is tried once
+/// whole, then line by line.
+async fn compose_note(
+    side: &mut Side,
+    mut also: Option<&mut Side>,
+    files: &[String],
+) -> Result<Op, String> {
+    let placeholder = regex::Regex::new(r"\[([A-Z][A-Z_]*?)_[0-9a-f]{32}(?:\.[0-9a-f]{8})?\]")
+        .expect("placeholder pattern");
+    let mut files = files.to_vec();
+    // The planted notes, by id: their raw paths hold terms an agent never sees.
+    let listed = side
+        .text(
+            "redctx_list",
+            &json!({"path": "clients", "recursive": true}),
+        )
+        .await?;
+    files.extend(
+        listed
+            .lines()
+            .filter(|l| l.split('\t').nth(1) == Some("file"))
+            .filter_map(|l| l.split('\t').next().map(str::to_owned)),
+    );
+    let mut lines: Vec<NoteLine> = Vec::new();
+    let mut per_category: std::collections::HashMap<String, usize> = Default::default();
+    let mut seen = std::collections::HashSet::new();
+    for file in &files {
+        let stat = side.text("redctx_stat", &json!({"path": file})).await?;
+        let id = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("id: "))
+            .ok_or("redctx_stat gave no id")?
+            .to_owned();
+        let text = side.text("redctx_read", &json!({"path": file})).await?;
+        // Cited by id only when its path redacts (see `plant_client_notes`).
+        let shown_path = stat.lines().find_map(|l| l.strip_prefix("path: "));
+        let cites = shown_path.is_some_and(|p| placeholder.is_match(p));
+        lines.push(NoteLine {
+            text: if cites {
+                format!("\n## From {id}\n")
+            } else {
+                "\n## From another file\n".into()
+            },
+            quotes: Vec::new(),
+            cites,
+        });
+        for line in text.lines() {
+            let fresh: Vec<(String, String)> = placeholder
+                .captures_iter(line)
+                .map(|c| (c[0].to_owned(), c[1].to_owned()))
+                .filter(|(p, _)| !seen.contains(p))
+                .collect();
+            let wanted = fresh
+                .iter()
+                .any(|(_, cat)| per_category.get(cat).copied().unwrap_or(0) < NOTE_PER_CATEGORY);
+            if !wanted {
+                continue;
+            }
+            for (p, cat) in &fresh {
+                *per_category.entry(cat.clone()).or_default() += 1;
+                seen.insert(p.clone());
+            }
+            lines.push(NoteLine {
+                text: format!("    {}\n", line.trim()),
+                quotes: fresh,
+                cites: false,
+            });
+        }
+    }
+    let render = |kept: &[&NoteLine]| {
+        let mut note = String::from("# Review notes\n");
+        for l in kept {
+            note.push_str(&l.text);
+        }
+        note
+    };
+    let all: Vec<&NoteLine> = lines.iter().collect();
+    let kept: Vec<&NoteLine> = match try_note(side, also.as_deref_mut(), &render(&all)).await {
+        Ok(()) => all,
+        Err(_) => {
+            let mut kept: Vec<&NoteLine> = Vec::new();
+            for line in &lines {
+                kept.push(line);
+                if try_note(side, also.as_deref_mut(), &render(&kept))
+                    .await
+                    .is_err()
+                {
+                    kept.pop();
+                }
+            }
+            kept
+        }
+    };
+    let quoted: Vec<&(String, String)> = kept.iter().flat_map(|l| &l.quotes).collect();
+    let ids = kept.iter().filter(|l| l.cites).count();
+    if quoted.is_empty() {
+        return Err("the files read show no placeholder a note can quote".into());
+    }
+    let note = render(&kept);
+    let mut categories: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (_, cat) in &quoted {
+        *categories.entry(cat.as_str()).or_default() += 1;
+    }
+    eprintln!(
+        "{}: the note quotes {} placeholders ({}) and {ids} ids ({} of {} lines kept), {} bytes",
+        side.name,
+        quoted.len(),
+        categories
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        kept.len(),
+        lines.len(),
+        note.len()
+    );
+    Ok(Op {
+        label: format!("submit ({} placeholders, {ids} ids)", quoted.len()),
+        tool: Some("redctx_submit_doc"),
+        args: json!({"target_path": "notes/bench-{n}.md", "text": note}),
+        target: Target::Server(50.0, Some(50.0)),
+    })
+}
+
+/// Submits `note` to a fixed trial file (replaced each time) on `side` and `also`.
+async fn try_note(side: &mut Side, also: Option<&mut Side>, note: &str) -> Result<(), String> {
+    let args = json!({"target_path": "notes/bench-trial.md", "text": note, "overwrite": true});
+    side.text("redctx_submit_doc", &args).await?;
+    if let Some(other) = also {
+        other.text("redctx_submit_doc", &args).await?;
+    }
+    Ok(())
 }
 
 fn reference_mode(ours: &str) -> &str {
@@ -529,6 +851,8 @@ struct Side {
     launcher: Launcher,
     session: Option<RunningService<RoleClient, ()>>,
     timeout: Duration,
+    /// Calls made: a submission's `{n}` in its target path, so each writes a new file.
+    calls: u64,
 }
 
 impl Side {
@@ -538,7 +862,41 @@ impl Side {
             launcher,
             session: None,
             timeout,
+            calls: 0,
         }
+    }
+
+    /// The text of a successful call, or why there is none.
+    async fn text(&mut self, tool: &str, args: &Value) -> Result<String, String> {
+        self.ensure_session().await?;
+        let session = self.session.as_ref().unwrap();
+        let params = CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(args.as_object().cloned().unwrap_or_default());
+        let r = tokio::time::timeout(self.timeout, session.call_tool(params))
+            .await
+            .map_err(|_| format!("{tool} timed out"))?
+            .map_err(|e| format!("{tool}: protocol error: {e}"))?;
+        let text = r
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone())
+            .unwrap_or_default();
+        if r.is_error == Some(true) {
+            return Err(format!("{tool}: {}", shorten(&text)));
+        }
+        Ok(text)
+    }
+
+    async fn ensure_session(&mut self) -> Result<(), String> {
+        if self.session.is_none() {
+            match tokio::time::timeout(self.timeout, self.launcher.spawn()).await {
+                Ok(Ok(s)) => self.session = Some(s),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Err("session start timed out".into()),
+            }
+        }
+        Ok(())
     }
 
     async fn call(&mut self, tool: &str, args: &Value) -> Outcome {
@@ -549,6 +907,12 @@ impl Side {
                 Err(_) => return Outcome::Timeout,
             }
         }
+        self.calls += 1;
+        let mut args = args.clone();
+        if let Some(Value::String(target)) = args.get_mut("target_path") {
+            *target = target.replace("{n}", &self.calls.to_string());
+        }
+        let args = &args;
         let session = self.session.as_ref().unwrap();
         let params = CallToolRequestParams::new(tool.to_owned())
             .with_arguments(args.as_object().cloned().unwrap_or_default());
@@ -639,7 +1003,12 @@ impl Side {
             }
         }
         let server = log.zip(log_start).and_then(|(log, start)| {
-            let v = server_times(log, start);
+            let kind = if op.tool == Some("redctx_submit_doc") {
+                "submit_doc"
+            } else {
+                "call_tool"
+            };
+            let v = server_times(log, start, kind);
             // Each timed call is one request to the daemon; anything else means the log
             // does not line up with the samples.
             (v.len() == rt.len()).then_some(v)
@@ -688,14 +1057,15 @@ fn log_len(p: &Path) -> u64 {
     std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
 }
 
-/// `elapsed_us` of every `call_tool` answered after byte `start` of the daemon log, ms.
-fn server_times(log: &Path, start: u64) -> Vec<f64> {
+/// `elapsed_us` of every request of `kind` (`call_tool`, `submit_doc`) answered after
+/// byte `start` of the daemon log, ms.
+fn server_times(log: &Path, start: u64, kind: &str) -> Vec<f64> {
     let Ok(bytes) = std::fs::read(log) else {
         return Vec::new();
     };
     let tail = String::from_utf8_lossy(&bytes[(start as usize).min(bytes.len())..]).into_owned();
     tail.lines()
-        .filter(|l| l.contains("answered") && l.contains("call_tool"))
+        .filter(|l| l.contains("answered") && l.contains(kind))
         .filter_map(|l| {
             let v = l.split("elapsed_us=").nth(1)?;
             let digits: String = v.chars().take_while(char::is_ascii_digit).collect();
@@ -842,7 +1212,56 @@ fn prepare_tree(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), String>
         let toml = corpus::config_from_manifest(&base.join("mono.manifest.json"))?;
         std::fs::write(&config, toml).map_err(|e| e.to_string())?;
     }
+    plant_client_notes(&root, &config)?;
     Ok((root, config))
+}
+
+/// Two engagement notes under `clients/<client>/<person> notes.md` (the generator names
+/// no directory after a configured term): a note may only cite by `@p_` id a file whose
+/// path redacts, since a restored path must not show on read-back (spec 9.1 step 7).
+fn plant_client_notes(root: &Path, config: &Path) -> Result<(), String> {
+    let toml = std::fs::read_to_string(config).map_err(|e| e.to_string())?;
+    let list = |key: &str| -> Vec<String> {
+        toml.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default()
+    };
+    let (clients, people, terms) = (list("clients"), list("people"), list("terms"));
+    for i in 0..2 {
+        let (Some(client), Some(person), Some(term)) =
+            (clients.get(i), people.get(i), terms.get(i))
+        else {
+            return Err("the config names too few terms to plant the client notes".into());
+        };
+        let email = format!("{}@example.com", person.to_lowercase().replace(' ', "."));
+        let text = format!(
+            "# {client} engagement\n\nOwner: {person} <{email}>\n\
+             {term} for {client} waits on the vendor review.\n\
+             Deploy with DB_PASSWORD=\"Vq7-{i}-p4ssw0rd-rotate-me\" until the vault is ready.\n"
+        );
+        let dir = root.join("clients").join(client);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let path = dir.join(format!("{person} notes.md"));
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&path, text).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the files that are not UTF-8 text: the reference's submission map stops its
+/// process on one (`Refusing to print non-text file.` on stderr, the session closed).
+fn drop_non_utf8(root: &Path) -> Result<(), String> {
+    let (files, _) = corpus::walk(root).map_err(|e| e.to_string())?;
+    for rel in files {
+        let path = root.join(&rel);
+        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        if bytes.contains(&0) || std::str::from_utf8(&bytes).is_err() {
+            std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// Directories neither side serves, or that `.gitignore` hides from redctx.
@@ -852,28 +1271,7 @@ const SOURCE_EXT: &[&str] = &["rs", "go", "py", "ts", "js", "java", "c", "h"];
 /// Picks the call targets: the source files nearest 10 KB and 90 KB (ASCII names, in
 /// directories both sides serve), the first one's directory, and 33 small source files.
 fn pick_targets(root: &Path) -> Result<Picks, String> {
-    let (files, _) = corpus::walk(root).map_err(|e| e.to_string())?;
-    let mut sources: Vec<(String, u64)> = Vec::new();
-    for rel in files {
-        let parts: Vec<&str> = rel.split('/').collect();
-        let dirs = &parts[..parts.len() - 1];
-        if dirs
-            .iter()
-            .any(|d| d.starts_with('.') || SKIP_DIRS.contains(d))
-            || !rel.is_ascii()
-        {
-            continue;
-        }
-        let ext = rel.rsplit('.').next().unwrap_or("");
-        if !SOURCE_EXT.contains(&ext) {
-            continue;
-        }
-        let bytes = std::fs::read(root.join(&rel)).map_err(|e| e.to_string())?;
-        if !corpus::is_probably_text(&bytes) || std::str::from_utf8(&bytes).is_err() {
-            continue;
-        }
-        sources.push((rel, bytes.len() as u64));
-    }
+    let sources = sources(root)?;
     let nearest = |want: u64| {
         sources
             .iter()
@@ -910,7 +1308,50 @@ fn pick_targets(root: &Path) -> Result<Picks, String> {
         dir,
         dir_entries,
         bundle,
+        note_files: note_files(&sources),
     })
+}
+
+/// The files an agent read before its note: spread over the walk, so the map has to
+/// look far into the tree (a quarter, half, three quarters in, and the last).
+fn note_files(sources: &[(String, u64)]) -> Vec<String> {
+    let mut sorted: Vec<&str> = sources.iter().map(|(p, _)| p.as_str()).collect();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let mut picked: Vec<String> = [n / 4, n / 2, 3 * n / 4, n.saturating_sub(1)]
+        .into_iter()
+        .filter_map(|i| sorted.get(i).map(|p| (*p).to_owned()))
+        .collect();
+    picked.dedup();
+    picked
+}
+
+/// Text source files in walk order with their sizes (ASCII names, in directories both
+/// sides serve).
+fn sources(root: &Path) -> Result<Vec<(String, u64)>, String> {
+    let (files, _) = corpus::walk(root).map_err(|e| e.to_string())?;
+    let mut sources: Vec<(String, u64)> = Vec::new();
+    for rel in files {
+        let parts: Vec<&str> = rel.split('/').collect();
+        let dirs = &parts[..parts.len() - 1];
+        if dirs
+            .iter()
+            .any(|d| d.starts_with('.') || SKIP_DIRS.contains(d))
+            || !rel.is_ascii()
+        {
+            continue;
+        }
+        let ext = rel.rsplit('.').next().unwrap_or("");
+        if !SOURCE_EXT.contains(&ext) {
+            continue;
+        }
+        let bytes = std::fs::read(root.join(&rel)).map_err(|e| e.to_string())?;
+        if !corpus::is_probably_text(&bytes) || std::str::from_utf8(&bytes).is_err() {
+            continue;
+        }
+        sources.push((rel, bytes.len() as u64));
+    }
+    Ok(sources)
 }
 
 /// Regular files and their bytes under `root`.

@@ -12,6 +12,12 @@
 //!   each placeholder replaced. The first such entry holds the first spelling, so the
 //!   walk stops once every token is found (an explicit `--max-submit-files` keeps the
 //!   reference's whole-walk budget instead).
+//! - the search index (`crate::search_index`, grams of each file's redacted text) rules
+//!   out, unread, the files whose text holds none of the wanted forms: exactly the files
+//!   the content test above would pass over, so the map is the same with or without it
+//!   (a file changed since the index was built, or not in it, is read). The index holds
+//!   the line-preserving variant and the map reads the plain one; they differ only in the
+//!   line breaks after a placeholder, never in the placeholders.
 //!
 //! Raw values exist only in the map this returns, for the duration of one call: never
 //! in the cache, the index or a log. A placeholder a declared alias replaced before its
@@ -22,8 +28,9 @@ use super::tokens::is_path_ref;
 use crate::engine::Record;
 use crate::fs::ContentKind;
 use crate::root::ServedRoot;
+use crate::search_index::plan::GramPlan;
 use crate::tools::{Budget, ToolError, walk};
-use crate::view::{EntryKind, RootView, ViewError};
+use crate::view::{EntryKind, RootView, Screened, ViewError};
 use aho_corasick::AhoCorasick;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -99,6 +106,10 @@ pub fn build(
     }
     let finder = AhoCorasick::new(forms.iter().map(|(form, _)| form.as_str()))
         .map_err(|_| ToolError::Failed)?;
+    // A screen for the forms still pending after the first files read: the common
+    // forms are found there, and would otherwise make most files candidates.
+    let mut screen: Option<Option<Box<dyn crate::view::FileScreen + '_>>> = None;
+    let mut reads = 0usize;
     let mut collect = Collect {
         wanted: &placeholders,
         found: HashMap::new(),
@@ -144,6 +155,20 @@ pub fn build(
         if !pending {
             continue;
         }
+        if screen.is_none() && reads >= SCREEN_AFTER_READS {
+            let pending = forms
+                .iter()
+                .filter(|(_, wanted)| !collect.found.contains_key(wanted))
+                .map(|(form, _)| form.as_str());
+            screen = Some(screen_plan(pending).and_then(|plan| root.search_screen(&plan)));
+        }
+        // Holds no pending form (or is not text): reading it would find nothing.
+        if let Some(Some(screen)) = &screen
+            && !matches!(screen.screen(&entry), Screened::Read)
+        {
+            continue;
+        }
+        reads += 1;
         let shown = match root.content(&entry, false) {
             Ok(doc) => doc.text,
             // Vanished, changed or not text after all: nothing to find there.
@@ -160,6 +185,30 @@ pub fn build(
     }
     map.extend(collect.found);
     Ok(map)
+}
+
+/// Files read in walk order before the forms still pending get a screen each.
+const SCREEN_AFTER_READS: usize = 32;
+
+/// What a file's redacted text must hold to show one of `forms`: the grams of a form's
+/// tail. The tail (hex digits) is selective enough, and fewer grams mean fewer postings
+/// to read; a file holding a whole form holds its tail, so nothing that shows one is
+/// ruled out.
+fn screen_plan<'a>(forms: impl Iterator<Item = &'a str>) -> Option<GramPlan> {
+    /// Characters of each form's end the plan asks for (10 grams).
+    const TAIL: usize = 12;
+    let tails: Vec<String> = forms
+        .map(|form| {
+            let folded = crate::engine::placeholder::casefold(form);
+            let cut = folded
+                .char_indices()
+                .rev()
+                .nth(TAIL - 1)
+                .map_or(0, |(i, _)| i);
+            folded[cut..].to_owned()
+        })
+        .collect();
+    GramPlan::any_of(&tails)
 }
 
 /// The raw root-relative path an opaque reference names, if the walk would reach it.
