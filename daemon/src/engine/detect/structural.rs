@@ -1423,7 +1423,10 @@ fn single_equals_at(b: &[u8], mut p: usize) -> Option<usize> {
 fn php_serialized_value(rest: &str) -> Option<(usize, usize)> {
     let tail = rest.strip_prefix(";s:")?;
     let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-    let len: usize = tail.get(..digits.min(7))?.parse().ok()?;
+    if digits > 7 {
+        return None; // no serialized string of 10 MB or more is read this way
+    }
+    let len: usize = tail[..digits].parse().ok()?;
     let value_at = ";s:".len() + digits + ":\"".len();
     let after = rest.get(value_at..)?;
     (tail[digits..].starts_with(":\"") && after.as_bytes().get(len) == Some(&b'"'))
