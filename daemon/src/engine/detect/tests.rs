@@ -1745,3 +1745,92 @@ fn qualified_class_names_are_not_secrets() {
     }
     assert_redacts("users.yml", "password: qwerty123", "qwerty123");
 }
+
+#[test]
+fn s3_negated_keys_working_directories_paths_and_file_names_are_not_secrets() {
+    for (path, text) in [
+        (
+            "sudoers.md",
+            "echo \"username ALL=NOPASSWD: /bin/bash\" >>/etc/sudoers",
+        ),
+        ("a.yml", "no_password: /usr/local/bin"),
+        ("run.md", "$> docker run -it --rm -v $PWD:/mnt bash"),
+        ("a.sh", "OLDPWD=/home/me/src"),
+        (
+            "ssrf.md",
+            "Temporary AWS credentials : /latest/meta-data/iam/security-credentials/",
+        ),
+        ("cm.yml", "- key: ovn4nfv_k8s.conf"),
+        ("a.yml", "ssl_key: server.key"),
+    ] {
+        assert_nothing(path, text);
+    }
+    // A password key that merely starts with `no…` or a path-like secret is still read.
+    assert_redacts("a.env", "NODE_PASSWORD=Xk29fjq9aaLm", "Xk29fjq9aaLm");
+    assert_redacts("a.env", "DB_PWD=Xk29fjq9aaLm", "Xk29fjq9aaLm");
+    assert_redacts("a.yml", "token: ab/Cd9+Xk2/fj3Lq", "ab/Cd9+Xk2/fj3Lq");
+}
+
+#[test]
+fn s3_names_labels_calls_and_types_are_not_values() {
+    for (path, text) in [
+        ("menu.py", "'key': 'V1001_GOOD'"),
+        (
+            "Hint.cs",
+            "public const string HintTextPassword = \"Password\";",
+        ),
+        (
+            "jwt.md",
+            "JSON Web Token : `Base64(Header).Base64(Data).Base64(Signature)`",
+        ),
+        (
+            "Msg.scala",
+            "def md5(user: String, password: String, salt: Array[Byte]) = x",
+        ),
+        (
+            "creds.md",
+            "$secpasswd = ConvertTo-SecureString \"<password>\" -AsPlainText -Force",
+        ),
+        (
+            "creds.md",
+            "PS> $cred = New-Object System.Management.Automation.PSCredential('DOMAIN\\Username', $pass)",
+        ),
+    ] {
+        assert_nothing(path, text);
+    }
+    // The forms these resemble still count: a mixed-case value, a bare value, a setter
+    // of a token given more arguments, a password of the field's name in lower case.
+    assert_redacts("a.py", "'key': 'V1001_GoodKq29x'", "V1001_GoodKq29x");
+    assert_redacts("a.py", "MAIL_PASSWORD = \"password\"", "password");
+    assert_redacts("a.yml", "salt_token: Xk29fjq9aaLm", "Xk29fjq9aaLm");
+    assert_redacts(
+        "A.java",
+        "dao.setToken(\"k8Jq2LmZp0Xw4Rt7\", 3600);",
+        "k8Jq2LmZp0Xw4Rt7",
+    );
+}
+
+#[test]
+fn s3_stand_ins_for_tokens_are_not_tokens() {
+    for (path, text) in [
+        ("a.py", "headers=self.cookie_headers(token=\"deadbeef\")"),
+        (
+            "a.md",
+            "export GITROB_ACCESS_TOKEN=deadbeefdeadbeefdeadbeefdeadbeefdeadbeef",
+        ),
+        ("a.conf", "token = quux"),
+        ("a.ts", "let loc = { hash: 'access_token=testing' };"),
+        ("A.cs", "Token = \"testtoken\","),
+        (
+            "A.cs",
+            "private const string MOCK_ACCESS_TOKEN = \"at-0987654321\";",
+        ),
+        ("a.js", "const fakeSecret = 'Zx9Lq2Wm7Rt4';"),
+    ] {
+        assert_nothing(path, text);
+    }
+    // A password may be a plain word, and a token holding such words as humps is random.
+    assert_redacts("a.py", "password = \"testing\"", "testing");
+    assert_redacts("a.py", "api_token = \"kdjFooLq3Xw9Zp\"", "kdjFooLq3Xw9Zp");
+    assert_redacts("a.py", "secret = \"supersecret\"", "supersecret");
+}

@@ -548,8 +548,8 @@ impl Engine {
             });
             w.splice(|hay, splicer| identity_lines(hay, splicer, &mut call));
             w.apply(&*SPEAKER_LABEL, |m| {
-                if self.policy.mode == Mode::Code && is_doc_vocabulary(m) {
-                    m.to_owned() // `Note:`, `Phone:`: a label, not a speaker
+                if self.policy.mode == Mode::Code && (is_doc_vocabulary(m) || !is_name_word(m)) {
+                    m.to_owned() // `Note:`, `Phone:`, `X-Auth-Token:`: a label, not a speaker
                 } else {
                     call.redact(Category::PERSON, m)
                 }
@@ -693,7 +693,9 @@ impl Engine {
             let words: Vec<(usize, usize)> = py_words(&value[start..end])
                 .map(|(a, b)| (start + a, start + b))
                 .collect();
-            let keep = |&&(a, b): &&(usize, usize)| !is_doc_vocabulary(&value[a..b]);
+            let keep = |&&(a, b): &&(usize, usize)| {
+                !is_doc_vocabulary(&value[a..b]) && is_name_word(&value[a..b])
+            };
             let first = words.iter().position(|w| keep(&w));
             let last = words.iter().rposition(|w| keep(&w));
             match (first, last) {
@@ -948,6 +950,23 @@ fn alternation_matches(values: &[String], hay: &str) -> Vec<(usize, usize)> {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `word` is written the way a name is (code mode): not in capitals (`INSERT`,
+/// `SSRF`, `NOTE`), not a compound identifier (`HockeyAppToken`: two or more humps after
+/// the first; `McDonald` has one), not a header-style run of three or more dashed parts
+/// (`X-Auth-Token`; `Jean-Pierre` has two).
+fn is_name_word(word: &str) -> bool {
+    let letters = word.chars().filter(|c| c.is_alphabetic()).count();
+    if letters >= 2 && !word.chars().any(char::is_lowercase) {
+        return false;
+    }
+    let humps = word
+        .chars()
+        .zip(word.chars().skip(1))
+        .filter(|(a, b)| a.is_lowercase() && b.is_uppercase())
+        .count();
+    humps < 2 && word.split('-').count() < 3
+}
 
 /// Whether `word` is one of [`wordlists::DOC_VOCABULARY`] (ASCII case-insensitively;
 /// the list is ASCII).

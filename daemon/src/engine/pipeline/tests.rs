@@ -1052,3 +1052,67 @@ fn an_external_detector_s_spans_are_checked() {
         );
     }
 }
+
+#[test]
+fn code_mode_prose_reads_capitals_compounds_and_headers_as_no_ones_name() {
+    let prose = RedactOptions {
+        preserve_line_count: true,
+        prose: true,
+        path: "docs/sql.md",
+    };
+    let text = "INSERT INTO users VALUES (1);\n\
+                AWSSecretKey=[ENTER HERE YOUR KEY]\n\
+                HockeyAppToken: see the dashboard.\n\
+                X-Auth-Token: sent on every call.\n\
+                Jean-Pierre: I will.\n\
+                The fix came from Adam Chester in May.\n";
+    let code = layer_engine("doc", Mode::Code)
+        .redact(text, prose)
+        .unwrap()
+        .text;
+    let lines: Vec<&str> = code.lines().collect();
+    assert_eq!(
+        &lines[..4],
+        &text.lines().collect::<Vec<_>>()[..4],
+        "{code}"
+    );
+    // Names as people write them are still redacted.
+    assert!(lines[4].starts_with("[PERSON_"), "{code}");
+    assert!(!code.contains("Adam Chester"), "{code}");
+    // Balanced keeps the reference's patterns.
+    let balanced = layer_engine("doc", Mode::Balanced)
+        .redact(text, prose)
+        .unwrap()
+        .text;
+    assert!(!balanced.contains("INSERT INTO"), "{balanced}");
+}
+
+#[test]
+fn code_mode_salt_needs_a_whole_key_and_a_literal() {
+    let opts = RedactOptions {
+        preserve_line_count: true,
+        prose: false,
+        path: "src/auth.rb",
+    };
+    let engine = layer_engine("repo", Mode::Code);
+    for text in [
+        "old_password_salt = u.password_salt\n",
+        "hash({ password: pass, salt: user.salt }, done)\n",
+        "private $password_default_salt = 'phpseclib/salt';\n",
+    ] {
+        assert_eq!(engine.redact(text, opts).unwrap().text, text);
+    }
+    for (text, value) in [
+        ("salt = 'q8Zr2LmX'\n", "q8Zr2LmX"),
+        ("vault_salt: 7f3a9c2e41d8\n", "7f3a9c2e41d8"),
+    ] {
+        let out = engine.redact(text, opts).unwrap().text;
+        assert!(out.contains("[SECRET_") && !out.contains(value), "{out}");
+    }
+    // Strict keeps the reference's stage: a salt read from another variable goes too.
+    let strict = layer_engine("repo", Mode::Strict)
+        .redact("salt: user.salt\n", opts)
+        .unwrap()
+        .text;
+    assert!(strict.contains("[SECRET_"), "{strict}");
+}

@@ -215,6 +215,19 @@ fn salt_assignment() -> PyPattern {
     )
 }
 
+/// Code mode's [`salt_assignment`]: the key is a whole word (`old_password_salt = …` and
+/// `$password_default_salt` are other names), and a bare value holds a digit (`salt:
+/// user.salt` reads another variable; a literal salt written bare is random).
+fn code_salt_assignment() -> PyPattern {
+    PyPattern::new(
+        &format!(
+            r#"(?i)(?:vault[_-]?salt|redaction[_-]?salt|salt)\b{s}*[:=]{s}*(?:"""[^"]{{1,512}}"""|"[^"\n]{{1,512}}"|'[^'\n]{{1,512}}'|[A-Za-z._~+/=@:-]{{0,255}}[0-9][A-Za-z0-9._~+/=@:-]{{0,255}})"#,
+            s = PY_SPACE
+        ),
+        Guard::NotWord,
+    )
+}
+
 fn hex_secret() -> PyPattern {
     PyPattern::new(r"(?i)[0-9a-f]{64,}", Guard::NotHex)
 }
@@ -366,13 +379,14 @@ fn pem_stage() -> Stage {
 }
 
 fn salt_stage() -> Stage {
+    salt_stage_with(salt_assignment())
+}
+
+fn salt_stage_with(pattern: PyPattern) -> Stage {
     Stage {
         name: "salt",
         category: Category::SECRET,
-        finder: Box::new(LiteralGated::new(
-            salt_assignment(),
-            SALT_WORDS.iter().copied(),
-        )),
+        finder: Box::new(LiteralGated::new(pattern, SALT_WORDS.iter().copied())),
         needs: GateWords::of(SALT_NEEDS),
         starts_from_scan: false,
         shape: None,
@@ -477,7 +491,7 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
 pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
         pem_stage(),
-        salt_stage(),
+        salt_stage_with(code_salt_assignment()),
         secret_gated(
             "provider_tokens",
             provider_tokens(),
