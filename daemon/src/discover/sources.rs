@@ -68,7 +68,7 @@ pub fn sample(root: &ServedRoot, params: &Params, stop: &Stop) -> Result<Samples
     let mut files = Vec::new();
     let mut total = 0u64;
     let sampled = targets.files.iter().filter(|entry| {
-        let path = root.root().join(entry.rel.as_str());
+        let path = root.root().join(entry.rel.to_string());
         !params.unsampled.iter().any(|p| path.starts_with(p))
     });
     for entry in sampled.take(max_files) {
