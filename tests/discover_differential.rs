@@ -484,7 +484,7 @@ const DISCOVERY_RULES: &str = "[[patterns]]\ncategory = \"PERSON\"\nregex = \"Av
      [[patterns]]\ncategory = \"CLIENT\"\nregex = \"Norrland Bank\"\n\n\
      [[patterns]]\ncategory = \"SENSITIVE\"\nregex = \"Project Bluefin|Bluefin\"\n\n\
      [[patterns]]\ncategory = \"ENTITY\"\nregex = \"kubectl|design review\"\n\n\
-     [[patterns]]\ncategory = \"EMAIL\"\nregex = \"[a-z.]+@example\\\\.invalid\"\n";
+     [[patterns]]\ncategory = \"EMAIL\"\nregex = \"avery\\\\.quinlan@example\\\\.invalid\"\n";
 
 #[test]
 fn detector_drafts_match_the_reference() {
@@ -518,7 +518,10 @@ fn detector_drafts_match_the_reference() {
         // Model options do not go with a detector; the refusal is the reference's.
         s.same(&with(&["--model", "m:1"]), None);
     }
-    assert!(s.ollama.requests().is_empty(), "a detector run asked the model");
+    assert!(
+        s.ollama.requests().is_empty(),
+        "a detector run asked the model"
+    );
     // A broken rules file: the same refusal.
     let broken = s.env.dir.path().join("broken.toml");
     std::fs::write(&broken, "[[patterns]\n").unwrap();
@@ -587,5 +590,8 @@ fn detector_updates_match_the_reference() {
         "--merge-only",
     ];
     s.same(&merge_only, None);
-    assert!(s.ollama.requests().is_empty(), "a detector run asked the model");
+    assert!(
+        s.ollama.requests().is_empty(),
+        "a detector run asked the model"
+    );
 }

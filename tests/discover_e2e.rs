@@ -272,7 +272,10 @@ fn a_detector_drafts_the_config_without_a_model() {
         allow = []\n";
     assert!(draft.starts_with(expected), "{draft}");
     // Raw: no cleanup, so the lone first name stays; no alias proposals either.
-    let raw = env.ok_on(&root, &["discover", "--detector", &patterns, "--raw-discovery"]);
+    let raw = env.ok_on(
+        &root,
+        &["discover", "--detector", &patterns, "--raw-discovery"],
+    );
     assert!(
         raw.contains("people = [\n  \"Jane Holloway\",\n  \"Jane\",\n  \"Marcus Oyelaran\"\n]"),
         "{raw}"
@@ -345,13 +348,31 @@ fn a_failing_detector_fails_the_run_and_writes_nothing() {
         let exec = format!("exec={}", prog.display());
         let r = root.to_str().unwrap();
         let (code, out, err) = env.run(&[
-            "--root", r, "discover", "--detector", &exec, "--output", "draft.toml",
+            "--root",
+            r,
+            "discover",
+            "--detector",
+            &exec,
+            "--output",
+            "draft.toml",
         ]);
-        assert_eq!((code, out.as_str(), err.as_str()), (1, "", "Detector failed.\n"));
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (1, "", "Detector failed.\n")
+        );
         assert!(!root.join("draft.toml").exists());
-        let (code, out, err) =
-            env.run(&["--root", r, "discover-update", "--detector", &exec, "--from-root"]);
-        assert_eq!((code, out.as_str(), err.as_str()), (1, "", "Detector failed.\n"));
+        let (code, out, err) = env.run(&[
+            "--root",
+            r,
+            "discover-update",
+            "--detector",
+            &exec,
+            "--from-root",
+        ]);
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (1, "", "Detector failed.\n")
+        );
         assert!(!root.join(".agent-context-redactor.toml").exists());
     }
 }

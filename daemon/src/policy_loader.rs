@@ -196,9 +196,7 @@ fn load_detectors(
         )));
     }
     let unreadable = || {
-        ConfigError::PluggedDetector(
-            "The patterns detector rules file could not be read.".into(),
-        )
+        ConfigError::PluggedDetector("The patterns detector rules file could not be read.".into())
     };
     let mut loaded = Vec::new();
     let mut protected = Vec::new();
@@ -206,8 +204,8 @@ fn load_detectors(
     for (name, path) in list {
         protected.push(path.clone());
         if name == "exec" {
-            let detector = detectors::obtain(path)
-                .map_err(|e| ConfigError::PluggedDetector(e.to_string()))?;
+            let detector =
+                detectors::obtain(path).map_err(|e| ConfigError::PluggedDetector(e.to_string()))?;
             let hello = detector.hello();
             protected.extend(hello.protected_paths.iter().map(PathBuf::from));
             names.push(hello.name.clone());
@@ -253,8 +251,7 @@ fn plugged_def(
         },
         LoadedDetector::Exec(detector, argument) => {
             let hello = detector.hello().clone();
-            let source =
-                detectors::Findings::new(detector, &argument, findings, salt);
+            let source = detectors::Findings::new(detector, &argument, findings, salt);
             PluggedDef {
                 name: hello.name,
                 version: hello.version,
@@ -443,7 +440,9 @@ impl PolicySource {
         policy.plugged = loaded
             .into_iter()
             .zip(&list)
-            .map(|(loaded, (name, _))| plugged_def(name, loaded, self.findings.clone(), &policy.salt))
+            .map(|(loaded, (name, _))| {
+                plugged_def(name, loaded, self.findings.clone(), &policy.salt)
+            })
             .collect();
         policy.plugged_files = list.into_iter().map(|(_, path)| path).collect();
         Ok(policy)

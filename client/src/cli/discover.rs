@@ -46,8 +46,7 @@ pub struct ModelArgs {
 
 impl ModelArgs {
     fn params(&self) -> ModelParams {
-        let timeout =
-            Duration::try_from_secs_f64(self.timeout).unwrap_or(Duration::from_secs(120));
+        let timeout = Duration::try_from_secs_f64(self.timeout).unwrap_or(Duration::from_secs(120));
         ModelParams {
             endpoint: self.endpoint.clone(),
             allow_remote_endpoint: self.allow_remote_endpoint,
@@ -62,9 +61,11 @@ impl ModelArgs {
 fn discovery_detectors(detector: &[String], model: &ModelArgs) -> Result<Vec<String>, String> {
     let detectors = super::detectors::resolve_here(detector)?;
     if !detectors.is_empty() && (model.model.is_some() || model.endpoint.is_some()) {
-        return Err("--model and --endpoint apply only to Ollama discovery; remove them \
+        return Err(
+            "--model and --endpoint apply only to Ollama discovery; remove them \
                     when drafting terms with --detector."
-            .into());
+                .into(),
+        );
     }
     Ok(detectors)
 }

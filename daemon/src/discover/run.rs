@@ -4,8 +4,8 @@
 //! written. What the CLI prints comes back as text ([`Discovered`]); every failure is a
 //! fixed sentence or the reference's.
 
-use super::jobs::Progress;
 use super::detected::Detected;
+use super::jobs::Progress;
 use super::ollama::Ollama;
 use super::sources::{self, Samples};
 use super::{
