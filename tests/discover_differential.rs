@@ -475,3 +475,123 @@ fn fixture_is_as_described() {
     let root = make_root(&env);
     assert!(Path::new(&root.join("notes/kickoff.md")).is_file());
 }
+
+/// A patterns rules file for the fixture: a rule per section, a category discovery
+/// skips (EMAIL), a tool name (kept a term: detector terms never go to `allow`) and a
+/// single first name (dropped by cleanup, kept by `--raw-discovery`).
+const DISCOVERY_RULES: &str = "[[patterns]]\ncategory = \"PERSON\"\nregex = \"Avery Quinlan|Bram Okafor|Avery\"\n\n\
+     [[patterns]]\ncategory = \"ORG\"\nregex = \"Halvard Logistics\"\n\n\
+     [[patterns]]\ncategory = \"CLIENT\"\nregex = \"Norrland Bank\"\n\n\
+     [[patterns]]\ncategory = \"SENSITIVE\"\nregex = \"Project Bluefin|Bluefin\"\n\n\
+     [[patterns]]\ncategory = \"ENTITY\"\nregex = \"kubectl|design review\"\n\n\
+     [[patterns]]\ncategory = \"EMAIL\"\nregex = \"avery\\\\.quinlan@example\\\\.invalid\"\n";
+
+#[test]
+fn detector_drafts_match_the_reference() {
+    let Some(s) = setup() else {
+        eprintln!("SKIPPED: no reference oracle");
+        return;
+    };
+    let outside = s.env.dir.path().join("rules.toml");
+    std::fs::write(&outside, DISCOVERY_RULES).unwrap();
+    // A copy under the root: never sampled (it names every value itself).
+    write(&s.root, "rules/discovery.toml", DISCOVERY_RULES);
+    let spec = format!("patterns={}", outside.display());
+    let inside = format!("patterns={}", s.root.join("rules/discovery.toml").display());
+    for spec in [&spec, &inside] {
+        let with = |extra: &[&'static str]| -> Vec<&str> {
+            let mut v = vec!["discover", "--detector", spec.as_str()];
+            v.extend_from_slice(extra);
+            v
+        };
+        let (_, toml, _) = s.same(&with(&[]), None);
+        assert!(
+            toml.contains("# Source: provider=detector detectors=patterns root=.\n"),
+            "{toml}"
+        );
+        assert!(toml.contains("terms = [\n  \"Project Bluefin\""), "{toml}");
+        assert!(toml.contains("\"kubectl\""), "{toml}");
+        s.same(&with(&["--format", "json"]), None);
+        s.same(&with(&["--raw-discovery"]), None);
+        s.same(&with(&["--raw-discovery", "--format", "json"]), None);
+        s.same(&with(&["notes/plan.md"]), None);
+        // Model options do not go with a detector; the refusal is the reference's.
+        s.same(&with(&["--model", "m:1"]), None);
+    }
+    assert!(
+        s.ollama.requests().is_empty(),
+        "a detector run asked the model"
+    );
+    // A broken rules file: the same refusal.
+    let broken = s.env.dir.path().join("broken.toml");
+    std::fs::write(&broken, "[[patterns]\n").unwrap();
+    let broken = format!("patterns={}", broken.display());
+    s.same(&["discover", "--detector", broken.as_str()], None);
+}
+
+#[test]
+fn detector_updates_match_the_reference() {
+    let Some(s) = setup() else {
+        eprintln!("SKIPPED: no reference oracle");
+        return;
+    };
+    let rules = s.env.dir.path().join("rules.toml");
+    std::fs::write(&rules, DISCOVERY_RULES).unwrap();
+    let spec = format!("patterns={}", rules.display());
+    let kickoff = std::fs::read_to_string(s.root.join("notes/kickoff.md")).unwrap();
+    let plan = std::fs::read_to_string(s.root.join("notes/plan.md")).unwrap();
+    let stdin = jsonl(&[("notes/kickoff.md", &kickoff), ("notes/plan.md", &plan)]);
+    let config = s.root.join("policy.toml");
+    let base = [
+        "discover-update",
+        "--detector",
+        spec.as_str(),
+        "--output-config",
+        "policy.toml",
+        "--input-jsonl",
+        "-",
+    ];
+    let with = |extra: &[&'static str]| -> Vec<&str> {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    for args in [
+        with(&["--dry-run"]),
+        with(&["--check"]),
+        with(&["--dry-run", "--include-discovered-aliases"]),
+        with(&["--endpoint", "http://127.0.0.1:9"]),
+    ] {
+        std::fs::write(&config, "").unwrap();
+        s.same(&args, Some(&stdin));
+    }
+    // Written: the summary (no model; the detectors named) and the config's bytes.
+    std::fs::write(&config, "").unwrap();
+    let r = s.reference(&with(&[]), Some(&stdin));
+    let reference_bytes = std::fs::read(&config).unwrap();
+    std::fs::write(&config, "").unwrap();
+    let o = s.ours(&with(&[]), Some(&stdin));
+    assert_eq!((o.0, &o.1), (r.0, &r.1), "{}", o.2);
+    assert!(
+        o.1.contains("model: skipped\ndetectors: patterns\n"),
+        "{}",
+        o.1
+    );
+    assert_eq!(
+        String::from_utf8(std::fs::read(&config).unwrap()).unwrap(),
+        String::from_utf8(reference_bytes).unwrap()
+    );
+    let merge_only = [
+        "discover-update",
+        "--detector",
+        spec.as_str(),
+        "--output-config",
+        "policy.toml",
+        "--merge-only",
+    ];
+    s.same(&merge_only, None);
+    assert!(
+        s.ollama.requests().is_empty(),
+        "a detector run asked the model"
+    );
+}

@@ -13,20 +13,8 @@ use std::time::Duration;
 use support::Env;
 use support::fixtures::write;
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/detectors/test_detector.py")
-}
-
 fn program(dir: &Path, name: &str, args: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(
-        &path,
-        format!("#!/bin/sh\nexec python3 {} {args}\n", script().display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    support::fixtures::test_detector(dir, name, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -62,14 +62,17 @@ enum Command {
     #[command(after_help = "Examples:\n  redctx --root ~/src/app benchmark\n  \
         redctx benchmark --query TODO --no-ignore-case --format json")]
     Benchmark(benchmark::BenchmarkArgs),
-    /// Draft raw redaction terms with a local LLM (Ollama), for human review.
+    /// Draft raw redaction terms with a local LLM (Ollama) or your own detectors
+    /// (--detector), for human review.
     ///
     /// Prints or writes the raw sensitive terms it finds: a human command, never run for
     /// an agent and never an MCP tool.
     #[command(after_help = "Examples:\n  redctx --root ~/src/app discover\n  \
-        redctx discover docs --model llama3.2 --output .agent-context-redactor.toml")]
+        redctx discover docs --model llama3.2 --output .agent-context-redactor.toml\n  \
+        redctx discover --detector patterns=rules.toml")]
     Discover(discover::DiscoverArgs),
-    /// Merge terms a local LLM finds in documents into the redaction config.
+    /// Merge terms a local LLM (or --detector) finds in documents into the redaction
+    /// config.
     ///
     /// Only ever adds. Reads and writes raw terms: a human command, never run for an
     /// agent.

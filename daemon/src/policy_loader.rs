@@ -149,6 +149,121 @@ enum LoadedDetector {
     Exec(std::sync::Arc<detectors::ExecDetector>, String),
 }
 
+/// The detectors `redctx discover --detector` drafts with (`specs` as
+/// [`launch_detectors`] gives them), outside any policy: no findings cache, since a
+/// draft is made once. Also returns the paths they protect (never sampled).
+pub fn discovery_detectors(
+    specs: &[(String, PathBuf)],
+) -> Result<(Vec<PluggedDef>, Vec<PathBuf>), ConfigError> {
+    let (loaded, protected) = load_detectors(specs)?;
+    let defs = loaded
+        .into_iter()
+        .zip(specs)
+        .map(|(loaded, (name, _))| plugged_def(name, loaded, None, ""))
+        .collect();
+    Ok((defs, protected))
+}
+
+/// `--detector` values as the client sends them (`NAME=ABSOLUTE PATH`), checked again
+/// (the client showed the operator the reference's messages), as name and path; a spec
+/// that still fails here is refused with a fixed sentence.
+pub fn launch_detectors(specs: &[String]) -> Result<Vec<(String, PathBuf)>, &'static str> {
+    const BAD: &str = "Invalid --detector value; expected NAME or NAME=ARGUMENT.";
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for spec in specs {
+        let (name, argument) = spec.split_once('=').ok_or(BAD)?;
+        let path = PathBuf::from(argument);
+        if !matches!(name, patterns::NAME | "exec")
+            || !path.is_absolute()
+            || out.iter().any(|(n, _)| n == name)
+        {
+            return Err(BAD);
+        }
+        out.push((name.to_owned(), path));
+    }
+    Ok(out)
+}
+
+/// Reads and validates each rules file, starts (or finds) each external detector;
+/// also returns the paths they protect (the rules file, the program, and what the
+/// program's hello names).
+fn load_detectors(
+    list: &[(String, PathBuf)],
+) -> Result<(Vec<LoadedDetector>, Vec<PathBuf>), ConfigError> {
+    if list.len() > MAX_PLUGGED {
+        return Err(ConfigError::PluggedDetector(format!(
+            "At most {MAX_PLUGGED} detectors can be plugged in."
+        )));
+    }
+    let unreadable = || {
+        ConfigError::PluggedDetector("The patterns detector rules file could not be read.".into())
+    };
+    let mut loaded = Vec::new();
+    let mut protected = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for (name, path) in list {
+        protected.push(path.clone());
+        if name == "exec" {
+            let detector =
+                detectors::obtain(path).map_err(|e| ConfigError::PluggedDetector(e.to_string()))?;
+            let hello = detector.hello();
+            protected.extend(hello.protected_paths.iter().map(PathBuf::from));
+            names.push(hello.name.clone());
+            loaded.push(LoadedDetector::Exec(
+                detector.clone(),
+                path.to_string_lossy().into_owned(),
+            ));
+            continue;
+        }
+        match fs::metadata(path) {
+            Ok(meta) if !meta.is_file() => return Err(unreadable()),
+            Err(_) => return Err(unreadable()),
+            Ok(_) => {}
+        }
+        let bytes = fs::read(path).map_err(|_| unreadable())?;
+        let text = String::from_utf8(bytes).map_err(|_| unreadable())?;
+        let rules = patterns::parse_rules(&text).map_err(ConfigError::PluggedDetector)?;
+        names.push(name.clone());
+        loaded.push(LoadedDetector::Patterns(rules));
+    }
+    // Receipts name detectors: an external one may not take another's name.
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(ConfigError::PluggedDetector(format!(
+                "Detector '{name}' was given more than once."
+            )));
+        }
+    }
+    Ok((loaded, protected))
+}
+
+fn plugged_def(
+    name: &str,
+    loaded: LoadedDetector,
+    findings: Option<std::sync::Arc<crate::cache::Cache>>,
+    salt: &str,
+) -> PluggedDef {
+    match loaded {
+        LoadedDetector::Patterns(rules) => PluggedDef {
+            name: name.to_owned(),
+            version: patterns::VERSION.to_owned(),
+            kind: PluggedKind::Patterns(rules),
+        },
+        LoadedDetector::Exec(detector, argument) => {
+            let hello = detector.hello().clone();
+            let source = detectors::Findings::new(detector, &argument, findings, salt);
+            PluggedDef {
+                name: hello.name,
+                version: hello.version,
+                kind: PluggedKind::External(External {
+                    argument,
+                    source: std::sync::Arc::new(source),
+                }),
+            }
+        }
+    }
+}
+
 impl PolicySource {
     /// `self` with plugged detectors (spec 5.12): each a name and its rules file, read
     /// with the policy, stamped with it and never served.
@@ -302,7 +417,7 @@ impl PolicySource {
             None
         };
         let list = self.detector_list(config.as_ref())?;
-        let (loaded, extra_protected) = self.load_detectors(&list)?;
+        let (loaded, extra_protected) = load_detectors(&list)?;
         let mut protected = self.protected.clone();
         for path in extra_protected {
             if let Ok(rel) = path.strip_prefix(&self.root)
@@ -325,7 +440,9 @@ impl PolicySource {
         policy.plugged = loaded
             .into_iter()
             .zip(&list)
-            .map(|(loaded, (name, _))| self.plugged_def(name, loaded, &policy.salt))
+            .map(|(loaded, (name, _))| {
+                plugged_def(name, loaded, self.findings.clone(), &policy.salt)
+            })
             .collect();
         policy.plugged_files = list.into_iter().map(|(_, path)| path).collect();
         Ok(policy)
@@ -370,85 +487,6 @@ impl PolicySource {
             out.push((name.to_owned(), resolve_lenient(&path)));
         }
         Ok(out)
-    }
-
-    /// Reads and validates each rules file, starts (or finds) each external detector;
-    /// also returns the paths they protect (the rules file, the program, and what the
-    /// program's hello names).
-    fn load_detectors(
-        &self,
-        list: &[(String, PathBuf)],
-    ) -> Result<(Vec<LoadedDetector>, Vec<PathBuf>), ConfigError> {
-        if list.len() > MAX_PLUGGED {
-            return Err(ConfigError::PluggedDetector(format!(
-                "At most {MAX_PLUGGED} detectors can be plugged in."
-            )));
-        }
-        let unreadable = || {
-            ConfigError::PluggedDetector(
-                "The patterns detector rules file could not be read.".into(),
-            )
-        };
-        let mut loaded = Vec::new();
-        let mut protected = Vec::new();
-        let mut names: Vec<String> = Vec::new();
-        for (name, path) in list {
-            protected.push(path.clone());
-            if name == "exec" {
-                let detector = detectors::obtain(path)
-                    .map_err(|e| ConfigError::PluggedDetector(e.to_string()))?;
-                let hello = detector.hello();
-                protected.extend(hello.protected_paths.iter().map(PathBuf::from));
-                names.push(hello.name.clone());
-                loaded.push(LoadedDetector::Exec(
-                    detector.clone(),
-                    path.to_string_lossy().into_owned(),
-                ));
-                continue;
-            }
-            match fs::metadata(path) {
-                Ok(meta) if !meta.is_file() => return Err(unreadable()),
-                Err(_) => return Err(unreadable()),
-                Ok(_) => {}
-            }
-            let bytes = fs::read(path).map_err(|_| unreadable())?;
-            let text = String::from_utf8(bytes).map_err(|_| unreadable())?;
-            let rules = patterns::parse_rules(&text).map_err(ConfigError::PluggedDetector)?;
-            names.push(name.clone());
-            loaded.push(LoadedDetector::Patterns(rules));
-        }
-        // Receipts name detectors: an external one may not take another's name.
-        for (i, name) in names.iter().enumerate() {
-            if names[..i].contains(name) {
-                return Err(ConfigError::PluggedDetector(format!(
-                    "Detector '{name}' was given more than once."
-                )));
-            }
-        }
-        Ok((loaded, protected))
-    }
-
-    fn plugged_def(&self, name: &str, loaded: LoadedDetector, salt: &str) -> PluggedDef {
-        match loaded {
-            LoadedDetector::Patterns(rules) => PluggedDef {
-                name: name.to_owned(),
-                version: patterns::VERSION.to_owned(),
-                kind: PluggedKind::Patterns(rules),
-            },
-            LoadedDetector::Exec(detector, argument) => {
-                let hello = detector.hello().clone();
-                let source =
-                    detectors::Findings::new(detector, &argument, self.findings.clone(), salt);
-                PluggedDef {
-                    name: hello.name,
-                    version: hello.version,
-                    kind: PluggedKind::External(External {
-                        argument,
-                        source: std::sync::Arc::new(source),
-                    }),
-                }
-            }
-        }
     }
 
     /// Stamps of the config path and of `policy`'s term files.

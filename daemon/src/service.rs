@@ -288,7 +288,7 @@ impl Service {
         if let Some(profile) = &spec.detector_profile {
             env.detector_profile = Some(profile.clone());
         }
-        let detectors = plugged_specs(&spec.detectors)?;
+        let detectors = crate::policy_loader::launch_detectors(&spec.detectors)?;
         let source = PolicySource::new(&spec.path, spec.config.as_deref(), mode, env, &[])
             .map_err(|e| match e {
                 ConfigError::RootNotDirectory => "Root must be an existing directory.",
@@ -560,26 +560,6 @@ fn plugged_receipts(
         })
         .collect();
     Some(list)
-}
-
-/// The `--detector` values a client sent, checked again: the client shows the
-/// operator the reference's messages; a spec that still fails here is refused with a
-/// fixed sentence.
-fn plugged_specs(specs: &[String]) -> Result<Vec<(String, PathBuf)>, &'static str> {
-    const BAD: &str = "Invalid --detector value; expected NAME or NAME=ARGUMENT.";
-    let mut out: Vec<(String, PathBuf)> = Vec::new();
-    for spec in specs {
-        let (name, argument) = spec.split_once('=').ok_or(BAD)?;
-        let path = PathBuf::from(argument);
-        if !matches!(name, crate::engine::plugged::patterns::NAME | "exec")
-            || !path.is_absolute()
-            || out.iter().any(|(n, _)| n == name)
-        {
-            return Err(BAD);
-        }
-        out.push((name.to_owned(), path));
-    }
-    Ok(out)
 }
 
 fn usize_of(v: u64) -> usize {

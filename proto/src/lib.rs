@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -251,6 +251,9 @@ pub struct ModelParams {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiscoverParams {
     pub model: ModelParams,
+    /// The subcommand's `--detector` values (`NAME=ABSOLUTE PATH`, as `RootSpec`'s):
+    /// when any, these detectors draft the terms and no model is asked.
+    pub detectors: Vec<String>,
     /// Scopes (paths or ids); empty = the whole root.
     pub paths: Vec<String>,
     /// fnmatch patterns, as `bundle`'s.
@@ -272,6 +275,8 @@ pub struct DiscoverParams {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiscoverUpdateParams {
     pub model: ModelParams,
+    /// As `DiscoverParams::detectors`.
+    pub detectors: Vec<String>,
     /// The JSONL documents the client read (`--input-jsonl`), unparsed.
     pub input_jsonl: Option<String>,
     pub max_files: u64,

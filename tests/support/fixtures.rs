@@ -154,3 +154,18 @@ pub const TREE_GOLDEN: &str = "@p_950fe0c0dd4a ./
     @p_495c4e4fdca8 [ENTITY_2ea2e2042b6c1cd6e2b51e860775f5e7].[ENTITY_c05b64e6eac7b6159f5bc974316400f7]
     @p_bad6cf103171 readme.[ENTITY_9077c92b491a9a5b5bea9d2a771f0234]
 ";
+
+/// An executable wrapper under `dir` that runs the test detector of `tests/detectors/`
+/// (`--detector exec=PROGRAM`) with `args` (its misbehaviour options).
+pub fn test_detector(dir: &Path, name: &str, args: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/detectors/test_detector.py");
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!("#!/bin/sh\nexec python3 {} {args}\n", script.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}

@@ -27,15 +27,9 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 /// `--max-total-raw-bytes` / `--max-total-chars` default.
 const DEFAULT_MAX_TOTAL: u64 = 50_000_000;
 
-/// `discover` options.
+/// The local model's options, shared by `discover` and `discover-update`.
 #[derive(Args, Debug)]
-#[command(args_override_self = true)]
-pub struct DiscoverArgs {
-    /// Paths to scan; empty scans the root.
-    pub paths: Vec<String>,
-    /// Model provider.
-    #[arg(long, value_parser = ["ollama"], default_value = "ollama")]
-    pub provider: String,
+pub struct ModelArgs {
     /// Ollama URL (default http://localhost:11434); plain http must be loopback.
     #[arg(long)]
     pub endpoint: Option<String>,
@@ -48,6 +42,50 @@ pub struct DiscoverArgs {
     /// Seconds to wait for each model answer.
     #[arg(long, default_value_t = 120.0)]
     pub timeout: f64,
+}
+
+impl ModelArgs {
+    fn params(&self) -> ModelParams {
+        let timeout = Duration::try_from_secs_f64(self.timeout).unwrap_or(Duration::from_secs(120));
+        ModelParams {
+            endpoint: self.endpoint.clone(),
+            allow_remote_endpoint: self.allow_remote_endpoint,
+            model: self.model.clone(),
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// The subcommand's `--detector` values as the daemon takes them, or the sentence to
+/// print: the reference's start-up messages, then its refusal of model options.
+fn discovery_detectors(detector: &[String], model: &ModelArgs) -> Result<Vec<String>, String> {
+    let detectors = super::detectors::resolve_here(detector)?;
+    if !detectors.is_empty() && (model.model.is_some() || model.endpoint.is_some()) {
+        return Err(
+            "--model and --endpoint apply only to Ollama discovery; remove them \
+                    when drafting terms with --detector."
+                .into(),
+        );
+    }
+    Ok(detectors)
+}
+
+/// `discover` options.
+#[derive(Args, Debug)]
+#[command(args_override_self = true)]
+pub struct DiscoverArgs {
+    /// Paths to scan; empty scans the root.
+    pub paths: Vec<String>,
+    /// Model provider.
+    #[arg(long, value_parser = ["ollama"], default_value = "ollama")]
+    pub provider: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Draft the terms with a local detector instead of the Ollama model:
+    /// `patterns=rules.toml` or `exec=/path/to/program` (repeatable). The global
+    /// --detector does not apply to discovery.
+    #[arg(long, value_name = "SPEC")]
+    pub detector: Vec<String>,
     /// Only files matching this pattern (repeatable).
     #[arg(long)]
     pub glob: Vec<String>,
@@ -81,17 +119,13 @@ pub struct DiscoverUpdateArgs {
     /// JSONL file of {"path","text","sha256"?} objects, or - for stdin.
     #[arg(long)]
     pub input_jsonl: Option<String>,
-    /// Ollama URL (default http://localhost:11434); plain http must be loopback.
-    #[arg(long)]
-    pub endpoint: Option<String>,
-    /// Allow non-loopback plain-http endpoints (sends private text off-machine).
-    #[arg(long)]
-    pub allow_remote_endpoint: bool,
-    /// Ollama model tag (default gemma4:e4b).
-    #[arg(long)]
-    pub model: Option<String>,
-    #[arg(long, default_value_t = 120.0)]
-    pub timeout: f64,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Draft the terms with a local detector instead of the Ollama model:
+    /// `patterns=rules.toml` or `exec=/path/to/program` (repeatable). The global
+    /// --detector does not apply to discovery.
+    #[arg(long, value_name = "SPEC")]
+    pub detector: Vec<String>,
     #[arg(long, default_value_t = DEFAULT_MAX_FILES)]
     pub max_files: u64,
     /// Fail when any document exceeds this size; documents are never truncated.
@@ -132,21 +166,6 @@ pub struct DiscoverUpdateArgs {
     /// Exit 1 when the merged config would change.
     #[arg(long)]
     pub check: bool,
-}
-
-fn model_params(
-    endpoint: &Option<String>,
-    allow_remote: bool,
-    model: &Option<String>,
-    timeout: f64,
-) -> ModelParams {
-    let timeout = Duration::try_from_secs_f64(timeout).unwrap_or(Duration::from_secs(120));
-    ModelParams {
-        endpoint: endpoint.clone(),
-        allow_remote_endpoint: allow_remote,
-        model: model.clone(),
-        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-    }
 }
 
 /// A number for this run's progress requests (only counts are ever shared by it).
@@ -229,14 +248,14 @@ fn send(
 
 /// `redctx discover`.
 pub fn run(globals: &Globals, args: &DiscoverArgs) -> ExitCode {
+    let detectors = match discovery_detectors(&args.detector, &args.model) {
+        Ok(d) => d,
+        Err(msg) => return print_error(&msg),
+    };
     let job = job_number();
     let params = DiscoverParams {
-        model: model_params(
-            &args.endpoint,
-            args.allow_remote_endpoint,
-            &args.model,
-            args.timeout,
-        ),
+        model: args.model.params(),
+        detectors,
         paths: args.paths.clone(),
         globs: args.glob.clone(),
         max_files: args.max_files,
@@ -275,6 +294,10 @@ fn read_input(name: &str) -> Result<String, String> {
 /// `redctx discover-update`. The argument checks and reading the input happen here, in
 /// the reference's order; everything after in the daemon.
 pub fn run_update(globals: &Globals, args: &DiscoverUpdateArgs) -> ExitCode {
+    let detectors = match discovery_detectors(&args.detector, &args.model) {
+        Ok(d) => d,
+        Err(msg) => return print_error(&msg),
+    };
     if args.merge_only && args.input_jsonl.is_some() {
         return print_error("--merge-only cannot be combined with --input-jsonl.");
     }
@@ -294,12 +317,8 @@ pub fn run_update(globals: &Globals, args: &DiscoverUpdateArgs) -> ExitCode {
     };
     let job = job_number();
     let params = DiscoverUpdateParams {
-        model: model_params(
-            &args.endpoint,
-            args.allow_remote_endpoint,
-            &args.model,
-            args.timeout,
-        ),
+        model: args.model.params(),
+        detectors,
         input_jsonl,
         max_files: args.max_files,
         max_chars_per_document: args.max_chars_per_document,

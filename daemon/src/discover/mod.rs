@@ -5,10 +5,12 @@
 //! [`merge_results`] over all, [`aliases::finish_draft`] for alias groups, then
 //! [`draft::toml`] or [`draft::json`], or [`merge::update`] into an existing config.
 //! Every rule is the reference's (`discovery.py`); the prompts are ours. The IO is in
-//! `sources` (raw samples), `ollama` (the model) and `run` (a command end to end, for
+//! `sources` (raw samples), `ollama` (the model), `detected` (plugged detectors instead
+//! of the model) and `run` (a command end to end, for
 //! `Caller::Operator` only), progress in `jobs`.
 
 pub mod aliases;
+pub mod detected;
 pub mod draft;
 pub mod jobs;
 pub mod merge;

@@ -4,6 +4,7 @@
 //! written. What the CLI prints comes back as text ([`Discovered`]); every failure is a
 //! fixed sentence or the reference's.
 
+use super::detected::Detected;
 use super::jobs::Progress;
 use super::ollama::Ollama;
 use super::sources::{self, Samples};
@@ -34,15 +35,75 @@ pub struct Context<'a> {
     pub stop: &'a Stop,
 }
 
-fn model_of(params: &ModelParams) -> (&str, Result<Ollama, String>) {
-    let model = params.model.as_deref().unwrap_or(DEFAULT_MODEL);
-    let ollama = Ollama::new(
-        params.endpoint.as_deref().unwrap_or(DEFAULT_ENDPOINT),
-        model,
-        Duration::from_millis(params.timeout_ms),
-        params.allow_remote_endpoint,
-    );
-    (model, ollama)
+/// What drafts the terms: the local model, or the subcommand's `--detector`s (then no
+/// request leaves the machine).
+enum Drafter {
+    /// The model's tag, and its client (or why the endpoint is refused: a
+    /// `discover-update` without documents never asks, so never fails on it).
+    Model(String, Result<Ollama, String>),
+    Detectors(Detected),
+}
+
+/// Said when `--model` or `--endpoint` comes with `--detector` (the reference's).
+pub const MODEL_WITH_DETECTOR: &str = "--model and --endpoint apply only to Ollama discovery; \
+     remove them when drafting terms with --detector.";
+
+impl Drafter {
+    fn of(params: &ModelParams, detectors: &[String]) -> Result<Drafter, String> {
+        if let Some(detected) = Detected::load(detectors)? {
+            if params.model.is_some() || params.endpoint.is_some() {
+                return Err(MODEL_WITH_DETECTOR.into());
+            }
+            return Ok(Drafter::Detectors(detected));
+        }
+        let model = params.model.as_deref().unwrap_or(DEFAULT_MODEL);
+        let ollama = Ollama::new(
+            params.endpoint.as_deref().unwrap_or(DEFAULT_ENDPOINT),
+            model,
+            Duration::from_millis(params.timeout_ms),
+            params.allow_remote_endpoint,
+        );
+        Ok(Drafter::Model(model.to_owned(), ollama))
+    }
+
+    /// Fails now if the model's endpoint is refused.
+    fn ready(&self) -> Result<(), String> {
+        match self {
+            Drafter::Model(_, Err(e)) => Err(e.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// One file's terms, source-checked.
+    fn extract(&self, rel: &str, text: &str, raw: bool) -> Result<Discovery, String> {
+        match self {
+            Drafter::Model(_, ollama) => {
+                extract(ollama.as_ref().map_err(Clone::clone)?, rel, text, raw)
+            }
+            Drafter::Detectors(detected) => detected.extract(text, raw),
+        }
+    }
+
+    /// Whether cleanup may move tool-like terms to `allow` (never a detector's).
+    fn routes_tools(&self) -> bool {
+        matches!(self, Drafter::Model(..))
+    }
+
+    /// The draft header's `# Source:` note.
+    fn source_note(&self) -> String {
+        match self {
+            Drafter::Model(model, _) => format!("provider=ollama model={model} root=."),
+            Drafter::Detectors(d) => format!("provider=detector detectors={} root=.", d.names()),
+        }
+    }
+
+    /// Files never sampled: what the detectors read.
+    fn unsampled(&self) -> Vec<PathBuf> {
+        match self {
+            Drafter::Model(..) => Vec::new(),
+            Drafter::Detectors(d) => d.protected().to_vec(),
+        }
+    }
 }
 
 /// `resolve_under_root`: `value` (relative to the root) resolved, refused outside it.
@@ -104,8 +165,8 @@ fn extract(ollama: &Ollama, rel: &str, text: &str, raw: bool) -> Result<Discover
 
 /// `redctx discover`: the draft printed, or written under the root.
 pub fn discover(cx: &Context, params: &DiscoverParams) -> Result<Discovered, String> {
-    let (model, ollama) = model_of(&params.model);
-    let ollama = ollama?;
+    let drafter = Drafter::of(&params.model, &params.detectors)?;
+    drafter.ready()?;
     let root = cx.root;
     // Checked before any model call (the reference checks after; same message).
     let destination = match &params.output {
@@ -123,6 +184,7 @@ pub fn discover(cx: &Context, params: &DiscoverParams) -> Result<Discovered, Str
         max_files: params.max_files,
         max_chars_per_file: params.max_chars_per_file,
         max_total_raw_bytes: params.max_total_raw_bytes,
+        unsampled: drafter.unsampled(),
     })?;
     cx.progress.start(samples.files.len());
     let mut results = Vec::new();
@@ -136,18 +198,18 @@ pub fn discover(cx: &Context, params: &DiscoverParams) -> Result<Discovered, Str
             }
             text.push_str(TRUNCATION_NOTE);
         }
-        let r = extract(&ollama, &sample.rel, &text, params.raw_discovery)?;
+        let r = drafter.extract(&sample.rel, &text, params.raw_discovery)?;
         results.push(rules::filter_to_source(&r, &text));
         texts.push(text);
         cx.progress.step();
     }
-    let merged = rules::merge_results(&results, params.raw_discovery, true);
+    let merged = rules::merge_results(&results, params.raw_discovery, drafter.routes_tools());
     let result =
         aliases::finish_draft(merged, &texts, !params.raw_discovery, &samples.known_people);
     let output = if params.json {
         draft::json(&result)
     } else {
-        draft::toml(&result, &format!("provider=ollama model={model} root=."))
+        draft::toml(&result, &drafter.source_note())
     };
     let Some(path) = destination else {
         return Ok(Discovered {
@@ -203,6 +265,7 @@ fn read_config(path: &Path) -> Result<String, String> {
 /// `redctx discover-update`: the documents classified and merged into the config
 /// (written unless `dry_run` or `check`).
 pub fn update(cx: &Context, args: &DiscoverUpdateParams) -> Result<Discovered, String> {
+    let drafter = Drafter::of(&args.model, &args.detectors)?;
     if args.merge_only && args.input_jsonl.is_some() {
         return Err("--merge-only cannot be combined with --input-jsonl.".into());
     }
@@ -215,7 +278,7 @@ pub fn update(cx: &Context, args: &DiscoverUpdateParams) -> Result<Discovered, S
         Vec::new()
     } else if args.from_root {
         seen = Seen::load(root, &args.output_config);
-        let sampled = root_documents(cx, args)?;
+        let sampled = root_documents(cx, args, drafter.unsampled())?;
         seen.pending = sampled
             .iter()
             .map(|d| (d.path.clone(), d.sha256.clone()))
@@ -267,20 +330,19 @@ pub fn update(cx: &Context, args: &DiscoverUpdateParams) -> Result<Discovered, S
     } else {
         Vec::new()
     };
-    let (model, ollama) = model_of(&args.model);
     let result = if documents.is_empty() {
         Discovery::default()
     } else {
-        let ollama = ollama?;
+        drafter.ready()?;
         cx.progress.start(documents.len());
         let mut results = Vec::new();
         for doc in &documents {
             cx.stop.check().map_err(|_| CANCELLED.to_owned())?;
-            let r = extract(&ollama, &doc.path, &doc.text, false)?;
+            let r = drafter.extract(&doc.path, &doc.text, false)?;
             results.push(rules::filter_to_source(&r, &doc.text));
             cx.progress.step();
         }
-        let mut merged = rules::merge_results(&results, false, true);
+        let mut merged = rules::merge_results(&results, false, drafter.routes_tools());
         if include_aliases {
             let texts: Vec<String> = documents.iter().map(|d| d.text.clone()).collect();
             let mut people = merged.people.clone();
@@ -318,15 +380,15 @@ pub fn update(cx: &Context, args: &DiscoverUpdateParams) -> Result<Discovered, S
     let a = update.alias_counts;
     let s = &mut out.stdout;
     let _ = writeln!(s, "documents: {}", documents.len());
-    let _ = writeln!(
-        s,
-        "model: {}",
-        if documents.is_empty() {
-            "skipped"
-        } else {
-            model
+    match &drafter {
+        Drafter::Model(model, _) if !documents.is_empty() => {
+            let _ = writeln!(s, "model: {model}");
         }
-    );
+        Drafter::Model(..) => s.push_str("model: skipped\n"),
+        Drafter::Detectors(d) => {
+            let _ = writeln!(s, "model: skipped\ndetectors: {}", d.names());
+        }
+    }
     let _ = writeln!(
         s,
         "discovered_counts: {{\"clients\":{},\"organizations\":{},\"people\":{},\"terms\":{}}}",
@@ -346,7 +408,11 @@ pub fn update(cx: &Context, args: &DiscoverUpdateParams) -> Result<Discovered, S
 
 /// The root's files as documents, each whole (a file longer than
 /// --max-chars-per-document fails the run, as an oversized JSONL document does).
-fn root_documents(cx: &Context, args: &DiscoverUpdateParams) -> Result<Vec<Document>, String> {
+fn root_documents(
+    cx: &Context,
+    args: &DiscoverUpdateParams,
+    unsampled: Vec<PathBuf>,
+) -> Result<Vec<Document>, String> {
     let samples = (cx.sample)(&sources::Params {
         paths: Vec::new(),
         globs: args.globs.clone(),
@@ -354,6 +420,7 @@ fn root_documents(cx: &Context, args: &DiscoverUpdateParams) -> Result<Vec<Docum
         // Bytes: enough for any text of that many characters; checked in characters.
         max_chars_per_file: args.max_chars_per_document.saturating_mul(4),
         max_total_raw_bytes: args.max_total_chars.saturating_mul(4),
+        unsampled,
     })?;
     let over = usize::try_from(args.max_chars_per_document)
         .unwrap_or(usize::MAX)

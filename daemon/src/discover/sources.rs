@@ -19,6 +19,9 @@ pub struct Params {
     pub max_chars_per_file: u64,
     /// Raw bytes of all samples (`Discovery total byte limit exceeded.`).
     pub max_total_raw_bytes: u64,
+    /// Absolute paths (files or directories) never sampled: what the discovery's own
+    /// detectors read, protected as the reference protects them.
+    pub unsampled: Vec<std::path::PathBuf>,
 }
 
 /// What [`sample`] found.
@@ -64,7 +67,11 @@ pub fn sample(root: &ServedRoot, params: &Params, stop: &Stop) -> Result<Samples
     let max_chars = usize::try_from(params.max_chars_per_file).unwrap_or(usize::MAX);
     let mut files = Vec::new();
     let mut total = 0u64;
-    for entry in targets.files.iter().take(max_files) {
+    let sampled = targets.files.iter().filter(|entry| {
+        let path = root.root().join(entry.rel.to_string());
+        !params.unsampled.iter().any(|p| path.starts_with(p))
+    });
+    for entry in sampled.take(max_files) {
         stop.check().map_err(ToolError::from)?;
         let sample = match root.raw_sample(&entry.rel, max_chars) {
             Ok(sample) => sample,
