@@ -124,8 +124,10 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
             .bytes()
             .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
             .count();
-        if b64 < 100 || body.contains("...") || body.contains('…') {
-            // A documentation stub (`MIIE...`), not key material.
+        // The shortest real body is an Ed25519 key's PKCS #8 DER: 64 base64 characters.
+        if b64 < 60 || body.contains("...") || body.contains('…') {
+            // A documentation stub (`MIIE...`) or code building a block (`"-----BEGIN
+            // RSA PRIVATE KEY-----\n" . wordwrap($key, 64, "\n") . "…END…"`).
             from = begin.end();
             continue;
         }

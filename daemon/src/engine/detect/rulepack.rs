@@ -39,8 +39,10 @@ const REDCTX_TOML: &str = include_str!("../../../rules/redctx.toml");
 /// replaced by S3 (strong keys, no entropy floor) and its S7 weak tier, which judge the
 /// key by its head word instead of any keyword nearby (`OAuthClientId`, `PrivateKey =
 /// ed25519.PrivateKey` and `HashPassword("password", salt)` are not secrets);
-/// `kubernetes-secret-yaml` captures key and value together where S3/S8 take the value.
-const REPLACED_RULES: &[&str] = &["generic-api-key", "kubernetes-secret-yaml"];
+/// `kubernetes-secret-yaml` captures key and value together where S3/S8 take the value;
+/// `private-key` takes any 64 characters between the armour lines, code included, where
+/// S1 reads the body as key material.
+const REPLACED_RULES: &[&str] = &["generic-api-key", "kubernetes-secret-yaml", "private-key"];
 
 /// How many rules of (gitleaks' pack, ours) run: every `[[rules]]` table minus the
 /// vendored rules in [`REPLACED_RULES`]. Counted on the text, so receipts can name the

@@ -650,7 +650,10 @@ impl Structural {
             }
             (1, "S3.assignment")
         } else if open_quote {
-            return;
+            if !(rest.starts_with(": ") && is_header_line(text, ks, name)) {
+                return;
+            }
+            (1, "S3.header") // `curl -H "X-HockeyAppToken: …"`, `"X-Api-Key: …"`
         } else if rest.starts_with(',')
             && key_quote.is_some_and(|q| first_call_argument(text, ks - q.len()))
             && split_words(name).len() > 1
@@ -698,11 +701,20 @@ impl Structural {
             (0, "S3.cli-flag")
         } else if rest.starts_with('(') && starts_with_setter(name) {
             (1, "S3.setter")
+        } else if rest.starts_with("('")
+            && name.eq_ignore_ascii_case("password")
+            && !text[..ks].ends_with(|c: char| c == '.' || c == '_' || c.is_alphanumeric())
+        {
+            (1, "S3.sql-function") // MySQL's `PASSWORD('…')` in an `INSERT` or `SET`
         } else if rest.starts_with('(') && is_builder_step(text, ks, name) {
             (1, "S3.builder-step")
-        } else if pos > sep_start && !rest.starts_with(['\n', '\r']) && is_dockerfile_env(text, ks)
+        } else if pos > sep_start
+            && !rest.starts_with(['\n', '\r'])
+            && is_space_separated_setting(text, ks)
         {
-            (0, "S3.dockerfile-env") // `ENV API_TOKEN value`: Dockerfile's older form
+            // `ENV API_TOKEN value`: Dockerfile's older form; `set SMBPass value`: a
+            // console's `set` (Metasploit, gdb, redis-cli).
+            (0, "S3.space-separated")
         } else if kind == FileKind::Code
             && let Some(value_at) = declared_value_start(text, ks, sep_start, pos)
             && !in_literal()
@@ -723,7 +735,11 @@ impl Structural {
         if open_quote && key_quote.is_some_and(|q| text[pos..].starts_with(q)) {
             return; // `"password=" + value`: the literal ends with the separator
         }
-        let kind = if in_literal() { FileKind::Config } else { kind };
+        let kind = if in_literal() || env_line_in_comment(text, ks, name, b.get(sep_start)) {
+            FileKind::Config
+        } else {
+            kind
+        };
         let det = if class.tier == Tier::Weak {
             "S7.keyword-entropy"
         } else {
@@ -782,7 +798,7 @@ impl Structural {
         {
             return; // `config.sessionSecret === 'MEAN'`: a check for a default or a kind
         }
-        if matches!(detector, "S3.setter" | "S3.call-argument") && !quoted
+        if matches!(detector, "S3.setter" | "S3.call-argument" | "S3.sql-function") && !quoted
             || detector == "S3.call-argument" && class.tier != Tier::Strong
         {
             return;
@@ -1112,10 +1128,38 @@ fn is_builder_step(text: &str, ks: usize, name: &str) -> bool {
         && with_words(last, |words| !words.iter().any(|w| VERBS.contains(w)))
 }
 
-/// Whether the key at `ks` is the first name of a Dockerfile `ENV` instruction.
-fn is_dockerfile_env(text: &str, ks: usize) -> bool {
+/// Whether the key at `ks` starts an environment line written in a comment of source
+/// code (` *   SCRAM_TEST_PGPASSWORD=qqjw4sidtu`, `# export API_TOKEN=…`): the shell
+/// reads its bare value as a literal, so the comment does too. The name is in capitals
+/// and `=` follows it at once.
+fn env_line_in_comment(text: &str, ks: usize, name: &str, sep: Option<&u8>) -> bool {
+    let head = text[lexical::line_start(text, ks)..ks].trim_start();
+    let head = head.strip_suffix("export ").unwrap_or(head).trim_end();
+    sep == Some(&b'=')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        && ["//", "#", "*", "/*", "--", ";"].contains(&head)
+}
+
+/// Whether the key at `ks`, just inside a quote, starts an HTTP header line: the quote
+/// is a `-H`/`--header` argument, or the name has a header's shape (`X-Auth-Token`,
+/// `Api-Key`: capitalized parts joined by dashes).
+fn is_header_line(text: &str, ks: usize, name: &str) -> bool {
+    let before = text[..ks.saturating_sub(1)].trim_end_matches([' ', '\t', '=']);
+    let flag = before.ends_with(" -H") || before.ends_with("--header");
+    let shaped = name.contains('-')
+        && name
+            .split('-')
+            .all(|p| p.bytes().next().is_some_and(|b| b.is_ascii_uppercase()));
+    flag || shaped
+}
+
+/// Whether the key at `ks` is the name of a setting whose value follows after blanks:
+/// the first name of a Dockerfile `ENV` instruction, or of a console's `set` command.
+fn is_space_separated_setting(text: &str, ks: usize) -> bool {
     let head = text[lexical::line_start(text, ks)..ks].trim();
-    head.eq_ignore_ascii_case("env")
+    head.eq_ignore_ascii_case("env") || head.eq_ignore_ascii_case("set")
 }
 
 fn starts_with_setter(name: &str) -> bool {
@@ -1862,13 +1906,19 @@ fn accept(
     if is_file_name(v) {
         return false; // `key: ovn4nfv_k8s.conf`, `ssl_key: server.key`
     }
-    if quoted
-        && v.starts_with(|c: char| c.is_ascii_uppercase())
+    let capitals = !v.bytes().any(|b| b.is_ascii_lowercase());
+    if v.starts_with(|c: char| c.is_ascii_uppercase())
         && with_words(key, |words| {
-            words.len() > 1 && words.last().is_some_and(|w| same_normalized(v, w))
+            (quoted && words.len() > 1 || capitals)
+                && words.last().is_some_and(|w| same_normalized(v, w))
         })
     {
-        return false; // `HintTextPassword = "Password"`: the field's label
+        // `HintTextPassword = "Password"`: the field's label; `/password:PASSWORD` in a
+        // usage line: the field's name standing for its value.
+        return false;
+    }
+    if quoted && is_concatenation_edge(v) {
+        return false; // `pass = '".md5($password,true)."'`: the literal is code around it
     }
     let numeric = v
         .bytes()
@@ -2005,6 +2055,17 @@ fn is_stand_in_compound(v: &str) -> bool {
             .any(|w| rest.strip_prefix(w).is_some_and(|r| splits(r, words + 1)))
     }
     v.len() <= 40 && v.bytes().all(|b| b.is_ascii_lowercase()) && splits(v, 0)
+}
+
+/// A quoted "value" that is the inside of a concatenation: it starts by closing another
+/// string and joining it (`".md5($p)."`, `' + user + '`), or ends by opening one.
+fn is_concatenation_edge(v: &str) -> bool {
+    let joins = |s: &str| s.starts_with(['.', '+']);
+    let (head, tail) = (v.trim_start(), v.trim_end());
+    head.strip_prefix(['"', '\'']).is_some_and(|r| joins(r.trim_start()))
+        || tail
+            .strip_suffix(['"', '\''])
+            .is_some_and(|r| r.trim_end().ends_with(['.', '+']))
 }
 
 /// The hex words of debugging and tests repeated (`deadbeefdeadbeef…`, `cafebabe`):

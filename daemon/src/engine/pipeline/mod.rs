@@ -954,7 +954,7 @@ mod tests;
 /// Whether `word` is written the way a name is (code mode): not in capitals (`INSERT`,
 /// `SSRF`, `NOTE`), not a compound identifier (`HockeyAppToken`: two or more humps after
 /// the first; `McDonald` has one), not a header-style run of three or more dashed parts
-/// (`X-Auth-Token`; `Jean-Pierre` has two).
+/// (`X-Auth-Token`; `Jean-Pierre` has two), not a qualified name.
 fn is_name_word(word: &str) -> bool {
     let letters = word.chars().filter(|c| c.is_alphabetic()).count();
     if letters >= 2 && !word.chars().any(char::is_lowercase) {
@@ -965,7 +965,12 @@ fn is_name_word(word: &str) -> bool {
         .zip(word.chars().skip(1))
         .filter(|(a, b)| a.is_lowercase() && b.is_uppercase())
         .count();
-    humps < 2 && word.split('-').count() < 3
+    // A qualified name (`System.Management.Automation`) is code, not a name.
+    let qualified = word
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'.' && w[1].is_ascii_alphabetic());
+    humps < 2 && word.split('-').count() < 3 && !qualified
 }
 
 /// Whether `word` is one of [`wordlists::DOC_VOCABULARY`] (ASCII case-insensitively;

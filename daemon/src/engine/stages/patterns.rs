@@ -490,7 +490,6 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
 /// salt assignments, provider token shapes); the precise detectors do the rest.
 pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
-        pem_stage(),
         salt_stage_with(code_salt_assignment()),
         secret_gated(
             "provider_tokens",
