@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -469,7 +469,21 @@ pub struct RootInfo {
     /// The serve options that differ from the defaults, e.g. `mode balanced,
     /// include-private`: one path served under two option sets is two roots. Empty (or
     /// `None`) = the defaults.
-    pub options: Option<String>,
+    pub options: Option<String>,    /// The root's documents, when it serves them (`--documents`); `None` otherwise.
+    pub documents: Option<DocumentCounts>,
+}
+
+/// What became of a root's documents: extracted in the background ahead of reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentCounts {
+    /// Documents the root holds.
+    pub total: u64,
+    /// Extracted and cached in their current version.
+    pub extracted: u64,
+    /// Their current version could not be extracted.
+    pub failed: u64,
+    /// Not extracted yet.
+    pub pending: u64,
 }
 
 /// A failed request: what kind (so the client picks a JSON-RPC code) and a fixed message.
@@ -658,7 +672,15 @@ mod tests {
             }),
             Response::Error(ErrorReply::new(ErrorKind::Resource, "Resource not found.")),
             Response::Status(StatusInfo {
-                roots: vec![RootInfo::default()],
+                roots: vec![RootInfo {
+                    documents: Some(DocumentCounts {
+                        total: 4,
+                        extracted: 2,
+                        failed: 1,
+                        pending: 1,
+                    }),
+                    ..RootInfo::default()
+                }],
                 ..Default::default()
             }),
             Response::Forgotten(true),
