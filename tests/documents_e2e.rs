@@ -194,7 +194,10 @@ async fn an_agent_reads_documents_and_their_resources_as_redacted_markdown() {
 
 /// The `documents:` line of `redctx --documents status --root <root>`.
 fn documents_line(env: &Env, root: &Path) -> Option<String> {
-    let out = env.ok_on(root, &["--documents", "status", "--root", root.to_str().unwrap()]);
+    let out = env.ok_on(
+        root,
+        &["--documents", "status", "--root", root.to_str().unwrap()],
+    );
     out.lines()
         .find_map(|l| l.trim().strip_prefix("documents: "))
         .map(str::to_owned)
@@ -210,9 +213,11 @@ fn status_counts_documents_extracted_in_the_background_and_edits_are_read_new() 
         &make::pptx(&[("T", &["x"], None)])[..100],
     );
     // The line shows once the pass has looked at every document, with no read made.
-    let line = support::poll("the documents pass", std::time::Duration::from_secs(120), || {
-        documents_line(&env, &root).filter(|l| l.contains(" 0 pending"))
-    });
+    let line = support::poll(
+        "the documents pass",
+        std::time::Duration::from_secs(120),
+        || documents_line(&env, &root).filter(|l| l.contains(" 0 pending")),
+    );
     assert_eq!(line, "4 extracted, 1 failed, 0 pending (5 in the root)");
     // The same root served without documents too: two blocks, one documents line.
     let both = env.ok_on(&root, &["status", "--root", root.to_str().unwrap()]);

@@ -63,9 +63,21 @@ fn contract(line: &str) -> Vec<u8> {
 fn documents_are_extracted_in_the_background_and_reads_start_no_worker() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    write(&root, "docs/contract.docx", &contract("Signed with Globex Industries."));
-    write(&root, "docs/invoice.pdf", &make::pdf(&["Invoice for Globex Industries"]));
-    write(&root, "broken.pptx", &make::pptx(&[("T", &["x"], None)])[..100]);
+    write(
+        &root,
+        "docs/contract.docx",
+        &contract("Signed with Globex Industries."),
+    );
+    write(
+        &root,
+        "docs/invoice.pdf",
+        &make::pdf(&["Invoice for Globex Industries"]),
+    );
+    write(
+        &root,
+        "broken.pptx",
+        &make::pptx(&[("T", &["x"], None)])[..100],
+    );
     write(&root, "notes.md", b"plain text\n");
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
     let served = serve(&root, cache);
@@ -105,14 +117,25 @@ fn an_edited_document_is_read_new_and_extracted_again_by_the_watcher_path() {
     write(&root, "contract.docx", &contract("First version."));
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
     let served = serve(&root, cache);
-    assert!(text(&served, "contract.docx").unwrap().contains("First version."));
+    assert!(
+        text(&served, "contract.docx")
+            .unwrap()
+            .contains("First version.")
+    );
     // Edited after pre-extraction: a read answers the new text at once.
     write(&root, "contract.docx", &contract("Second, longer version."));
     let now = text(&served, "contract.docx").unwrap();
-    assert!(now.contains("Second, longer version.") && !now.contains("First"), "{now}");
+    assert!(
+        now.contains("Second, longer version.") && !now.contains("First"),
+        "{now}"
+    );
     assert_eq!(served.counters().extractions.load(Relaxed), 2);
     // Edited again and reported by the watcher: pending until the pass extracts it.
-    write(&root, "contract.docx", &contract("Third version, longest of all."));
+    write(
+        &root,
+        "contract.docx",
+        &contract("Third version, longest of all."),
+    );
     served.upsert("contract.docx");
     assert!(served.wait_documents(Duration::from_secs(120)));
     assert_eq!(

@@ -469,7 +469,8 @@ pub struct RootInfo {
     /// The serve options that differ from the defaults, e.g. `mode balanced,
     /// include-private`: one path served under two option sets is two roots. Empty (or
     /// `None`) = the defaults.
-    pub options: Option<String>,    /// The root's documents, when it serves them (`--documents`); `None` otherwise.
+    pub options: Option<String>,
+    /// The root's documents, when it serves them (`--documents`); `None` otherwise.
     pub documents: Option<DocumentCounts>,
 }
 

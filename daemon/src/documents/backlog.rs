@@ -304,7 +304,10 @@ mod tests {
     #[test]
     fn a_version_is_pending_until_its_outcome_and_again_after_an_edit() {
         let b = Backlog::default();
-        b.relist([("a.pdf".to_owned(), stat(1)), ("b.docx".to_owned(), stat(2))]);
+        b.relist([
+            ("a.pdf".to_owned(), stat(1)),
+            ("b.docx".to_owned(), stat(2)),
+        ]);
         assert_eq!(
             b.next(),
             Work::Extract(vec![("a.pdf".into(), stat(1)), ("b.docx".into(), stat(2))])
@@ -337,7 +340,10 @@ mod tests {
         let b = Backlog::default();
         let failed = ViewError::Document(DocError::Failed);
         b.record("a.pdf", stat(1), Some(failed.clone()), true);
-        assert_eq!(b.remembered_failure("a.pdf", &stat(1)), Some(failed.clone()));
+        assert_eq!(
+            b.remembered_failure("a.pdf", &stat(1)),
+            Some(failed.clone())
+        );
         assert_eq!(b.remembered_failure("a.pdf", &stat(2)), None);
         b.record("b.pdf", stat(1), Some(failed), false);
         assert_eq!(b.remembered_failure("b.pdf", &stat(1)), None);
@@ -363,7 +369,10 @@ mod tests {
                 let _second = b.claim("dd.pdf");
                 tx.send(()).unwrap();
             });
-            assert!(rx.recv_timeout(std::time::Duration::from_millis(50)).is_err());
+            assert!(
+                rx.recv_timeout(std::time::Duration::from_millis(50))
+                    .is_err()
+            );
             drop(claim);
             rx.recv().unwrap();
         });
