@@ -61,9 +61,27 @@ fn build_redctxd() -> PathBuf {
     target_dir().join("release").join("redctxd")
 }
 
-/// A root with the two documents (a client name and a person planted in both) and a
-/// config naming them.
-fn make_root(root: &Path) {
+/// The Python of the reference's documents venv, unless the reference is left out.
+fn reference_python() -> Result<PathBuf, String> {
+    if std::env::var_os("REDCTX_SKIP_ORACLE").is_some_and(|v| v == "1") {
+        return Err("REDCTX_SKIP_ORACLE=1".into());
+    }
+    let mcp = repo().join(".venv-documents/bin/redctx-mcp");
+    if !mcp.is_file() {
+        return Err(format!(
+            "{} is missing (scripts/setup-oracle.sh makes it)",
+            mcp.display()
+        ));
+    }
+    let program = redctx_test_support::Oracle::documents().ok_or("the oracle is skipped")?;
+    Ok(program.with_file_name("python"))
+}
+
+/// A root with the documents `names` of [`PDF`] and [`SHEET`] (a client name and a
+/// person planted in both) and a config naming them. The sheet is written by openpyxl
+/// when `python` (the reference's venv) is given, as people script spreadsheets and so
+/// that the reference (pandas) reads it too; else by the test builder.
+fn make_root(root: &Path, names: &[&str], python: Option<&Path>) {
     std::fs::create_dir_all(root).unwrap();
     std::fs::write(
         root.join(".agent-context-redactor.toml"),
@@ -89,7 +107,9 @@ fn make_root(root: &Path) {
         .map(|p| p.iter().map(String::as_str).collect())
         .collect();
     let pages: Vec<&[&str]> = pages.iter().map(Vec::as_slice).collect();
-    std::fs::write(root.join(PDF), make::pdf_pages(&pages)).unwrap();
+    if names.contains(&PDF) {
+        std::fs::write(root.join(PDF), make::pdf_pages(&pages)).unwrap();
+    }
     let rows: Vec<Vec<String>> = std::iter::once(
         ["Invoice", "Client", "Owner", "Amount", "Due"]
             .map(str::to_owned)
@@ -110,7 +130,25 @@ fn make_root(root: &Path) {
         .map(|r| r.iter().map(String::as_str).collect())
         .collect();
     let rows: Vec<&[&str]> = rows.iter().map(Vec::as_slice).collect();
-    std::fs::write(root.join(SHEET), make::xlsx(&[("Ledger", &rows)])).unwrap();
+    if !names.contains(&SHEET) {
+        return;
+    }
+    match python {
+        Some(python) => {
+            let script = format!(
+                "import json, sys, openpyxl\nwb = openpyxl.Workbook()\nws = wb.active\nws.title = 'Ledger'\nfor row in json.load(sys.stdin):\n    ws.append(row)\nwb.save(r'{}')\n",
+                root.join(SHEET).display()
+            );
+            let mut child = Command::new(python)
+                .args(["-c", &script])
+                .stdin(Stdio::piped())
+                .spawn()
+                .expect("run openpyxl");
+            serde_json::to_writer(child.stdin.take().unwrap(), &rows).unwrap();
+            assert!(child.wait().unwrap().success(), "openpyxl failed");
+        }
+        None => std::fs::write(root.join(SHEET), make::xlsx(&[("Ledger", &rows)])).unwrap(),
+    }
 }
 
 struct Daemon {
@@ -260,22 +298,10 @@ fn our_reads(d: &Daemon, spec: &RootSpec, path: &str, n: usize) -> Reads {
     }
 }
 
-/// The reference's two reads of each document through its MCP server, in ms, or why
-/// there are none.
-fn reference_reads(root: &Path, vault: &Path) -> Result<Vec<(f64, f64)>, String> {
-    if std::env::var_os("REDCTX_SKIP_ORACLE").is_some_and(|v| v == "1") {
-        return Err("REDCTX_SKIP_ORACLE=1".into());
-    }
-    let venv = repo().join(".venv-documents/bin/redctx-mcp");
-    if !venv.is_file() {
-        return Err(format!(
-            "{} is missing (scripts/setup-oracle.sh makes it)",
-            venv.display()
-        ));
-    }
-    let program = redctx_test_support::Oracle::documents()
-        .ok_or("the oracle is skipped")?
-        .with_file_name("redctx-mcp");
+/// The reference's two reads of each document through its MCP server (`python`'s venv),
+/// in ms, or why there are none.
+fn reference_reads(python: &Path, root: &Path, vault: &Path) -> Result<Vec<(f64, f64)>, String> {
+    let program = python.with_file_name("redctx-mcp");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -312,7 +338,9 @@ fn reference_reads(root: &Path, vault: &Path) -> Result<Vec<(f64, f64)>, String>
                     .map_err(|e| format!("{path}: {e}"))?;
                 let ms = t.elapsed().as_secs_f64() * 1e3;
                 if r.is_error == Some(true) {
-                    return Err(format!("{path}: the reference answered an error"));
+                    let text = r.content.first().and_then(|c| c.as_text());
+                    let first = text.and_then(|t| t.text.lines().next()).unwrap_or("");
+                    return Err(format!("{path}: the reference answered \"{first}\""));
                 }
                 times.push(ms);
             }
@@ -358,14 +386,20 @@ fn main() {
     let n = env_usize("REDCTX_BENCH_READS", 200);
     let redctxd = build_redctxd();
     let work = tempfile::tempdir().unwrap();
+    let python = reference_python();
     let root = work.path().join("kb");
-    make_root(&root);
+    make_root(&root, &[PDF, SHEET], python.as_deref().ok());
     let root = root.canonicalize().unwrap();
     let size = |rel: &str| std::fs::metadata(root.join(rel)).unwrap().len() as f64 / 1e6;
     println!(
-        "documents: {PDF} (100 pages, {:.2} MB), {SHEET} (5,000 rows, {:.2} MB), {n} timed second reads; load {}",
+        "documents: {PDF} (100 pages, {:.2} MB), {SHEET} (5,000 rows, {:.2} MB, by {}), {n} timed second reads; load {}",
         size(PDF),
         size(SHEET),
+        if python.is_ok() {
+            "openpyxl"
+        } else {
+            "the test builder"
+        },
         std::fs::read_to_string("/proc/loadavg")
             .unwrap_or_default()
             .trim()
@@ -377,17 +411,28 @@ fn main() {
         ..RootSpec::default()
     };
 
-    // 1. On demand: the first read is the root's first call (the pass, which starts
-    //    after the index pass, finds the read extracting and waits for it).
-    let d = start(&redctxd, &work.path().join("state-demand"));
+    // 1. On demand: each document alone in a root, on a fresh daemon and cache, read as
+    //    the root's first call (the pre-extraction pass, which starts after the index
+    //    pass, finds the read extracting it and waits).
     let ours: Vec<(&str, Reads)> = [PDF, SHEET]
         .into_iter()
-        .map(|p| (p, our_reads(&d, &spec, p, n)))
+        .map(|p| {
+            let alone = work.path().join(format!("alone-{p}")).join("kb");
+            make_root(&alone, &[p], python.as_deref().ok());
+            let spec = RootSpec {
+                path: alone.canonicalize().unwrap(),
+                ..spec.clone()
+            };
+            let d = start(&redctxd, &work.path().join(format!("state-{p}")));
+            let reads = our_reads(&d, &spec, p, n);
+            d.stop();
+            (p, reads)
+        })
         .collect();
-    d.stop();
 
     // 2. The reference on the same root and reads.
-    let theirs = reference_reads(&root, &work.path().join("vault-reference"));
+    let theirs = python
+        .and_then(|python| reference_reads(&python, &root, &work.path().join("vault-reference")));
     println!("redctx_read round trip (ms), first / second (p50, max over {n}):");
     for (i, (path, r)) in ours.iter().enumerate() {
         let reference = match &theirs {
@@ -445,7 +490,7 @@ fn main() {
     // 4. Hostile files while the daemon serves: its memory beside the budget.
     let (rss0, hwm0) = mem_mb(d.pid());
     std::fs::write(root.join("bomb.docx"), make::zip_bomb()).unwrap();
-    let inflating = make::pdf_inflating(40, 45_000_000);
+    let inflating = make::pdf_inflating(30, 45_000_000);
     std::fs::write(root.join("inflating.pdf"), &inflating).unwrap();
     println!(
         "hostile files (daemon before: VmRSS {rss0:.1} MB, VmHWM {hwm0:.1} MB; budget {BUDGET_MB:.0} MB):"
@@ -455,7 +500,7 @@ fn main() {
         (
             "inflating.pdf",
             format!(
-                "PDF of {:.2} MB whose 40 pages inflate to 45 MB each",
+                "PDF of {:.2} MB whose 30 pages inflate to 45 MB each",
                 inflating.len() as f64 / 1e6
             ),
         ),
