@@ -235,3 +235,45 @@ fn status_counts_documents_extracted_in_the_background_and_edits_are_read_new() 
         "{pdf}"
     );
 }
+
+/// The nice value of process `pid` (field 19 of `/proc/PID/stat`).
+fn nice_of(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(16)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_background_extraction_worker_lowers_its_own_priority() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let ours = nice_of(std::process::id()).unwrap();
+    for (mode, expected) in [(Some("background"), 15.max(ours)), (None, ours)] {
+        let mut worker = Command::new(&support::bins().redctxd)
+            .args(["--extract-worker", ".pdf"])
+            .args(mode)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The worker renices itself before it reads its input, which is still open.
+        let nice = support::poll(
+            "the worker's priority",
+            std::time::Duration::from_secs(20),
+            || nice_of(worker.id()).filter(|n| *n == expected || mode.is_none()),
+        );
+        assert_eq!(nice, expected, "{mode:?}");
+        let mut stdin = worker.stdin.take().unwrap();
+        stdin
+            .write_all(&make::pdf(&["Invoice for Globex Industries"]))
+            .unwrap();
+        drop(stdin);
+        let out = worker.wait_with_output().unwrap();
+        assert!(out.status.success(), "{mode:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Invoice for Globex"));
+    }
+}
