@@ -191,3 +191,43 @@ fn without_documents_there_is_no_count_and_no_pass() {
     assert_eq!(served.document_counts(), None);
     assert_eq!(served.counters().extractions.load(Relaxed), 0);
 }
+
+#[test]
+fn reads_racing_the_pass_extract_each_document_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let lines: Vec<String> = (0..40)
+        .map(|i| format!("Line {i} for Globex Industries"))
+        .collect();
+    let page: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let pages = vec![page.as_slice(); 60];
+    for name in ["a.pdf", "b.pdf", "c.pdf"] {
+        write(&root, name, &make::pdf_pages(&pages));
+    }
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let opts = RootOptions {
+        index: IndexOptions {
+            gitignore: true,
+            threads: 2,
+            racy_window_ns: 0,
+        },
+        ..RootOptions::default()
+    };
+    let served = Arc::new(ServedRoot::open(&root, engine(), Some(cache), opts).unwrap());
+    served.spawn_indexing();
+    // Two readers of every document while the pass extracts them: one extraction each.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            for name in ["c.pdf", "b.pdf", "a.pdf"] {
+                let served = &served;
+                s.spawn(move || {
+                    let text = text(served, name).unwrap();
+                    assert!(text.contains("Line 39 for [CLIENT_"), "{name}");
+                });
+            }
+        }
+    });
+    assert!(served.wait_documents(Duration::from_secs(120)));
+    assert_eq!(served.counters().extractions.load(Relaxed), 3);
+    assert_eq!(served.document_counts().map(|c| c.extracted), Some(3));
+}
