@@ -191,3 +191,89 @@ async fn an_agent_reads_documents_and_their_resources_as_redacted_markdown() {
         b.text
     );
 }
+
+/// The `documents:` line of `redctx --documents status --root <root>`.
+fn documents_line(env: &Env, root: &Path) -> Option<String> {
+    let out = env.ok_on(
+        root,
+        &["--documents", "status", "--root", root.to_str().unwrap()],
+    );
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix("documents: "))
+        .map(str::to_owned)
+}
+
+#[test]
+fn status_counts_documents_extracted_in_the_background_and_edits_are_read_new() {
+    let env = Env::new();
+    let root = documents_root(&env, "");
+    write(
+        &root,
+        "broken.pptx",
+        &make::pptx(&[("T", &["x"], None)])[..100],
+    );
+    // The line shows once the pass has looked at every document, with no read made.
+    let line = support::poll(
+        "the documents pass",
+        std::time::Duration::from_secs(120),
+        || documents_line(&env, &root).filter(|l| l.contains(" 0 pending")),
+    );
+    assert_eq!(line, "4 extracted, 1 failed, 0 pending (5 in the root)");
+    // The same root served without documents too: two blocks, one documents line.
+    let both = env.ok_on(&root, &["status", "--root", root.to_str().unwrap()]);
+    assert_eq!(both.matches("  state: ").count(), 2, "{both}");
+    assert_eq!(both.matches("  documents: ").count(), 1, "{both}");
+    // Edited after pre-extraction: the next read has the new text.
+    write(
+        &root,
+        "scan.pdf",
+        make::pdf(&["Credit note for Globex Industries, revised"]),
+    );
+    let pdf = env.ok_on(&root, &["--documents", "cat", "scan.pdf"]);
+    assert!(
+        pdf.contains("Credit note for [CLIENT_") && !pdf.contains("Invoice"),
+        "{pdf}"
+    );
+}
+
+/// The nice value of process `pid` (field 19 of `/proc/PID/stat`).
+fn nice_of(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(16)?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_background_extraction_worker_lowers_its_own_priority() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let ours = nice_of(std::process::id()).unwrap();
+    for (mode, expected) in [(Some("background"), 15.max(ours)), (None, ours)] {
+        let mut worker = Command::new(&support::bins().redctxd)
+            .args(["--extract-worker", ".pdf"])
+            .args(mode)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The worker renices itself before it reads its input, which is still open.
+        let nice = support::poll(
+            "the worker's priority",
+            std::time::Duration::from_secs(20),
+            || nice_of(worker.id()).filter(|n| *n == expected || mode.is_none()),
+        );
+        assert_eq!(nice, expected, "{mode:?}");
+        let mut stdin = worker.stdin.take().unwrap();
+        stdin
+            .write_all(&make::pdf(&["Invoice for Globex Industries"]))
+            .unwrap();
+        drop(stdin);
+        let out = worker.wait_with_output().unwrap();
+        assert!(out.status.success(), "{mode:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Invoice for Globex"));
+    }
+}

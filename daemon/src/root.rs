@@ -11,7 +11,7 @@
 use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
-use crate::documents;
+use crate::documents::{self, backlog::Backlog, backlog::DocumentCounts, backlog::Work};
 use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
@@ -91,6 +91,8 @@ pub struct ReadCounters {
     pub screened_out: AtomicU64,
     /// Walks that listed the index without `lstat`s after a sync with the watcher.
     pub synced_walks: AtomicU64,
+    /// Documents extracted (each one extraction worker, or one in-process conversion).
+    pub extractions: AtomicU64,
 }
 
 /// The raw start of one file ([`ServedRoot::raw_sample`]).
@@ -177,6 +179,8 @@ pub struct ServedRoot {
     balanced: std::sync::OnceLock<Option<Arc<Engine>>>,
     /// The watcher's syncs, once a watcher runs (`crate::watch::sync`).
     watch_sync: std::sync::RwLock<Option<WatchSync>>,
+    /// The documents and what became of each; the pre-extraction pass's work list.
+    backlog: Arc<Backlog>,
 }
 
 /// Requests to the search-index thread of a root (`ServedRoot::spawn_search_keeper`).
@@ -227,6 +231,7 @@ impl Drop for ServedRoot {
     fn drop(&mut self) {
         self.search_wake.closed.store(true, Ordering::SeqCst);
         self.search_wake.request();
+        self.backlog.close();
         if let Some(cache) = &self.cache {
             cache.unserve_policy(&self.root_key, &self.fingerprint);
         }
@@ -291,6 +296,7 @@ impl ServedRoot {
             search_wake: Arc::default(),
             balanced: std::sync::OnceLock::new(),
             watch_sync: std::sync::RwLock::new(None),
+            backlog: Arc::default(),
         })
     }
 
@@ -335,11 +341,20 @@ impl ServedRoot {
     /// Watcher entry point: `rel` was created, modified or replaced.
     pub fn upsert(&self, rel: &str) {
         self.index.upsert(rel);
+        if self.documents
+            && matches!(ContentKind::of_path(rel), ContentKind::Document(_))
+            && let Some(stat) = self.index.indexed_stat(rel)
+            && stat.is_regular()
+        {
+            // Pending again until extracted (by the watcher's re-redaction or the pass).
+            self.backlog.noted(rel, stat);
+        }
     }
 
     /// Watcher entry point: `rel` was deleted or renamed away.
     pub fn remove(&self, rel: &str) {
         self.index.remove(rel);
+        self.backlog.forget(rel);
         if let Some(cache) = &self.cache {
             // A directory takes the records of its whole subtree with it.
             cache.forget_tree(&self.root_key, rel);
@@ -350,6 +365,30 @@ impl ServedRoot {
     /// an event queue overflow).
     pub fn rescan_dir(&self, rel: &str) {
         self.index.rescan_dir(rel);
+        if self.documents {
+            self.backlog.request_relist();
+        }
+    }
+
+    /// What became of the root's documents (`None` when documents are not served).
+    pub fn document_counts(&self) -> Option<DocumentCounts> {
+        self.documents.then(|| self.backlog.counts())
+    }
+
+    /// Blocks until the first pass has completed and every document of the root is
+    /// extracted or failed in its current version, or `timeout` passes; returns whether
+    /// that holds. For tests and benches: nothing in serving waits for it.
+    pub fn wait_documents(&self, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.progress.finished.load(Ordering::SeqCst) && self.backlog.idle() {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     /// Work counters.
@@ -404,9 +443,74 @@ impl ServedRoot {
             .spawn(move || {
                 me.index_all();
                 me.set_warm_check(false);
+                me.spawn_document_pass();
                 me.spawn_search_keeper();
             })
             .expect("spawning the indexer thread")
+    }
+
+    /// Starts the thread that extracts the root's documents into the cache ahead of
+    /// reads, after the text pass, one at a time at low priority (its workers too:
+    /// `documents::extract`). It ends with the root (a policy change drops it); between
+    /// documents it holds the root only weakly. Documents changed later are extracted
+    /// again by the watcher's re-redaction (`content`, as any text file) or, when
+    /// nothing else did, by this pass. Without a cache there is nothing to fill.
+    fn spawn_document_pass(self: &Arc<Self>) {
+        if !self.documents || self.cache.is_none() {
+            return;
+        }
+        let backlog = self.backlog.clone();
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name("redctx-documents".into())
+            .spawn(move || {
+                lower_thread_priority();
+                loop {
+                    match backlog.next() {
+                        Work::Closed => return,
+                        Work::Relist => {
+                            let Some(me) = weak.upgrade() else { return };
+                            backlog.relist(me.listed_documents(&me.index.files()));
+                        }
+                        Work::Extract(todo) => {
+                            for (rel, stat) in todo {
+                                if !backlog.is_pending(&rel, &stat) {
+                                    continue;
+                                }
+                                let Some(me) = weak.upgrade() else { return };
+                                me.pre_extract(&rel, stat);
+                            }
+                        }
+                    }
+                }
+            });
+    }
+
+    /// The documents among `files` (the index's), when documents are served.
+    fn listed_documents(&self, files: &[(String, StatKey)]) -> Vec<(String, StatKey)> {
+        files
+            .iter()
+            .filter(|(rel, stat)| {
+                stat.is_regular() && matches!(ContentKind::of_path(rel), ContentKind::Document(_))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// One document of the pass: extracted into the cache as a read would (a panic is a
+    /// failure), then settled in the backlog whatever happened.
+    fn pre_extract(&self, rel: &str, stat: StatKey) {
+        let ContentKind::Document(format) = ContentKind::of_path(rel) else {
+            return;
+        };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            match self.load_document(rel, format) {
+                Err(ViewError::ChangedDuringRead) => self.load_document(rel, format),
+                other => other,
+            }
+        }))
+        .unwrap_or(Err(ViewError::Internal));
+        self.backlog.attempted(rel, stat, result.map(|_| ()));
     }
 
     /// Starts the thread that rebuilds the search index when searches find it stale;
@@ -612,6 +716,10 @@ impl ServedRoot {
         }
         p.files_seen.store(files.len() as u64, Ordering::Relaxed);
         p.files_pending.store(files.len() as u64, Ordering::Relaxed);
+        if self.documents {
+            // Counted (as pending) from the start; extracted after the pass.
+            self.backlog.relist(self.listed_documents(&files));
+        }
         let todo = self.reuse_cached(&files);
         let verified = started.elapsed();
         self.set_warm_check(false);
@@ -1092,32 +1200,26 @@ impl ServedRoot {
     /// The redacted Markdown of document `rel` (spec 8), from the cache when its record
     /// is trusted for the current stat, else read, extracted ([`documents::extract`]) and
     /// redacted now. The key is the raw bytes' hash with [`documents::EXTRACTOR_VERSION`]
-    /// under the policy fingerprint, so the same document is extracted once.
+    /// under the policy fingerprint, so the same document is extracted once. A path is
+    /// extracted by one thread at a time (the backlog's claim): a read that meets the
+    /// pre-extraction pass on it waits, then finds the cache filled (or, for a version
+    /// changed meanwhile, extracts it). A settled version's own failure is answered again
+    /// without a worker ([`Backlog::remembered_failure`]).
     fn load_document(
         &self,
         rel: &str,
         format: fs::DocumentFormat,
     ) -> Result<Arc<ContentRecord>, ViewError> {
-        let stat = self.admitted_stat(rel)?;
-        // The reference checks the document cap on the stat, before the read's budget.
-        if stat.size > documents::MAX_INPUT_BYTES {
-            return Err(documents::DocError::InputLimit.into());
-        }
-        if stat.size > self.limits.max_raw_bytes_per_file {
-            return Err(ViewError::FileByteLimit);
-        }
-        self.index.note(rel, stat);
-        if let Some(cache) = &self.cache
-            && let Some((rec, Some(content))) =
-                cache.get_file_and_content(&self.root_key, rel, |rec| {
-                    rec.trusted_for(&stat)
-                        .then_some(rec.text)
-                        .flatten()
-                        .map(|info| self.content_key(&info.hash, rel))
-                })
-            && rec.trusted_for(&stat)
-        {
+        if let (_, Some(content)) = self.cached_document(rel)? {
             return Ok(content);
+        }
+        let _claim = self.backlog.claim(rel);
+        let (stat, hit) = self.cached_document(rel)?;
+        if let Some(content) = hit {
+            return Ok(content);
+        }
+        if let Some(failure) = self.backlog.remembered_failure(rel, &stat) {
+            return Err(failure);
         }
         let observed = now_ns();
         let (bytes, stat) = fs::read_verified(
@@ -1143,7 +1245,14 @@ impl ServedRoot {
                 (content, lines, false)
             }
             None => {
-                let markdown = documents::extract(format, &bytes, documents::DEADLINE)?;
+                self.counters.extractions.fetch_add(1, Ordering::Relaxed);
+                let markdown = match documents::extract(format, &bytes, documents::DEADLINE) {
+                    Ok(markdown) => markdown,
+                    Err(err) => {
+                        self.backlog.record(rel, stat, Some(err.into()), settled);
+                        return Err(err.into());
+                    }
+                };
                 drop(bytes);
                 let lines = content::decoded_lines(markdown.as_bytes(), Encoding::Utf8);
                 let record = self.redact_record(markdown.as_bytes(), Encoding::Utf8, rel)?;
@@ -1163,8 +1272,40 @@ impl ServedRoot {
                 file,
                 Some((key, content.clone())).filter(|_| is_new),
             );
+            self.backlog.record(rel, stat, None, settled);
         }
         Ok(content)
+    }
+
+    /// The checks of a document read on its current stat, and its cached extraction
+    /// when the file record is trusted for that stat.
+    fn cached_document(
+        &self,
+        rel: &str,
+    ) -> Result<(StatKey, Option<Arc<ContentRecord>>), ViewError> {
+        let stat = self.admitted_stat(rel)?;
+        // The reference checks the document cap on the stat, before the read's budget.
+        if stat.size > documents::MAX_INPUT_BYTES {
+            return Err(documents::DocError::InputLimit.into());
+        }
+        if stat.size > self.limits.max_raw_bytes_per_file {
+            return Err(ViewError::FileByteLimit);
+        }
+        self.index.note(rel, stat);
+        if let Some(cache) = &self.cache
+            && let Some((rec, Some(content))) =
+                cache.get_file_and_content(&self.root_key, rel, |rec| {
+                    rec.trusted_for(&stat)
+                        .then_some(rec.text)
+                        .flatten()
+                        .map(|info| self.content_key(&info.hash, rel))
+                })
+            && rec.trusted_for(&stat)
+        {
+            self.backlog.record(rel, stat, None, true);
+            return Ok((stat, Some(content)));
+        }
+        Ok((stat, None))
     }
 
     /// Redacts `rel` as it is on disk now and tells `record` each placeholder made and

@@ -802,6 +802,14 @@ fn root_info(key: &RootKey, h: &RootHandle) -> (RootInfo, Option<Arc<ServedRoot>
                 watches_used: watch.map(|w| w.watches_used),
                 watch_limit: watch.and_then(|w| w.watch_limit),
                 rescans: watch.map(|w| w.rescans),
+                documents: root
+                    .document_counts()
+                    .map(|c| redctx_proto::DocumentCounts {
+                        total: c.total,
+                        extracted: c.extracted,
+                        failed: c.failed,
+                        pending: c.pending,
+                    }),
                 ..RootInfo::default()
             };
             (info, (!p.finished).then(|| root.clone()))

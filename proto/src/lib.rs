@@ -475,6 +475,21 @@ pub struct RootInfo {
     /// include-private`: one path served under two option sets is two roots. Empty (or
     /// `None`) = the defaults.
     pub options: Option<String>,
+    /// The root's documents, when it serves them (`--documents`); `None` otherwise.
+    pub documents: Option<DocumentCounts>,
+}
+
+/// What became of a root's documents: extracted in the background ahead of reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentCounts {
+    /// Documents the root holds.
+    pub total: u64,
+    /// Extracted and cached in their current version.
+    pub extracted: u64,
+    /// Their current version could not be extracted.
+    pub failed: u64,
+    /// Not extracted yet.
+    pub pending: u64,
 }
 
 /// A failed request: what kind (so the client picks a JSON-RPC code) and a fixed message.
@@ -663,7 +678,15 @@ mod tests {
             }),
             Response::Error(ErrorReply::new(ErrorKind::Resource, "Resource not found.")),
             Response::Status(StatusInfo {
-                roots: vec![RootInfo::default()],
+                roots: vec![RootInfo {
+                    documents: Some(DocumentCounts {
+                        total: 4,
+                        extracted: 2,
+                        failed: 1,
+                        pending: 1,
+                    }),
+                    ..RootInfo::default()
+                }],
                 ..Default::default()
             }),
             Response::Forgotten(true),

@@ -145,14 +145,32 @@ pub fn pptx(slides: &[(&str, &[&str], Option<&str>)]) -> Vec<u8> {
 
 /// A one-page PDF with one text line per entry of `lines` (Helvetica, WinAnsi).
 pub fn pdf(lines: &[&str]) -> Vec<u8> {
+    pdf_pages(&[lines])
+}
+
+/// A PDF with one page per entry of `pages`, each with one text line per entry.
+pub fn pdf_pages(pages: &[&[&str]]) -> Vec<u8> {
+    let contents: Vec<Vec<u8>> = pages.iter().map(|lines| text_ops(lines)).collect();
+    pdf_of(contents, false)
+}
+
+/// A hostile PDF: `pages` pages whose Flate-compressed content streams each inflate to
+/// about `inflated_bytes` of text operators (a small file, much parsing).
+pub fn pdf_inflating(pages: usize, inflated_bytes: usize) -> Vec<u8> {
+    let op = b"(Lorem ipsum dolor sit amet) Tj T*\n";
+    let mut ops = text_ops(&[]);
+    ops.truncate(ops.len() - b"ET\n".len());
+    while ops.len() < inflated_bytes {
+        ops.extend_from_slice(op);
+    }
+    ops.extend_from_slice(b"ET\n");
+    pdf_of(vec![ops; pages], true)
+}
+
+/// The content stream of one page: a text object with one line per entry of `lines`.
+fn text_ops(lines: &[&str]) -> Vec<u8> {
+    use lopdf::Object;
     use lopdf::content::{Content, Operation};
-    use lopdf::{Document, Object, Stream, dictionary};
-    let mut doc = Document::with_version("1.5");
-    let pages_id = doc.new_object_id();
-    let font_id = doc.add_object(dictionary! {
-        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica", "Encoding" => "WinAnsiEncoding",
-    });
-    let resources_id = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font_id } });
     let mut ops = vec![
         Operation::new("BT", vec![]),
         Operation::new("Tf", vec!["F1".into(), 12.into()]),
@@ -164,13 +182,37 @@ pub fn pdf(lines: &[&str]) -> Vec<u8> {
         ops.push(Operation::new("T*", vec![]));
     }
     ops.push(Operation::new("ET", vec![]));
-    let content = Content { operations: ops };
-    let content_id = doc.add_object(Stream::new(dictionary! {}, content.encode().unwrap()));
-    let page_id = doc.add_object(dictionary! {
-        "Type" => "Page", "Parent" => pages_id, "Contents" => content_id,
+    let mut out = Content { operations: ops }.encode().unwrap();
+    if !out.ends_with(b"\n") {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// A PDF of one page per content stream (Helvetica, WinAnsi), compressed if asked.
+fn pdf_of(contents: Vec<Vec<u8>>, compress: bool) -> Vec<u8> {
+    use lopdf::{Document, Object, Stream, dictionary};
+    let mut doc = Document::with_version("1.5");
+    let pages_id = doc.new_object_id();
+    let font_id = doc.add_object(dictionary! {
+        "Type" => "Font", "Subtype" => "Type1", "BaseFont" => "Helvetica", "Encoding" => "WinAnsiEncoding",
     });
+    let resources_id = doc.add_object(dictionary! { "Font" => dictionary! { "F1" => font_id } });
+    let mut kids: Vec<Object> = Vec::new();
+    for content in contents {
+        let mut stream = Stream::new(dictionary! {}, content);
+        if compress {
+            stream.compress().unwrap();
+        }
+        let content_id = doc.add_object(stream);
+        let page_id = doc.add_object(dictionary! {
+            "Type" => "Page", "Parent" => pages_id, "Contents" => content_id,
+        });
+        kids.push(page_id.into());
+    }
+    let count = kids.len() as i64;
     doc.objects.insert(pages_id, Object::Dictionary(dictionary! {
-        "Type" => "Pages", "Kids" => vec![page_id.into()], "Count" => 1,
+        "Type" => "Pages", "Kids" => kids, "Count" => count,
         "Resources" => resources_id, "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()],
     }));
     let catalog_id = doc.add_object(dictionary! { "Type" => "Catalog", "Pages" => pages_id });

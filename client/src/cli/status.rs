@@ -177,8 +177,15 @@ pub fn describe(r: &RootInfo) -> String {
             or_unknown(rescans)
         ),
     };
+    // Only for a root that serves documents.
+    let documents = r.documents.map_or_else(String::new, |d| {
+        format!(
+            "  documents: {} extracted, {} failed, {} pending ({} in the root)\n",
+            d.extracted, d.failed, d.pending, d.total
+        )
+    });
     format!(
-        "{}\n  state: {}\n  files: {} seen, {} indexed, {} pending ({} in the index)\n  bytes: {} indexed, cache {}\n  policy: {}\n  watcher: {}\n",
+        "{}\n  state: {}\n  files: {} seen, {} indexed, {} pending ({} in the index)\n{documents}  bytes: {} indexed, cache {}\n  policy: {}\n  watcher: {}\n",
         title(r),
         r.state,
         or_unknown(r.files_seen),
@@ -491,6 +498,17 @@ mod tests {
         assert_eq!(
             describe(&r),
             "/srv/repo (mode balanced)\n  state: indexing\n  files: 3 seen, 2 indexed, 1 pending (10 in the index)\n  bytes: 2.0 KiB indexed, cache 5.0 MiB\n  policy: ok\n  watcher: 40/8192 watches, 0 rescans\n"
+        );
+        r.options = Some("documents".into());
+        r.documents = Some(redctx_proto::DocumentCounts {
+            total: 5,
+            extracted: 3,
+            failed: 1,
+            pending: 1,
+        });
+        assert_eq!(
+            describe(&r),
+            "/srv/repo (documents)\n  state: indexing\n  files: 3 seen, 2 indexed, 1 pending (10 in the index)\n  documents: 3 extracted, 1 failed, 1 pending (5 in the root)\n  bytes: 2.0 KiB indexed, cache 5.0 MiB\n  policy: ok\n  watcher: 40/8192 watches, 0 rescans\n"
         );
     }
 

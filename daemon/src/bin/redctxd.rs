@@ -42,7 +42,10 @@ fn main() -> ExitCode {
     // log, socket or cache.
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some(redctx_daemon::documents::WORKER_FLAG) {
-        let code = redctx_daemon::documents::worker::main(argv.get(2).map_or("", String::as_str));
+        let code = redctx_daemon::documents::worker::main(
+            argv.get(2).map_or("", String::as_str),
+            argv.get(3).map(String::as_str),
+        );
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     withhold_panic_messages();

@@ -34,7 +34,8 @@ pub fn mark_background_thread() {
     BACKGROUND.with(|b| b.set(true));
 }
 
-fn is_background_thread() -> bool {
+/// Whether the calling thread does background work ([`mark_background_thread`]).
+pub(crate) fn is_background_thread() -> bool {
     BACKGROUND.with(Cell::get)
 }
 

@@ -12,6 +12,7 @@
 //! member count and declared expansion of a zip container before parsing ([`zipguard`]),
 //! the output cap, the 15 s deadline, the empty-text and failure messages.
 
+pub mod backlog;
 mod ooxml;
 mod pdf;
 mod sheets;
@@ -20,7 +21,7 @@ mod zipguard;
 
 use crate::fs::DocumentFormat;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// Raw bytes a document may have (charged before conversion).
@@ -97,7 +98,12 @@ pub fn install_worker(exe: PathBuf) {
     let _ = WORKER_EXE.set(exe);
 }
 
+/// Background extractions take turns: at most one runs at a time in the whole daemon.
+static BACKGROUND_TURN: Mutex<()> = Mutex::new(());
+
 /// Extracts `bytes` of `format` as Markdown within `deadline` (at most [`DEADLINE`]).
+/// On a background thread (the pre-extraction pass, the watcher's re-redaction) it waits
+/// for its turn and the worker runs at low CPU priority ([`worker::Priority`]).
 pub fn extract(
     format: DocumentFormat,
     bytes: &[u8],
@@ -107,8 +113,15 @@ pub fn extract(
         return Err(DocError::InputLimit);
     }
     let deadline = deadline.min(DEADLINE);
+    let background = crate::detectors::is_background_thread();
+    let _turn = background.then(|| BACKGROUND_TURN.lock().unwrap_or_else(|e| e.into_inner()));
+    let priority = if background {
+        worker::Priority::Background
+    } else {
+        worker::Priority::Normal
+    };
     match WORKER_EXE.get() {
-        Some(exe) => worker::run(exe, format, bytes, deadline),
+        Some(exe) => worker::run(exe, format, bytes, deadline, priority),
         None => extract_in_thread(format, bytes, deadline),
     }
 }

@@ -1,8 +1,9 @@
-//! The extraction worker: `redctxd --extract-worker <suffix>` reads a document's bytes on
-//! stdin and writes its Markdown on stdout, exit code 0; any refusal is an exit code
-//! ([`DocError`]'s). It limits itself first (address space, CPU seconds), so a parser that
-//! allocates or loops without end is stopped by the kernel; the daemon sees a signal or
-//! a deadline and answers the fixed failure message.
+//! The extraction worker: `redctxd --extract-worker <suffix> [background]` reads a
+//! document's bytes on stdin and writes its Markdown on stdout, exit code 0; any refusal
+//! is an exit code ([`DocError`]'s). It limits itself first (address space, CPU seconds),
+//! so a parser that allocates or loops without end is stopped by the kernel; the daemon
+//! sees a signal or a deadline and answers the fixed failure message. A background
+//! extraction's worker also lowers its own CPU priority.
 
 use super::{DEADLINE, DocError, MAX_INPUT_BYTES, MAX_OUTPUT_CHARS, convert};
 use crate::fs::DocumentFormat;
@@ -17,10 +18,30 @@ const WORKER_MEMORY_BYTES: u64 = 1 << 30;
 const WORKER_CPU_SECONDS: u64 = DEADLINE.as_secs() + 1;
 /// Output bytes read from a worker: enough for [`MAX_OUTPUT_CHARS`] of any UTF-8.
 const MAX_OUTPUT_BYTES: u64 = MAX_OUTPUT_CHARS as u64 * 4;
+/// The nice value of a background extraction's worker (the index pass's threads run at
+/// 10; a document is larger work that a tool call should never wait behind).
+pub const BACKGROUND_NICE: i32 = 15;
+/// The worker's argument that asks for [`BACKGROUND_NICE`].
+const BACKGROUND_ARG: &str = "background";
 
-/// The worker's main: `suffix` names the format. Returns the process exit code.
-pub fn main(suffix: &str) -> i32 {
+/// Whom an extraction is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// A tool call waits for it.
+    Normal,
+    /// Pre-extraction or re-redaction after an edit: the worker yields the CPU.
+    Background,
+}
+
+/// The worker's main: `suffix` names the format; `mode` is [`BACKGROUND_ARG`] for a
+/// background extraction. Returns the process exit code.
+pub fn main(suffix: &str, mode: Option<&str>) -> i32 {
     limit_self();
+    if mode == Some(BACKGROUND_ARG) {
+        // SAFETY: a plain syscall on this process; raising the nice value is always
+        // allowed, and a failure only leaves the priority as it was.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
+    }
     let Some(format) = DocumentFormat::ALL
         .into_iter()
         .find(|f| f.suffix() == suffix)
@@ -73,11 +94,13 @@ pub fn run(
     format: DocumentFormat,
     bytes: &[u8],
     deadline: Duration,
+    priority: Priority,
 ) -> Result<String, DocError> {
     let started = Instant::now();
     let mut child = Command::new(exe)
         .arg(super::WORKER_FLAG)
         .arg(format.suffix())
+        .args((priority == Priority::Background).then_some(BACKGROUND_ARG))
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
