@@ -503,6 +503,12 @@ impl ServedRoot {
         let ContentKind::Document(format) = ContentKind::of_path(rel) else {
             return;
         };
+        // The turn before the claim (`load_document`): a read of this document waits
+        // for this extraction only, never for the queue ahead of it.
+        let _turn = documents::background_turn();
+        if !self.backlog.is_pending(rel, &stat) {
+            return; // a read did it while the pass waited
+        }
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             match self.load_document(rel, format) {
                 Err(ViewError::ChangedDuringRead) => self.load_document(rel, format),

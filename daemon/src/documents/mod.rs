@@ -101,6 +101,29 @@ pub fn install_worker(exe: PathBuf) {
 /// Background extractions take turns: at most one runs at a time in the whole daemon.
 static BACKGROUND_TURN: Mutex<()> = Mutex::new(());
 
+thread_local! {
+    /// This thread holds [`BACKGROUND_TURN`] through a [`BackgroundTurn`].
+    static HOLDS_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The daemon-wide background turn, taken ahead of the work it covers: the
+/// pre-extraction pass takes it before it claims a document, so a read of that document
+/// never waits behind another root's queued extraction, only behind the one it needs.
+pub struct BackgroundTurn(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl Drop for BackgroundTurn {
+    fn drop(&mut self) {
+        HOLDS_TURN.set(false);
+    }
+}
+
+/// Waits for the background turn ([`BackgroundTurn`]).
+pub fn background_turn() -> BackgroundTurn {
+    let guard = BACKGROUND_TURN.lock().unwrap_or_else(|e| e.into_inner());
+    HOLDS_TURN.set(true);
+    BackgroundTurn(guard)
+}
+
 /// Extracts `bytes` of `format` as Markdown within `deadline` (at most [`DEADLINE`]).
 /// On a background thread (the pre-extraction pass, the watcher's re-redaction) it waits
 /// for its turn and the worker runs at low CPU priority ([`worker::Priority`]).
@@ -114,7 +137,7 @@ pub fn extract(
     }
     let deadline = deadline.min(DEADLINE);
     let background = crate::detectors::is_background_thread();
-    let _turn = background.then(|| BACKGROUND_TURN.lock().unwrap_or_else(|e| e.into_inner()));
+    let _turn = (background && !HOLDS_TURN.get()).then(background_turn);
     let priority = if background {
         worker::Priority::Background
     } else {

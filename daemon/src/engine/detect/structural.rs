@@ -710,7 +710,7 @@ impl Structural {
             (1, "S3.builder-step")
         } else if pos > sep_start
             && !rest.starts_with(['\n', '\r'])
-            && is_space_separated_setting(text, ks)
+            && is_space_separated_setting(text, ks, rest)
         {
             // `ENV API_TOKEN value`: Dockerfile's older form; `set SMBPass value`: a
             // console's `set` (Metasploit, gdb, redis-cli).
@@ -798,7 +798,10 @@ impl Structural {
         {
             return; // `config.sessionSecret === 'MEAN'`: a check for a default or a kind
         }
-        if matches!(detector, "S3.setter" | "S3.call-argument" | "S3.sql-function") && !quoted
+        if matches!(
+            detector,
+            "S3.setter" | "S3.call-argument" | "S3.sql-function"
+        ) && !quoted
             || detector == "S3.call-argument" && class.tier != Tier::Strong
         {
             return;
@@ -1156,10 +1159,15 @@ fn is_header_line(text: &str, ks: usize, name: &str) -> bool {
 }
 
 /// Whether the key at `ks` is the name of a setting whose value follows after blanks:
-/// the first name of a Dockerfile `ENV` instruction, or of a console's `set` command.
-fn is_space_separated_setting(text: &str, ks: usize) -> bool {
+/// the first name of a Dockerfile `ENV` instruction, or of a console's `set` command
+/// whose one value ends the line (`set password prompts for one` is a sentence).
+fn is_space_separated_setting(text: &str, ks: usize, rest: &str) -> bool {
     let head = text[lexical::line_start(text, ks)..ks].trim();
-    head.eq_ignore_ascii_case("env") || head.eq_ignore_ascii_case("set")
+    let one_value = || {
+        let line = rest.split(['\n', '\r']).next().unwrap_or("");
+        line.split_whitespace().count() == 1
+    };
+    head.eq_ignore_ascii_case("env") || head.eq_ignore_ascii_case("set") && one_value()
 }
 
 fn starts_with_setter(name: &str) -> bool {
@@ -2062,7 +2070,8 @@ fn is_stand_in_compound(v: &str) -> bool {
 fn is_concatenation_edge(v: &str) -> bool {
     let joins = |s: &str| s.starts_with(['.', '+']);
     let (head, tail) = (v.trim_start(), v.trim_end());
-    head.strip_prefix(['"', '\'']).is_some_and(|r| joins(r.trim_start()))
+    head.strip_prefix(['"', '\''])
+        .is_some_and(|r| joins(r.trim_start()))
         || tail
             .strip_suffix(['"', '\''])
             .is_some_and(|r| r.trim_end().ends_with(['.', '+']))

@@ -1834,3 +1834,83 @@ fn s3_stand_ins_for_tokens_are_not_tokens() {
     assert_redacts("a.py", "api_token = \"kdjFooLq3Xw9Zp\"", "kdjFooLq3Xw9Zp");
     assert_redacts("a.py", "secret = \"supersecret\"", "supersecret");
 }
+
+#[test]
+fn s3_headers_in_strings_comments_sql_and_console_settings() {
+    let key = "fa236589d226733c6e2a96da291e8257a0e";
+    for (path, text) in [
+        (
+            "a.md",
+            format!("curl -H \"X-HockeyAppToken: {key}\" https://x.io"),
+        ),
+        (
+            "a.sh",
+            format!("curl --header 'Private-Token: {key}' https://x.io"),
+        ),
+        ("a.js", format!("headers.push(\"X-Api-Key: {key}\");")),
+    ] {
+        assert_redacts(path, &text, key);
+    }
+    // A message that merely holds `Token: …` is not a header line.
+    assert_nothing("a.js", "throw new Error(\"token: expired or revoked\");");
+
+    // An environment line in a comment is read as the shell reads it; in code the
+    // same bare word is an identifier.
+    assert_redacts(
+        "a.js",
+        "/*\n *   SCRAM_TEST_PGPASSWORD=qqjw4sidtu\n */",
+        "qqjw4sidtu",
+    );
+    assert_redacts("a.py", "# export API_TOKEN=Xk29fj3kLq", "Xk29fj3kLq");
+    assert_nothing("a.js", "const PASSWORD=qqjw4sidtu;");
+
+    assert_redacts(
+        "a.sql",
+        "insert into mysql.user (user, host, password) values ('n', 'h', password('pass123'))",
+        "pass123",
+    );
+    assert_nothing("a.sql", "SELECT hash_password('x'), PASSWORD(col) FROM t");
+
+    assert_redacts(
+        "msf.md",
+        "    set SMBPass e52cac67419a9a224a3b108f3fa6cb6d:2226d0aaeb0fa623fd50aaf423b5288b",
+        "e52cac67419a9a224a3b108f3fa6cb6d:2226d0aaeb0fa623fd50aaf423b5288b",
+    );
+    assert_nothing("a.md", "set password prompts for a new one");
+}
+
+#[test]
+fn s3_usage_words_and_concatenations_are_not_values() {
+    for (path, text) in [
+        (
+            "a.md",
+            "Rubeus.exe asktgt /user:USER /password:PASSWORD [/ptt]",
+        ),
+        (
+            "a.md",
+            "\"SELECT * FROM admin WHERE pass = '\".md5($password,true).\"'\"",
+        ),
+    ] {
+        assert_nothing(path, text);
+    }
+    assert_redacts(
+        "a.md",
+        "mimikatz \"kerberos::hash /password:MncxzujuHx\"",
+        "MncxzujuHx",
+    );
+}
+
+#[test]
+fn s1_reads_short_key_bodies_and_not_code_between_armour_lines() {
+    let body = "MC4CAQAwWQNCS4XbOSILSHMrify1U3pH3jdZ2lmj+B53/xxlc/GE++TFhE2AtXsP";
+    let text = format!(
+        "$key = PublicKeyLoader::load('-----BEGIN PRIVATE KEY-----\n{body}\n-----END PRIVATE KEY-----');"
+    );
+    assert!(
+        values("a.php", &text).iter().any(|v| v.contains(body)),
+        "{:?}",
+        spans("a.php", &text)
+    );
+    let code = "$res = \"-----BEGIN RSA PRIVATE KEY-----\\n\" .\n\twordwrap($priKey, 64, \"\\n\", true) .\n\t\"\\n-----END RSA PRIVATE KEY-----\";";
+    assert_nothing("a.php", code);
+}

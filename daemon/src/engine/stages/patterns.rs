@@ -1103,6 +1103,8 @@ pub(crate) mod tests {
             "\u{212A}",
             "İ",
             "salt=xyz",
+            "salt=x9z",
+            "old_salt: 'q'",
             "VAULT-SALT: q",
             "PASSWORD=hunter2hunter2",
             "passwd: hunter2hunter2",
@@ -1133,7 +1135,13 @@ pub(crate) mod tests {
                         "{name} from {start} in {hay:?}"
                     );
                     if let Some(code_stage) = code_stage {
-                        assert_eq!(code_stage.finder.find_from(&hay, start), expected);
+                        // Code mode's salt stage gates its own, stricter pattern.
+                        let code_expected = if name == "salt" {
+                            code_salt_assignment().find_from(&hay, start)
+                        } else {
+                            expected
+                        };
+                        assert_eq!(code_stage.finder.find_from(&hay, start), code_expected);
                     }
                     start += hay[start..].chars().next().map_or(1, char::len_utf8);
                 }
