@@ -10,7 +10,6 @@
 //! Targets: the second read ≤ 2 ms; the daemon's VmHWM ≤ 250 MB. Figures are printed,
 //! never asserted.
 
-use redctx_client::daemon::{Conn, Endpoint, connect};
 use redctx_proto::{Request, Response, RootInfo, RootSpec};
 use redctx_test_support::documents as make;
 use rmcp::model::CallToolRequestParams;
@@ -18,9 +17,12 @@ use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+mod bench_daemon;
+use bench_daemon::{Daemon, start};
 
 const SALT: &str = "documents-bench-salt";
 const PDF: &str = "report.pdf";
@@ -149,51 +151,6 @@ fn make_root(root: &Path, names: &[&str], python: Option<&Path>) {
         }
         None => std::fs::write(root.join(SHEET), make::xlsx(&[("Ledger", &rows)])).unwrap(),
     }
-}
-
-struct Daemon {
-    child: Child,
-    rt: tokio::runtime::Runtime,
-    conn: Conn,
-}
-
-fn start(redctxd: &Path, state: &Path) -> Daemon {
-    std::fs::create_dir_all(state.join("vault")).unwrap();
-    let socket = state.join("bench.sock");
-    let child = Command::new(redctxd)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(state)
-        .env("REDACTED_CONTEXT_STATE_DIR", state.join("vault"))
-        .env_remove("REDACTED_CONTEXT_SALT")
-        .env_remove("REDACTED_CONTEXT_TERMS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn redctxd");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ep = Endpoint {
-        socket,
-        state_dir: state.to_path_buf(),
-    };
-    let conn = rt.block_on(async {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match connect(&ep).await {
-                Ok(c) => break c,
-                Err(e) => {
-                    assert!(Instant::now() < deadline, "redctxd did not answer: {e}");
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            }
-        }
-    });
-    Daemon { child, rt, conn }
 }
 
 impl Daemon {

@@ -7,11 +7,13 @@
 //! `REDCTX_BENCH_DELAY_MS` (default 10), `REDCTX_BENCH_READS` (default 500).
 //! Target (issue 35): a warm read of a scanned file answers in under 1 ms.
 
-use redctx_client::daemon::{Conn, Endpoint, connect};
 use redctx_proto::{Request, Response, RootInfo, RootSpec};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+mod bench_daemon;
+use bench_daemon::{Daemon, start};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -68,50 +70,6 @@ fn make_tree(root: &Path, files: usize) {
         let ext = if i % 3 == 0 { "md" } else { "py" };
         std::fs::write(dir.join(format!("f{i}.{ext}")), body).unwrap();
     }
-}
-
-struct Daemon {
-    child: Child,
-    rt: tokio::runtime::Runtime,
-    conn: Conn,
-}
-
-fn start(redctxd: &Path, state: &Path) -> Daemon {
-    let socket = state.join("bench.sock");
-    let child = Command::new(redctxd)
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--state-dir")
-        .arg(state)
-        .env("REDACTED_CONTEXT_STATE_DIR", state.join("vault"))
-        .env_remove("REDACTED_CONTEXT_SALT")
-        .env_remove("REDACTED_CONTEXT_TERMS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn redctxd");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let ep = Endpoint {
-        socket,
-        state_dir: state.to_path_buf(),
-    };
-    let conn = rt.block_on(async {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match connect(&ep).await {
-                Ok(c) => break c,
-                Err(e) => {
-                    assert!(Instant::now() < deadline, "redctxd did not answer: {e}");
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            }
-        }
-    });
-    Daemon { child, rt, conn }
 }
 
 impl Daemon {

@@ -1116,3 +1116,32 @@ fn code_mode_salt_needs_a_whole_key_and_a_literal() {
         .text;
     assert!(strict.contains("[SECRET_"), "{strict}");
 }
+
+#[test]
+fn code_mode_pem_blocks_hold_key_material_not_code() {
+    let opts = RedactOptions {
+        preserve_line_count: true,
+        prose: false,
+        path: "src/sign.php",
+    };
+    let engine = layer_engine("repo", Mode::Code);
+    // The audit's synthetic stub and a literal split over lines are redacted whole.
+    for text in [
+        "-----BEGIN PRIVATE KEY-----\nabc123\n-----END PRIVATE KEY-----\n",
+        "$k = \"-----BEGIN RSA PRIVATE KEY-----\\n\" .\n  \"MIIBOgIBAAJBAKj34GkxFhD9\\n\" .\n  \"-----END RSA PRIVATE KEY-----\";\n",
+    ] {
+        let out = engine.redact(text, opts).unwrap().text;
+        assert!(!out.contains("BEGIN"), "{out}");
+    }
+    // Code that builds a block around a variable is code.
+    let code = "$res = \"-----BEGIN RSA PRIVATE KEY-----\\n\" .\n\twordwrap($priKey, 64, \"\\n\", true) .\n\t\"\\n-----END RSA PRIVATE KEY-----\";\n";
+    assert_eq!(engine.redact(code, opts).unwrap().text, code);
+    let elided = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg...\n-----END PRIVATE KEY-----\n";
+    assert_eq!(engine.redact(elided, opts).unwrap().text, elided);
+    // Strict keeps the reference's stage.
+    let strict = layer_engine("repo", Mode::Strict)
+        .redact(code, opts)
+        .unwrap()
+        .text;
+    assert!(!strict.contains("wordwrap"), "{strict}");
+}

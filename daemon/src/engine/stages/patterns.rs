@@ -215,6 +215,18 @@ fn salt_assignment() -> PyPattern {
     )
 }
 
+/// Code mode's [`pem`]: the body between the armour lines is key material as source
+/// holds it (base64, headers such as `Proc-Type: 4,ENCRYPTED`, line breaks, escapes and
+/// the quotes and joins of a literal split over lines), never code that builds a block
+/// (`"-----BEGIN RSA PRIVATE KEY-----\n" . wordwrap($key, 64) . "…-----END…"`) nor an
+/// elided body (`MIIE...`).
+fn code_pem() -> PyPattern {
+    PyPattern::new(
+        r#"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s\\"',;:|-]|\.[A-Za-z0-9+/=\s\\"',;:|-])*?-----END [A-Z ]*PRIVATE KEY-----"#,
+        Guard::None,
+    )
+}
+
 /// Code mode's [`salt_assignment`]: the key is a whole word (`old_password_salt = …` and
 /// `$password_default_salt` are other names), and a bare value holds a digit (`salt:
 /// user.salt` reads another variable; a literal salt written bare is random).
@@ -486,10 +498,15 @@ pub static EARLY_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     ]
 });
 
-/// Code mode with the detector layer: the reference stages that stay (private keys,
-/// salt assignments, provider token shapes); the precise detectors do the rest.
+/// Code mode with the detector layer: the reference stages that stay (private keys and
+/// salt assignments, both read more strictly, and provider token shapes); the precise
+/// detectors do the rest.
 pub static CODE_STAGES: LazyLock<Vec<Stage>> = LazyLock::new(|| {
     vec![
+        Stage {
+            needs: GateWords::of(PEM_NEEDS),
+            ..single("pem", Category::SECRET, code_pem())
+        },
         salt_stage_with(code_salt_assignment()),
         secret_gated(
             "provider_tokens",
