@@ -726,6 +726,11 @@ impl Structural {
             return;
         };
         let colon = sep_len == 1 && b[pos] == b':';
+        if colon && (text[..ks].ends_with('$') || text[..ks].ends_with("${")) {
+            // `$PWD:/mnt`, `${DB_PASS}:5432`: a shell expansion followed by a colon is
+            // text, not a key and its value (ODBC's `PWD=…;` is still read).
+            return;
+        }
         pos += sep_len;
         if detector != "S3.xml" {
             while pos < b.len() && matches!(b[pos], b' ' | b'\t') {
@@ -1608,10 +1613,6 @@ fn classify(name: &str) -> Option<KeyClass> {
 }
 
 fn classify_uncached(name: &str) -> Option<KeyClass> {
-    // POSIX's working-directory variables, not passwords (`$PWD:/mnt`, `OLDPWD=/tmp`).
-    if name == "PWD" || name == "OLDPWD" {
-        return None;
-    }
     with_words(name, |words| {
         if is_negated(words) {
             return None;

@@ -1765,9 +1765,20 @@ fn s3_negated_keys_working_directories_paths_and_file_names_are_not_secrets() {
     ] {
         assert_nothing(path, text);
     }
-    // A password key that merely starts with `no…` or a path-like secret is still read.
+    // ODBC's `PWD` is a password; a password key that merely starts with `no…` or a
+    // path-like secret is still read.
+    assert_redacts(
+        "a.cs",
+        "var cs = \"Server=db;UID=sa;PWD=Xk29fjq9aaLm;\";",
+        "Xk29fjq9aaLm",
+    );
     assert_redacts("a.env", "NODE_PASSWORD=Xk29fjq9aaLm", "Xk29fjq9aaLm");
     assert_redacts("a.env", "DB_PWD=Xk29fjq9aaLm", "Xk29fjq9aaLm");
+    assert_redacts("a.js", "login({password: 'Xk29fjq9aaLm'})", "Xk29fjq9aaLm");
+    assert_nothing(
+        "a.sh",
+        "echo ${API_TOKEN}:Xk29fjq9aaLm $API_TOKEN:Xk29fjq9aaLm",
+    );
     assert_redacts("a.yml", "token: ab/Cd9+Xk2/fj3Lq", "ab/Cd9+Xk2/fj3Lq");
 }
 
