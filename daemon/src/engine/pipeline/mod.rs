@@ -956,8 +956,12 @@ mod tests;
 /// the first; `McDonald` has one), not a header-style run of three or more dashed parts
 /// (`X-Auth-Token`; `Jean-Pierre` has two), not a qualified name.
 fn is_name_word(word: &str) -> bool {
-    let letters = word.chars().filter(|c| c.is_alphabetic()).count();
-    if letters >= 2 && !word.chars().any(char::is_lowercase) {
+    // Capitals side by side and nothing in lower case (initials, `J.R.R.`, are a name's).
+    let adjacent_capitals = word
+        .chars()
+        .zip(word.chars().skip(1))
+        .any(|(a, b)| a.is_uppercase() && b.is_uppercase());
+    if adjacent_capitals && !word.chars().any(char::is_lowercase) {
         return false;
     }
     let humps = word
@@ -965,11 +969,11 @@ fn is_name_word(word: &str) -> bool {
         .zip(word.chars().skip(1))
         .filter(|(a, b)| a.is_lowercase() && b.is_uppercase())
         .count();
-    // A qualified name (`System.Management.Automation`) is code, not a name.
-    let qualified = word
-        .as_bytes()
-        .windows(2)
-        .any(|w| w[0] == b'.' && w[1].is_ascii_alphabetic());
+    // A qualified name (`System.Management.Automation`) is code, not a name; initials
+    // (`J.R.R.`) have one letter per part.
+    let mut parts = word.split('.');
+    let qualified = parts.next().is_some_and(|head| head.chars().count() >= 2)
+        && parts.next().is_some_and(|next| !next.is_empty());
     humps < 2 && word.split('-').count() < 3 && !qualified
 }
 

@@ -1065,7 +1065,9 @@ fn code_mode_prose_reads_capitals_compounds_and_headers_as_no_ones_name() {
                 HockeyAppToken: see the dashboard.\n\
                 X-Auth-Token: sent on every call.\n\
                 Jean-Pierre: I will.\n\
-                The fix came from Adam Chester in May.\n";
+                The fix came from Adam Chester in May.\n\
+                Thanks to J.R.R. Tolkien.\n\
+                Written with J.R. Hartley.\n";
     let code = layer_engine("doc", Mode::Code)
         .redact(text, prose)
         .unwrap()
@@ -1079,6 +1081,10 @@ fn code_mode_prose_reads_capitals_compounds_and_headers_as_no_ones_name() {
     // Names as people write them are still redacted.
     assert!(lines[4].starts_with("[PERSON_"), "{code}");
     assert!(!code.contains("Adam Chester"), "{code}");
+    assert!(
+        !code.contains("Tolkien") && !code.contains("Hartley"),
+        "{code}"
+    );
     // Balanced keeps the reference's patterns.
     let balanced = layer_engine("doc", Mode::Balanced)
         .redact(text, prose)
