@@ -261,17 +261,31 @@ fn spawn(
     hello_deadline: Duration,
     expected: Option<&Hello>,
 ) -> Result<(Running, Hello), StartError> {
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .current_dir("/")
-        .process_group(0)
-        .spawn()
-        .map_err(|e| {
-            tracing::warn!(program = %program.display(), error = %e, "detector could not start");
-            StartError::Spawn
-        })?;
+        .process_group(0);
+    // A program written a moment ago can be busy (`ETXTBSY`) while a child forked by
+    // another thread still holds the writer's descriptor until its own exec: brief, so
+    // retried for up to ~200 ms.
+    let mut attempts = 0;
+    let mut child = loop {
+        match command.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempts < 20 => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => {
+                break other.map_err(|e| {
+                    tracing::warn!(program = %program.display(), error = %e, "detector could not start");
+                    StartError::Spawn
+                })?;
+            }
+        }
+    };
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let stdin = child.stdin.take();
     let seen_text = Arc::new(AtomicBool::new(false));
