@@ -2,7 +2,7 @@
 //! protocol connection to it (shared by the benches that talk to the daemon directly).
 
 use redctx_client::daemon::{Conn, Endpoint, connect};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -52,4 +52,39 @@ pub fn start(redctxd: &Path, state: &Path) -> Daemon {
         }
     });
     Daemon { child, rt, conn }
+}
+
+/// A `usize` from the environment, or `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The workspace root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Cargo's target directory for this run.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+}
+
+/// Builds the release `redctxd` (a bench measures what users run) and returns its path.
+pub fn build_redctxd() -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-q", "--release", "-p", "redctx-daemon"])
+        .args(["--bin", "redctxd", "--manifest-path"])
+        .arg(repo().join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir())
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building redctxd failed");
+    target_dir().join("release").join("redctxd")
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod bench_daemon;
-use bench_daemon::{Daemon, start};
+use bench_daemon::{Daemon, build_redctxd, env_usize, repo, start};
 
 const SALT: &str = "documents-bench-salt";
 const PDF: &str = "report.pdf";
@@ -31,37 +31,6 @@ const SHEET: &str = "ledger.xlsx";
 const BUDGET_MB: f64 = 250.0;
 /// The second-read target.
 const SECOND_READ_MS: f64 = 2.0;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"))
-}
-
-fn build_redctxd() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-q", "--release", "-p", "redctx-daemon"])
-        .args(["--bin", "redctxd", "--manifest-path"])
-        .arg(repo().join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(target_dir())
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building redctxd failed");
-    target_dir().join("release").join("redctxd")
-}
 
 /// The Python of the reference's documents venv, unless the reference is left out.
 fn reference_python() -> Result<PathBuf, String> {

@@ -8,51 +8,12 @@
 //! Target (issue 35): a warm read of a scanned file answers in under 1 ms.
 
 use redctx_proto::{Request, Response, RootInfo, RootSpec};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+
 use std::time::{Duration, Instant};
 
 mod bench_daemon;
-use bench_daemon::{Daemon, start};
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"))
-}
-
-fn build_redctxd() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "-q",
-            "--release",
-            "-p",
-            "redctx-daemon",
-            "--bin",
-            "redctxd",
-        ])
-        .arg("--manifest-path")
-        .arg(repo().join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(target_dir())
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "building redctxd failed");
-    target_dir().join("release").join("redctxd")
-}
+use bench_daemon::{Daemon, build_redctxd, env_usize, repo, start};
 
 /// A tree of `files` small source and prose files, some with the detector's finds.
 fn make_tree(root: &Path, files: usize) {
