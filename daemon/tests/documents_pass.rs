@@ -32,16 +32,19 @@ fn write(root: &Path, rel: &str, content: &[u8]) {
 }
 
 /// Every file counts as settled (no racy window), so remembered outcomes are trusted.
-fn serve(root: &Path, cache: Arc<Cache>) -> Arc<ServedRoot> {
-    let opts = RootOptions {
+fn settled() -> RootOptions {
+    RootOptions {
         index: IndexOptions {
             gitignore: true,
             threads: 2,
             racy_window_ns: 0,
         },
         ..RootOptions::default()
-    };
-    let root = Arc::new(ServedRoot::open(root, engine(), Some(cache), opts).unwrap());
+    }
+}
+
+fn serve(root: &Path, cache: Arc<Cache>) -> Arc<ServedRoot> {
+    let root = Arc::new(ServedRoot::open(root, engine(), Some(cache), settled()).unwrap());
     root.spawn_indexing();
     assert!(root.wait_documents(Duration::from_secs(120)), "pass stuck");
     root
@@ -205,15 +208,7 @@ fn reads_racing_the_pass_extract_each_document_once() {
         write(&root, name, &make::pdf_pages(&pages));
     }
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
-    let opts = RootOptions {
-        index: IndexOptions {
-            gitignore: true,
-            threads: 2,
-            racy_window_ns: 0,
-        },
-        ..RootOptions::default()
-    };
-    let served = Arc::new(ServedRoot::open(&root, engine(), Some(cache), opts).unwrap());
+    let served = Arc::new(ServedRoot::open(&root, engine(), Some(cache), settled()).unwrap());
     served.spawn_indexing();
     // Two readers of every document while the pass extracts them: one extraction each.
     std::thread::scope(|s| {

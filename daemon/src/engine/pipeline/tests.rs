@@ -1093,13 +1093,18 @@ fn code_mode_prose_reads_capitals_compounds_and_headers_as_no_ones_name() {
     assert!(!balanced.contains("INSERT INTO"), "{balanced}");
 }
 
-#[test]
-fn code_mode_salt_needs_a_whole_key_and_a_literal() {
-    let opts = RedactOptions {
+/// Line-preserving options for a source (not prose) file at `path`.
+fn source_opts(path: &str) -> RedactOptions<'_> {
+    RedactOptions {
         preserve_line_count: true,
         prose: false,
-        path: "src/auth.rb",
-    };
+        path,
+    }
+}
+
+#[test]
+fn code_mode_salt_needs_a_whole_key_and_a_literal() {
+    let opts = source_opts("src/auth.rb");
     let engine = layer_engine("repo", Mode::Code);
     for text in [
         "old_password_salt = u.password_salt\n",
@@ -1125,11 +1130,7 @@ fn code_mode_salt_needs_a_whole_key_and_a_literal() {
 
 #[test]
 fn code_mode_pem_blocks_hold_key_material_not_code() {
-    let opts = RedactOptions {
-        preserve_line_count: true,
-        prose: false,
-        path: "src/sign.php",
-    };
+    let opts = source_opts("src/sign.php");
     let engine = layer_engine("repo", Mode::Code);
     // The audit's synthetic stub and a literal split over lines are redacted whole.
     for text in [
