@@ -92,8 +92,8 @@ fn main() {
     let watcher = std::env::var("REDCTX_PROBE_NO_WATCH")
         .is_err()
         .then_some(watcher);
-    // REDCTX_PROBE_RETRIEVE=query: whole-root retrieve with the search index (the first
-    // call learns the statistics of the files it can skip later) and without it.
+    // REDCTX_PROBE_RETRIEVE=query: whole-root retrieve with the passage index (built
+    // first, unless a stored one was loaded) and without it.
     if let Ok(query) = std::env::var("REDCTX_PROBE_RETRIEVE") {
         let args = redctx_daemon::tools::RetrieveArgs {
             query,
@@ -101,11 +101,11 @@ fn main() {
         };
         let stop = redctx_daemon::cancel::Stop::never;
         let index = served.search_index();
-        if std::env::var("REDCTX_PROBE_LEARN").is_ok() {
+        {
             let (t, c) = (Instant::now(), cpu());
-            served.learn_passages();
+            served.build_passages();
             println!(
-                "passage statistics learnt in {:.1} s (cpu {:.1} s)",
+                "passage index built in {:.1} s (cpu {:.1} s)",
                 t.elapsed().as_secs_f64(),
                 cpu() - c
             );

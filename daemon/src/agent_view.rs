@@ -17,7 +17,8 @@ use crate::fs::{self, PathInput};
 use crate::root::ServedRoot;
 use crate::search_index::plan::GramPlan;
 use crate::view::{
-    Entry, FileScreen, Limits, RedactedDoc, RedactedPath, RootView, TreeRow, ViewError,
+    Entry, FileScreen, Limits, PassageIndex, RedactedDoc, RedactedPath, RootView, TreeRow,
+    ViewError,
 };
 use crate::watch::Synced;
 
@@ -97,5 +98,9 @@ impl RootView for AgentView<'_> {
 
     fn search_screen(&self, plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>> {
         self.0.search_screen(plan)
+    }
+
+    fn passage_index(&self, terms: &[String]) -> Option<Box<dyn PassageIndex + '_>> {
+        self.0.passage_index(terms)
     }
 }

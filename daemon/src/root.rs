@@ -16,12 +16,11 @@ use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
+use crate::search_index::passages::IndexedDoc;
 use crate::search_index::plan::GramPlan;
-use crate::search_index::{
-    Indexed, PassageStats, PassageVerdict, Screen, SearchIndex, Verdict, too_stale,
-};
+use crate::search_index::{Indexed, PassageScreen, Screen, SearchIndex, Verdict, too_stale};
 use crate::view::{
-    Entry, EntryKind, FileScreen, Limits, PassageScreen, RedactedDoc, RedactedPath, RootView,
+    Entry, EntryKind, FileScreen, Limits, PassageIndex, RedactedDoc, RedactedPath, RootView,
     Screened, TreeRow, ViewError,
 };
 use crate::watch::{Synced, WatchSync};
@@ -87,8 +86,12 @@ pub struct ReadCounters {
     pub content_reads: AtomicU64,
     /// Contents redacted (each counts once for both variants).
     pub redactions: AtomicU64,
-    /// Files a search skipped because the search index ruled them out.
+    /// Files a search skipped because the search index ruled them out, or a retrieve
+    /// ranked from the passage index without reading them.
     pub screened_out: AtomicU64,
+    /// Retrieves whose passage read back to print did not hold what the passage index
+    /// said (answered by a scan instead): damage, or a bug.
+    pub passage_mismatches: AtomicU64,
     /// Walks that listed the index without `lstat`s after a sync with the watcher.
     pub synced_walks: AtomicU64,
     /// Documents extracted (each one extraction worker, or one in-process conversion).
@@ -531,7 +534,7 @@ impl ServedRoot {
                 lower_thread_priority();
                 loop {
                     if let Some(me) = weak.upgrade() {
-                        me.learn_passages();
+                        me.build_passages();
                     }
                     if !wake.wait() {
                         return;
@@ -542,31 +545,41 @@ impl ServedRoot {
             });
     }
 
-    /// Learns, for every indexed text, what retrieve needs to skip it (its passage
-    /// statistics), from the cached content of the indexed version, so that the first
-    /// retrieve does not read the whole root. Background work after "ready".
-    pub fn learn_passages(&self) {
+    /// Builds the passage index (what retrieve ranks by, `search_index::passages`) of
+    /// every segment of the search index that has none yet, from the cached content of
+    /// each file's indexed version. Background work after "ready".
+    pub fn build_passages(&self) {
         let (Some(cache), Some(index)) = (&self.cache, self.search_index()) else {
             return;
         };
-        let started = std::time::Instant::now();
-        let content = |rel: &str, record: &FileRecord| {
-            let info = record
-                .text
-                .filter(|info| self.decoding.reads(info.encoding))?;
-            cache.get_content(&self.content_key(&info.hash, rel))
-        };
-        let pool = self.background_pool("redctx-passages");
-        let learnt =
-            index.learn_all_passages(&content, &crate::tools::passage_stats, pool.as_ref());
-        if learnt > 0 {
-            tracing::info!(
-                root = %self.root.display(),
-                files = learnt,
-                ms = started.elapsed().as_millis() as u64,
-                "retrieve statistics learnt"
-            );
+        if index.passages_built() {
+            return;
         }
+        let started = std::time::Instant::now();
+        let pool = self.background_pool("redctx-passages");
+        let built = index.build_passages(
+            cache,
+            &|rel, record| self.indexed_content(rel, record),
+            pool.as_ref(),
+        );
+        tracing::info!(
+            root = %self.root.display(),
+            segments = built,
+            complete = index.passages_built(),
+            ms = started.elapsed().as_millis() as u64,
+            "passage index built"
+        );
+    }
+
+    /// The cached redacted content of the version `record` describes, if this mode
+    /// reads it as text.
+    fn indexed_content(&self, rel: &str, record: &FileRecord) -> Option<Arc<ContentRecord>> {
+        let info = record
+            .text
+            .filter(|info| self.decoding.reads(info.encoding))?;
+        self.cache
+            .as_ref()?
+            .get_content(&self.content_key(&info.hash, rel))
     }
 
     /// Loads the root's search index, or builds it when there is none for this policy
@@ -626,9 +639,6 @@ impl ServedRoot {
             "search index built"
         );
         if let Some(built) = built {
-            if let Some(old) = self.search_index() {
-                built.adopt_passages(&old);
-            }
             self.set_search_index(Some(Arc::new(built)));
         }
     }
@@ -1494,24 +1504,33 @@ impl FileScreen for RootScreen<'_> {
             }
         }
     }
+}
 
-    fn passages(&self, file: &Entry) -> PassageScreen {
-        match self
-            .screen
-            .passage_verdict(&self.stats, &file.rel, file.stat)
-        {
-            PassageVerdict::Known(counts, stats) => {
-                let counters = &self.root.counters;
-                counters.screened_out.fetch_add(1, Ordering::Relaxed);
-                PassageScreen::Known(counts.clone(), stats)
-            }
-            PassageVerdict::Learn => PassageScreen::Learn,
-            PassageVerdict::Read => PassageScreen::Read,
-        }
+/// One retrieve query's passage postings over this root's search index.
+struct RootPassages<'a> {
+    root: &'a ServedRoot,
+    screen: PassageScreen,
+    stats: fs::StatBatch,
+}
+
+impl PassageIndex for RootPassages<'_> {
+    fn doc(&self, file: &Entry) -> Option<(Counts, IndexedDoc)> {
+        let (counts, doc) = self.screen.doc(&self.stats, &file.rel, file.stat)?;
+        let counters = &self.root.counters;
+        counters.screened_out.fetch_add(1, Ordering::Relaxed);
+        Some((counts.clone(), doc))
     }
 
-    fn learn_passages(&self, file: &Entry, stats: PassageStats) {
-        self.screen.learn_passages(&self.stats, &file.rel, stats);
+    fn text(&self, file: &Entry) -> Option<Arc<str>> {
+        let record = self.screen.record(&file.rel)?;
+        let content = self.root.indexed_content(&file.rel, record)?;
+        Some(content.preserved.text.clone())
+    }
+
+    fn mismatch(&self) {
+        let counters = &self.root.counters;
+        counters.passage_mismatches.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(root = %self.root.root.display(), "passage index disagreed with the text; retrieve scanned instead");
     }
 }
 
@@ -1537,6 +1556,17 @@ impl RootView for ServedRoot {
             stats: fs::StatBatch::new(&self.root),
             unknown: AtomicUsize::new(0),
             judged: AtomicUsize::new(0),
+        }))
+    }
+
+    fn passage_index(&self, terms: &[String]) -> Option<Box<dyn PassageIndex + '_>> {
+        let screen = self
+            .search_index()?
+            .passage_screen(self.cache.as_deref()?, terms)?;
+        Some(Box::new(RootPassages {
+            root: self,
+            screen,
+            stats: fs::StatBatch::new(&self.root),
         }))
     }
 

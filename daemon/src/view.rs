@@ -7,7 +7,7 @@
 
 use crate::engine::{Counts, Engine};
 use crate::fs::StatKey;
-use crate::search_index::PassageStats;
+use crate::search_index::passages::IndexedDoc;
 use crate::search_index::plan::GramPlan;
 use crate::watch::Synced;
 use std::sync::Arc;
@@ -264,6 +264,27 @@ pub trait RootView: Send + Sync {
     /// `None` when the view has no usable index, and every file in scope is read. No
     /// default, so that a wrapping view cannot silently drop its inner view's index.
     fn search_screen(&self, plan: &GramPlan) -> Option<Box<dyn FileScreen + '_>>;
+
+    /// The passage index's answer to one retrieve query (`terms` casefolded, in the
+    /// query's order): `None` when the view has none, and every file in scope is read.
+    /// No default, for the same reason as `search_screen`.
+    fn passage_index(&self, terms: &[String]) -> Option<Box<dyn PassageIndex + '_>>;
+}
+
+/// What the passage index knows of the files of one retrieve query's scope.
+pub trait PassageIndex: Sync {
+    /// `file`'s passage figures for the query and its content counts, if the index holds
+    /// the text `file` has on disk now (its walk `stat`, else a fresh `lstat`); `None`:
+    /// read it.
+    fn doc(&self, file: &Entry) -> Option<(Counts, IndexedDoc)>;
+
+    /// The redacted (line-preserving) text the figures of [`PassageIndex::doc`] were
+    /// made from, to print passages of; `None` if it is no longer at hand.
+    fn text(&self, file: &Entry) -> Option<Arc<str>>;
+
+    /// Told when a passage read back did not hold what [`PassageIndex::doc`] said (the
+    /// call then answers from a scan).
+    fn mismatch(&self);
 }
 
 /// Which files of a query's scope cannot match, known without reading them.
@@ -271,13 +292,6 @@ pub trait FileScreen: Sync {
     /// What is known of `file` as it is on disk now (its walk `stat`, else a fresh
     /// `lstat`) without reading it.
     fn screen(&self, file: &Entry) -> Screened<'_>;
-
-    /// For retrieve: whether `file` can be left unread, as [`FileScreen::screen`],
-    /// with what it adds to the BM25 statistics.
-    fn passages(&self, file: &Entry) -> PassageScreen;
-
-    /// Keeps what reading a file judged [`PassageScreen::Learn`] found.
-    fn learn_passages(&self, file: &Entry, stats: PassageStats);
 }
 
 /// A screen's answer for search.
@@ -288,17 +302,6 @@ pub enum Screened<'a> {
     NoMatch(&'a Counts),
     /// Not text: reading it would answer `NotText`.
     NotText,
-    /// Read it.
-    Read,
-}
-
-/// A screen's answer for retrieve.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PassageScreen {
-    /// Holds no query term: its content counts and passage statistics, without reading.
-    Known(Counts, PassageStats),
-    /// Holds no query term, but read it once to learn its statistics.
-    Learn,
     /// Read it.
     Read,
 }

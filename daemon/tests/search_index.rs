@@ -274,21 +274,28 @@ fn indexed_search_answers_exactly_as_a_scan_through_edits_restarts_and_policy_ch
     assert!(used > 500, "the index ruled out only {used} files");
 }
 
-/// Retrieve answers (text, counts, errors) with the index equal those without, on the
-/// first call (which learns the files' passage statistics) and on the second (which uses
-/// them); returns the files the second round left unread.
+/// Retrieve answers (text, counts, errors) with the index equal those without, before
+/// the passage index is built (or while it is out of date) and after; returns the files
+/// the second round left unread.
 fn assert_same_retrievals(view: &ServedRoot, queries: &[RetrieveArgs], stage: &str) -> u64 {
-    let index = view.search_index().expect("an index was built");
     let first: Vec<_> = queries
         .iter()
         .map(|q| retrieve(view, q, &Stop::never()))
         .collect();
+    view.build_passages();
+    let index = view.search_index().expect("an index was built");
+    assert!(
+        index.passages_built(),
+        "{stage}: the passage index is built"
+    );
     let before = view.counters().screened_out.load(Ordering::Relaxed);
     let second: Vec<_> = queries
         .iter()
         .map(|q| retrieve(view, q, &Stop::never()))
         .collect();
     let used = view.counters().screened_out.load(Ordering::Relaxed) - before;
+    let mismatches = view.counters().passage_mismatches.load(Ordering::Relaxed);
+    assert_eq!(mismatches, 0, "{stage}: printed passages were as indexed");
     view.set_search_index(None);
     for ((q, a), b) in queries.iter().zip(first).zip(second) {
         let scanned = retrieve(view, q, &Stop::never());
@@ -341,7 +348,7 @@ fn retrieve_queries(rng: &mut Rng, count: usize) -> Vec<RetrieveArgs> {
 }
 
 #[test]
-fn indexed_retrieve_answers_exactly_as_a_scan_and_learns_what_it_skips() {
+fn indexed_retrieve_answers_exactly_as_a_scan_through_edits_deletes_and_long_lines() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
@@ -350,8 +357,8 @@ fn indexed_retrieve_answers_exactly_as_a_scan_and_learns_what_it_skips() {
     let queries = retrieve_queries(&mut rng, 40);
     let view = serve(&root, &cache, policy("retrieve-salt", Mode::Balanced));
     let used = assert_same_retrievals(&view, &queries, "fresh index");
-    assert!(used > 200, "the index left only {used} files unread");
-    // Edited files are read again (their statistics were learnt for the old text).
+    assert!(used > 40 * 60, "the index left only {used} files unread");
+    // Edited files are read again (the index holds their old text).
     for rel in rels.iter().step_by(7) {
         write(
             &root,
@@ -359,31 +366,82 @@ fn indexed_retrieve_answers_exactly_as_a_scan_and_learns_what_it_skips() {
             format!("{}\n{}\n", line(&mut rng), line(&mut rng)).as_bytes(),
         );
     }
-    assert_same_retrievals(&view, &queries, "after edits");
+    let used = assert_same_retrievals(&view, &queries, "after edits");
+    assert!(
+        used > 40 * 50,
+        "after edits, the index left only {used} files unread"
+    );
+    // Deleted and new files, and long lines cut into pieces.
+    for rel in rels.iter().skip(3).step_by(11) {
+        std::fs::remove_file(root.join(rel)).unwrap();
+    }
+    let long: String = (0..400).map(|_| line(&mut rng) + " ").collect();
+    write(
+        &root,
+        "src/new-long.txt",
+        format!("{long}\n{long}\n").as_bytes(),
+    );
+    assert_same_retrievals(&view, &queries, "after deletes and a new file");
 }
 
 #[test]
-fn statistics_learnt_in_the_background_spare_the_first_retrieve_its_reads() {
+fn the_passage_index_is_stored_and_a_restart_ranks_from_it_unread() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
     let mut rng = Rng(0xfeed);
     generate(&root, &mut rng, 60);
+    // Long lines too: pieces of one line are passages of their own.
+    let long: String = (0..300).map(|_| line(&mut rng) + " ").collect();
+    write(&root, "docs/long.md", format!("{long}\n").as_bytes());
+    let queries = retrieve_queries(&mut rng, 20);
     let view = serve(&root, &cache, policy("learn-salt", Mode::Code));
-    view.learn_passages();
-    let args = RetrieveArgs {
-        query: "absent".into(),
-        ..RetrieveArgs::default()
-    };
-    let before = view.counters().screened_out.load(Ordering::Relaxed);
-    let first = retrieve(&view, &args, &Stop::never());
-    let skipped = view.counters().screened_out.load(Ordering::Relaxed) - before;
-    assert!(
-        skipped >= 40,
-        "the first call left only {skipped} files unread"
-    );
-    view.set_search_index(None);
-    assert_eq!(first, retrieve(&view, &args, &Stop::never()));
+    view.build_passages();
+    let expected: Vec<_> = queries
+        .iter()
+        .map(|q| retrieve(&view, q, &Stop::never()))
+        .collect();
+    drop(view);
+    // Served again over the same cache: the stored passage index is loaded, not rebuilt.
+    let view = serve(&root, &cache, policy("learn-salt", Mode::Code));
+    assert!(view.search_index().unwrap().passages_built());
+    let texts = 60 - generate_binaries(&root);
+    for (q, expected) in queries.iter().zip(&expected) {
+        let before = view.counters().screened_out.load(Ordering::Relaxed);
+        let got = retrieve(&view, q, &Stop::never());
+        let unread = view.counters().screened_out.load(Ordering::Relaxed) - before;
+        assert_eq!(&got, expected, "{q:?}");
+        if q.paths.is_empty() {
+            assert!(
+                unread as usize >= texts,
+                "{q:?}: only {unread} files unread"
+            );
+        }
+        view.set_search_index(None);
+        assert_eq!(got, retrieve(&view, q, &Stop::never()), "scan: {q:?}");
+        view.refresh_search_index();
+    }
+}
+
+/// Files of a generated tree that are not text.
+fn generate_binaries(root: &Path) -> usize {
+    walk_files(root)
+        .iter()
+        .filter(|p| p.ends_with(".bin") || p.ends_with("utf16.txt"))
+        .count()
+}
+
+fn walk_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path.to_string_lossy().into_owned());
+        }
+    }
+    out
 }
 
 #[test]

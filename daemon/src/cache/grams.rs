@@ -5,8 +5,9 @@
 //! - `gram_heads`: (root key, policy fingerprint) → [`GramHead`]: which generation of the
 //!   root's index under that policy is complete, and how many segments it has. A root
 //!   served under two policies at once (two option sets) has two.
-//! - `grams`: (root key, generation, segment, part) → one page-sized chunk of a segment's
-//!   postings (parts from 0) or of its file table (parts from [`FILE_TABLE`]). Chunked
+//! - `grams`: (root key, generation, segment, part) → one page-sized chunk of one of a
+//!   segment's blobs ([`GramPart`]: gram postings, file table, and the passage index's
+//!   postings and table, written later by a transaction of their own). Chunked
 //!   like content, so that each fills one redb leaf: stored whole, the values of
 //!   thousands of sorted keys cost three times their size in half-full leaves and
 //!   power-of-two large-value pages.
@@ -20,14 +21,42 @@
 
 use super::Cache;
 use super::record;
-use redb::{ReadableDatabase, TableDefinition};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 pub(super) const GRAM_HEADS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("gram_heads");
 pub(super) const GRAMS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("grams");
 
-/// The part number of a segment's file table's first chunk.
-const FILE_TABLE: u32 = 1 << 31;
+/// The blobs of a segment, each stored in chunks numbered from its own base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GramPart {
+    /// Gram postings (`crate::search_index::postings`).
+    Postings,
+    /// The passage index's postings (`crate::search_index::passages`).
+    PassagePostings,
+    /// The file table.
+    FileTable,
+    /// The passage index's table; present only once the segment's passage index is
+    /// complete (it is written with its postings, in one transaction).
+    PassageTable,
+}
+
+impl GramPart {
+    /// The part number of the blob's first chunk.
+    pub fn base(self) -> u32 {
+        match self {
+            GramPart::Postings => 0,
+            GramPart::PassagePostings => 1 << 30,
+            GramPart::FileTable => 2 << 30,
+            GramPart::PassageTable => 3 << 30,
+        }
+    }
+
+    /// The last part number the blob may use.
+    fn last(self) -> u32 {
+        self.base() + ((1 << 30) - 1)
+    }
+}
 
 /// Bytes of a `grams` key.
 const GRAM_DB_KEY: usize = 48;
@@ -92,17 +121,63 @@ impl Cache {
             let w = db.begin_write()?;
             {
                 let mut t = w.open_table(GRAMS)?;
-                for (first, blob) in [(0, postings), (FILE_TABLE, file_table)] {
-                    for (n, chunk) in blob.chunks(GRAM_CHUNK_BYTES).enumerate() {
-                        let key = data_key(root, generation, segment, first + n as u32);
-                        t.insert(key.as_slice(), chunk)?;
-                    }
+                for (part, blob) in [
+                    (GramPart::Postings, postings),
+                    (GramPart::FileTable, file_table),
+                ] {
+                    put_chunks(&mut t, root, generation, segment, part, blob)?;
                 }
             }
             w.commit()?;
             Ok(())
         })();
         self.wrote(written)
+    }
+
+    /// Stores one segment's passage index, if `head` is still the root's index under its
+    /// policy (checked in the writing transaction, so a newer publish cannot be raced
+    /// into keeping a dead generation's parts). False when it is not, or the database
+    /// refused.
+    pub fn put_passage_segment(
+        &self,
+        root: &[u8; 32],
+        head: &GramHead,
+        segment: u32,
+        postings: &[u8],
+        table: &[u8],
+    ) -> bool {
+        let Some(db) = self.reader() else {
+            return false;
+        };
+        let mut current = false;
+        let written = (|| -> Result<(), redb::Error> {
+            let w = db.begin_write()?;
+            {
+                let heads = w.open_table(GRAM_HEADS)?;
+                let now = heads
+                    .get(head_key(root, &head.fingerprint).as_slice())?
+                    .and_then(|g| record::decode::<GramHead>(g.value()));
+                current = now.is_some_and(|h| h.generation == head.generation);
+            }
+            if current {
+                let mut t = w.open_table(GRAMS)?;
+                for (part, blob) in [
+                    (GramPart::PassagePostings, postings),
+                    (GramPart::PassageTable, table),
+                ] {
+                    // Parts of an earlier attempt (another format) must not trail the new ones.
+                    let (first, last) = (
+                        data_key(root, head.generation, segment, part.base()),
+                        data_key(root, head.generation, segment, part.last()),
+                    );
+                    t.retain_in::<&[u8], _>(first.as_slice()..=last.as_slice(), |_, _| false)?;
+                    put_chunks(&mut t, root, head.generation, segment, part, blob)?;
+                }
+            }
+            w.commit()?;
+            Ok(())
+        })();
+        self.wrote(written) && current
     }
 
     /// Makes `head` the root's index under its policy, drops the heads of the root's
@@ -169,26 +244,28 @@ impl Cache {
         self.wrote(written);
     }
 
-    /// The file table of one segment (its chunks joined).
-    pub fn gram_file_table(
+    /// One blob of one segment, read whole (its chunks joined): the file table or the
+    /// passage table. `None` when absent.
+    pub fn gram_part(
         &self,
         root: &[u8; 32],
         generation: u64,
         segment: u32,
+        part: GramPart,
     ) -> Option<Vec<u8>> {
         let db = self.reader()?;
         let found = (|| -> Result<Option<Vec<u8>>, redb::Error> {
             let r = db.begin_read()?;
             let t = r.open_table(GRAMS)?;
-            let first = data_key(root, generation, segment, FILE_TABLE);
-            let last = data_key(root, generation, segment, u32::MAX);
+            let first = data_key(root, generation, segment, part.base());
+            let last = data_key(root, generation, segment, part.last());
             let mut table = Vec::new();
             for (n, item) in t
                 .range::<&[u8]>(first.as_slice()..=last.as_slice())?
                 .enumerate()
             {
                 let (k, v) = item?;
-                if k.value()[44..] != (FILE_TABLE + n as u32).to_be_bytes() {
+                if k.value()[44..] != (part.base() + n as u32).to_be_bytes() {
                     return Ok(None);
                 }
                 table.extend_from_slice(v.value());
@@ -264,4 +341,20 @@ impl Cache {
             }
         }
     }
+}
+
+/// Inserts `blob` as the chunks of one part of a segment.
+fn put_chunks(
+    t: &mut redb::Table<&[u8], &[u8]>,
+    root: &[u8; 32],
+    generation: u64,
+    segment: u32,
+    part: GramPart,
+    blob: &[u8],
+) -> Result<(), redb::Error> {
+    for (n, chunk) in blob.chunks(GRAM_CHUNK_BYTES).enumerate() {
+        let key = data_key(root, generation, segment, part.base() + n as u32);
+        t.insert(key.as_slice(), chunk)?;
+    }
+    Ok(())
 }

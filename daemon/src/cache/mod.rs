@@ -49,7 +49,7 @@ mod sweep;
 mod writer;
 
 use crate::engine::Policy;
-pub use grams::{GRAM_CHUNK_BYTES, GramHead};
+pub use grams::{GRAM_CHUNK_BYTES, GramHead, GramPart};
 pub use layout::{
     ContentKey, content_hash, content_hash_key, content_key, file_content_key, policy_fingerprint,
     root_key,

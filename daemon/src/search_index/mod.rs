@@ -18,17 +18,21 @@
 //! generation that is published last. In memory: only the file tables (a path, a stat
 //! and counts per file); postings are read per query, a few small values per segment.
 
+pub mod passages;
 pub mod plan;
 pub mod postings;
 
-use crate::cache::{Cache, ContentRecord, FileRecord, GRAM_CHUNK_BYTES, GramHead, record};
+use crate::cache::{
+    Cache, ContentRecord, FileRecord, GRAM_CHUNK_BYTES, GramHead, GramPart, record,
+};
 use crate::engine::Counts;
 use crate::fs::{StatBatch, StatKey};
 use foldhash::HashMap;
+use passages::{FileTerms, IndexedDoc, PassageSegment, Posting, SegmentBuilder};
 use plan::{Gram, GramPlan};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Layout version of stored segments; a head of another format is rebuilt.
 pub const INDEX_FORMAT: u32 = 2;
@@ -56,17 +60,6 @@ struct Slot {
     not_text: bool,
     record: FileRecord,
     counts: Counts,
-    /// Retrieve's statistics of the text, learnt from the first retrieve that read it
-    /// (memory only: a restart learns them again).
-    passages: std::sync::OnceLock<PassageStats>,
-}
-
-/// What a file adds to retrieve's BM25 statistics when none of its passages holds a
-/// query term: a function of its redacted text alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PassageStats {
-    pub passages: u64,
-    pub tokens: u64,
 }
 
 /// A file table row as stored.
@@ -106,6 +99,9 @@ pub struct SearchIndex {
     files: HashMap<Box<str>, Slot>,
     /// Per segment, where its buckets lie ([`StoredSegment::directory`]).
     directories: Vec<Vec<(u16, u32, u32)>>,
+    /// Per segment, its passage table once the passage index of the segment is built
+    /// ([`passages`]; built after the grams, in the background).
+    passages: Vec<OnceLock<PassageSegment>>,
 }
 
 /// What the build needs of a file: its record and redacted content, if the cache holds
@@ -123,7 +119,7 @@ impl SearchIndex {
         let mut files = HashMap::default();
         let mut directories = Vec::with_capacity(head.segments as usize);
         for segment in 0..head.segments {
-            let table = cache.gram_file_table(root_key, head.generation, segment)?;
+            let table = cache.gram_part(root_key, head.generation, segment, GramPart::FileTable)?;
             let stored: StoredSegment = record::decode(&table)?;
             directories.push(stored.directory);
             let mut numbers = 0..;
@@ -134,16 +130,24 @@ impl SearchIndex {
                     not_text: row.not_text,
                     record: row.record,
                     counts: record::load_counts(&row.counts)?,
-                    passages: std::sync::OnceLock::new(),
                 };
                 files.insert(row.rel.into_boxed_str(), slot);
             }
         }
+        let passages = (0..head.segments)
+            .map(|segment| {
+                let table = cache
+                    .gram_part(root_key, head.generation, segment, GramPart::PassageTable)
+                    .and_then(|bytes| PassageSegment::decode(&bytes));
+                table.map_or_else(OnceLock::new, OnceLock::from)
+            })
+            .collect();
         Some(SearchIndex {
             root_key: *root_key,
             head,
             files,
             directories,
+            passages,
         })
     }
 
@@ -216,7 +220,6 @@ impl SearchIndex {
                     not_text,
                     record,
                     counts,
-                    passages: std::sync::OnceLock::new(),
                 };
                 index.insert(rel.into_boxed_str(), slot);
             }
@@ -259,45 +262,77 @@ impl SearchIndex {
             head,
             files: index,
             directories,
+            passages: (0..segments).map(|_| OnceLock::new()).collect(),
         })
     }
 
-    /// Learns the passage statistics of every indexed text not known yet, from its
-    /// redacted content as `content` finds it for the slot's record (the indexed version
-    /// itself, so no race with edits), with `stats` (retrieve's own passage cutting).
-    /// Returns how many were learnt. Meant for a background thread after "ready".
-    pub fn learn_all_passages(
+    /// Builds the passage index of every segment that has none yet ([`passages`]), from
+    /// the redacted text `content` finds for each slot's record (the indexed version
+    /// itself, so edits made since cannot mix in), storing each segment as it is done.
+    /// Returns the segments built. Meant for a background thread after "ready"; a file
+    /// whose text is not found is left out (retrieve reads it).
+    pub fn build_passages(
         &self,
+        cache: &Cache,
         content: &(dyn Fn(&str, &FileRecord) -> Option<Arc<ContentRecord>> + Sync),
-        stats: &(dyn Fn(&str) -> PassageStats + Sync),
         pool: Option<&rayon::ThreadPool>,
     ) -> usize {
-        let learn = |rel: &str, slot: &Slot| {
-            if slot.number.is_none() || slot.passages.get().is_some() {
-                return 0;
+        let mut by_segment: Vec<Vec<(u32, &str, &FileRecord)>> =
+            (0..self.head.segments).map(|_| Vec::new()).collect();
+        for (rel, slot) in &self.files {
+            if let (Some(number), Some(list)) =
+                (slot.number, by_segment.get_mut(slot.segment as usize))
+            {
+                list.push((number, rel, &slot.record));
             }
-            let Some(record) = content(rel, &slot.record) else {
-                return 0;
-            };
-            usize::from(slot.passages.set(stats(&record.preserved.text)).is_ok())
-        };
-        match pool {
-            Some(pool) => pool.install(|| self.files.par_iter().map(|(r, s)| learn(r, s)).sum()),
-            None => self.files.iter().map(|(r, s)| learn(r, s)).sum(),
         }
+        let mut built = 0;
+        for (segment, mut files) in by_segment.into_iter().enumerate() {
+            if self.passages[segment].get().is_some() {
+                continue;
+            }
+            files.sort_unstable_by_key(|f| f.0);
+            let mut builder = SegmentBuilder::default();
+            // Files analysed at once: bounds the terms held before they are merged.
+            for batch in files.chunks(256) {
+                let analyse = |&(_, rel, record): &(u32, &str, &FileRecord)| {
+                    content(rel, record).map(|c| FileTerms::of(&c.preserved.text))
+                };
+                let terms: Vec<Option<FileTerms>> = match pool {
+                    Some(pool) => pool.install(|| batch.par_iter().map(analyse).collect()),
+                    None => batch.iter().map(analyse).collect(),
+                };
+                for (expected, (&(number, _, _), terms)) in
+                    (builder.len() as u32..).zip(batch.iter().zip(terms))
+                {
+                    if number != expected {
+                        return built; // numbers are dense; anything else is damage
+                    }
+                    builder.push(terms);
+                }
+            }
+            let (postings, table) = builder.finish();
+            let Some(decoded) = PassageSegment::decode(&table) else {
+                return built;
+            };
+            if !cache.put_passage_segment(
+                &self.root_key,
+                &self.head,
+                segment as u32,
+                &postings,
+                &table,
+            ) {
+                return built; // a newer build replaced this one, or the database refused
+            }
+            let _ = self.passages[segment].set(decoded);
+            built += 1;
+        }
+        built
     }
 
-    /// Keeps the passage statistics `old` learnt for files this index holds at the same
-    /// version (a rebuild then relearns only what changed).
-    pub fn adopt_passages(&self, old: &SearchIndex) {
-        for (rel, slot) in &self.files {
-            if let Some(prev) = old.files.get(rel)
-                && prev.record == slot.record
-                && let Some(known) = prev.passages.get()
-            {
-                let _ = slot.passages.set(*known);
-            }
-        }
+    /// Whether every segment's passage index is built.
+    pub fn passages_built(&self) -> bool {
+        self.passages.iter().all(|p| p.get().is_some())
     }
 
     /// Files indexed.
@@ -342,39 +377,26 @@ impl SearchIndex {
         let mut wanted: Vec<(u32, u32)> = Vec::new();
         for segment in 0..self.head.segments {
             for &gram in &grams {
-                if let Some((offset, len)) = place(segment, gram).filter(|p| p.1 > 0) {
-                    let (first, last) = (
-                        offset / GRAM_CHUNK_BYTES,
-                        (offset + len - 1) / GRAM_CHUNK_BYTES,
-                    );
-                    wanted.extend((first..=last).map(|c| (segment, c as u32)));
+                if let Some((offset, len)) = place(segment, gram) {
+                    wanted.extend(chunks_of(GramPart::Postings, offset, len).map(|c| (segment, c)));
                 }
             }
         }
         wanted.sort_unstable();
         wanted.dedup();
         let chunks = cache.gram_chunks(&self.root_key, &self.head, &wanted)?;
-        // A bucket's bytes, joined from its chunks; `Some(None)` when no file holds a
-        // gram of that bucket, `None` when a chunk is missing (damage: read every file).
+        let read = Span {
+            wanted: &wanted,
+            chunks: &chunks,
+        };
+        // A bucket's bytes; `Some(None)` when no file holds a gram of that bucket, `None`
+        // when a chunk is missing (damage: read every file).
         let bucket = |segment: u32, gram: Gram| -> Option<Option<Vec<u8>>> {
             let Some((offset, len)) = place(segment, gram) else {
                 return Some(None);
             };
-            let mut bytes = Vec::with_capacity(len);
-            let mut at = offset;
-            while at < offset + len {
-                let chunk = (at / GRAM_CHUNK_BYTES) as u32;
-                let k = wanted.binary_search(&(segment, chunk)).ok()?;
-                let data = &chunks[k];
-                let start = at - chunk as usize * GRAM_CHUNK_BYTES;
-                let end = (start + (offset + len - at)).min(data.len());
-                if start >= end {
-                    return None;
-                }
-                bytes.extend_from_slice(&data[start..end]);
-                at += end - start;
-            }
-            Some(Some(bytes))
+            read.bytes(segment, GramPart::Postings, offset, len)
+                .map(Some)
         };
         let candidates = (0..self.head.segments)
             .map(|segment| {
@@ -416,18 +438,6 @@ pub fn too_stale(stale: usize, total: usize) -> bool {
 pub struct Screen {
     index: Arc<SearchIndex>,
     candidates: Vec<Option<Vec<u32>>>,
-}
-
-/// A screen's verdict on one file for retrieve.
-#[derive(Debug, PartialEq, Eq)]
-pub enum PassageVerdict<'a> {
-    /// Ruled out, with its content counts and passage statistics: not read.
-    Known(&'a Counts, PassageStats),
-    /// Ruled out, but its passage statistics are not known yet: read it, then
-    /// [`Screen::learn_passages`].
-    Learn,
-    /// Read it.
-    Read,
 }
 
 /// A screen's verdict on one file.
@@ -472,34 +482,138 @@ impl Screen {
     }
 }
 
-impl Screen {
-    /// The verdict on `rel` for retrieve ([`Screen::verdict`] with passage statistics).
-    pub fn passage_verdict(
+impl SearchIndex {
+    /// The postings of one retrieve query's `terms` (casefolded) in every segment whose
+    /// passage index is built. `None` when the postings cannot be read (a newer build
+    /// replaced them, a database failure): retrieve then reads every file.
+    pub fn passage_screen(
+        self: &Arc<Self>,
+        cache: &Cache,
+        terms: &[String],
+    ) -> Option<PassageScreen> {
+        let places: Vec<Option<Vec<(usize, usize)>>> = self
+            .passages
+            .iter()
+            .map(|p| {
+                p.get()
+                    .map(|seg| terms.iter().map(|t| seg.bucket(t)).collect())
+            })
+            .collect();
+        let mut wanted: Vec<(u32, u32)> = Vec::new();
+        for (segment, spans) in places.iter().enumerate() {
+            for &(offset, len) in spans.iter().flatten() {
+                let chunks = chunks_of(GramPart::PassagePostings, offset, len);
+                wanted.extend(chunks.map(|c| (segment as u32, c)));
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        let chunks = cache.gram_chunks(&self.root_key, &self.head, &wanted)?;
+        let read = Span {
+            wanted: &wanted,
+            chunks: &chunks,
+        };
+        let postings = places
+            .iter()
+            .enumerate()
+            .map(|(segment, spans)| {
+                spans
+                    .as_ref()?
+                    .iter()
+                    .zip(terms)
+                    .map(|(&(offset, len), term)| {
+                        if len == 0 {
+                            return Some(Vec::new());
+                        }
+                        let bytes =
+                            read.bytes(segment as u32, GramPart::PassagePostings, offset, len)?;
+                        passages::postings_of(&bytes, term)
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .collect();
+        Some(PassageScreen {
+            index: self.clone(),
+            postings,
+        })
+    }
+}
+
+/// One retrieve query's postings, per segment.
+#[derive(Debug)]
+pub struct PassageScreen {
+    index: Arc<SearchIndex>,
+    /// Per segment, per query term, its postings; `None` where the segment has no passage
+    /// index yet (its files are read).
+    postings: Vec<Option<Vec<Vec<Posting>>>>,
+}
+
+impl PassageScreen {
+    /// What the index knows of `rel` for this query, with its content counts, if it holds
+    /// the file's text at its current stat (`walked`, else an `lstat` through `stats`);
+    /// `None`: read it.
+    pub fn doc(
         &self,
         stats: &StatBatch,
         rel: &str,
         walked: Option<StatKey>,
-    ) -> PassageVerdict<'_> {
-        match self.verdict(stats, rel, walked) {
-            Verdict::RuledOut(counts) => {
-                match self.index.files.get(rel).and_then(|s| s.passages.get()) {
-                    Some(known) => PassageVerdict::Known(counts, *known),
-                    None => PassageVerdict::Learn,
-                }
-            }
-            _ => PassageVerdict::Read,
+    ) -> Option<(&Counts, IndexedDoc)> {
+        let slot = self.index.files.get(rel)?;
+        let number = slot.number?;
+        let postings = self.postings.get(slot.segment as usize)?.as_ref()?;
+        let stat = walked.or_else(|| stats.lstat(rel))?;
+        if !slot.known_at(&stat) {
+            return None;
         }
+        let segment = self.index.passages.get(slot.segment as usize)?.get()?;
+        Some((&slot.counts, segment.doc(number, postings)?))
     }
 
-    /// Keeps the passage statistics of `rel`'s text, read after a [`PassageVerdict::Learn`],
-    /// if the file is still at the stat it was indexed at (so the text read was that one).
-    pub fn learn_passages(&self, stats: &StatBatch, rel: &str, learnt: PassageStats) {
-        if let Some(slot) = self.index.files.get(rel)
-            && slot.number.is_some()
-            && stats.lstat(rel).is_some_and(|now| slot.known_at(&now))
-        {
-            let _ = slot.passages.set(learnt);
+    /// The record `rel`'s indexed text was made from (its text is the one to print).
+    pub fn record(&self, rel: &str) -> Option<&FileRecord> {
+        Some(&self.index.files.get(rel)?.record)
+    }
+}
+
+/// The chunk numbers (parts) holding `len` bytes at `offset` of a part's blob.
+fn chunks_of(part: GramPart, offset: usize, len: usize) -> impl Iterator<Item = u32> {
+    let first = offset / GRAM_CHUNK_BYTES;
+    let end = if len == 0 {
+        first
+    } else {
+        (offset + len - 1) / GRAM_CHUNK_BYTES + 1
+    };
+    (first..end).map(move |c| part.base() + c as u32)
+}
+
+/// Chunks read for one query: `chunks[i]` is part `wanted[i]` (segment, part).
+struct Span<'a> {
+    wanted: &'a [(u32, u32)],
+    chunks: &'a [Vec<u8>],
+}
+
+impl Span<'_> {
+    /// `len` bytes at `offset` of a segment's blob of `part`, joined from its chunks;
+    /// `None` when a chunk is missing or short (damage).
+    fn bytes(&self, segment: u32, part: GramPart, offset: usize, len: usize) -> Option<Vec<u8>> {
+        let mut bytes = Vec::with_capacity(len);
+        let mut at = offset;
+        while at < offset + len {
+            let chunk = at / GRAM_CHUNK_BYTES;
+            let k = self
+                .wanted
+                .binary_search(&(segment, part.base() + chunk as u32))
+                .ok()?;
+            let data = &self.chunks[k];
+            let start = at - chunk * GRAM_CHUNK_BYTES;
+            let end = (start + (offset + len - at)).min(data.len());
+            if start >= end {
+                return None;
+            }
+            bytes.extend_from_slice(&data[start..end]);
+            at += end - start;
         }
+        Some(bytes)
     }
 }
 

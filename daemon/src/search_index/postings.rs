@@ -15,7 +15,7 @@ pub fn bucket_of(gram: Gram) -> u16 {
     (gram >> 8) as u16
 }
 
-fn push_varint(out: &mut Vec<u8>, mut v: u32) {
+pub(super) fn push_varint(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -23,7 +23,7 @@ fn push_varint(out: &mut Vec<u8>, mut v: u32) {
     out.push(v as u8);
 }
 
-fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u32> {
+pub(super) fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u32> {
     let mut v: u32 = 0;
     for shift in (0..35).step_by(7) {
         let b = *bytes.get(*at)?;

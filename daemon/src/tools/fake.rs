@@ -205,6 +205,10 @@ impl RootView for FakeView {
         None
     }
 
+    fn passage_index(&self, _terms: &[String]) -> Option<Box<dyn crate::view::PassageIndex + '_>> {
+        None
+    }
+
     fn engine(&self) -> &Engine {
         &self.engine
     }

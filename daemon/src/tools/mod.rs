@@ -38,7 +38,7 @@ pub use receipt::{DetectorReceipt, Receipt};
 pub use report::{
     AuditArgs, AuditFormat, DoctorArgs, PluggedDetector, audit, doctor, refresh_index,
 };
-pub use retrieve::{RetrieveArgs, passage_stats, retrieve};
+pub use retrieve::{RetrieveArgs, retrieve};
 pub use search::{SearchArgs, search};
 pub(crate) use targets::target_files;
 pub use walk::{Budget, DEFAULT_TOTAL_RAW_BYTES, DEFAULT_TRAVERSAL_ENTRIES, Walk, walk};

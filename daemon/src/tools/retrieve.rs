@@ -1,20 +1,23 @@
 //! `retrieve`: BM25-ranked passages of redacted text (spec 7.2).
 //!
 //! Every document in scope is redacted (line-preserving), split into passages and
-//! tokenized; passages are ranked by how many distinct query terms they hold, then by
-//! BM25 over all passages of the scan. Scanning is parallel per document; the statistics
-//! are summed in walk order, so scores are bit-identical to the reference's.
+//! tokenized (`crate::passages`); passages are ranked by how many distinct query terms
+//! they hold, then by BM25 over all passages of the scan. Documents the passage index
+//! holds at their current version are not read: the index gives the same figures
+//! (passages, tokens, per-term passage counts, each matching passage's length and hits);
+//! only the passages printed are read. The rest are scanned in parallel. Statistics are
+//! summed in walk order and each score's terms in the passage's order, so scores are
+//! bit-identical to the reference's.
 
 use super::targets::charged_targets;
 use super::walk::Budget;
 use super::{Scanned, ToolError, ToolOutput, scan_content};
 use crate::cancel::Stop;
 use crate::engine::Counts;
-use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
-use crate::engine::python::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
-use crate::search_index::PassageStats;
-use crate::search_index::plan::GramPlan;
-use crate::view::{Entry, PassageScreen, RedactedPath, RootView};
+use crate::engine::python::text::{char_len, splitlines};
+use crate::passages::{for_each_passage, passage_terms, tokens};
+use crate::search_index::passages::IndexedDoc;
+use crate::view::{Entry, PassageIndex, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,10 +28,6 @@ const STOP_WORDS: &[&str] = &[
     "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who",
     "with",
 ];
-/// A passage grows until one more line would pass this many characters…
-const PASSAGE_CHARS: usize = 1600;
-/// …or it already spans this many lines.
-const PASSAGE_LINES: u64 = 24;
 const TRUNCATED_MARKER: &str =
     "[TRUNCATED: more matching passages; narrow the query or increase limits]\n";
 const TOO_SMALL: &str =
@@ -71,68 +70,32 @@ impl Default for RetrieveArgs {
     }
 }
 
-/// `[^\W_]` of Python's Unicode `re`: a letter or number.
-fn is_alnum(ch: char) -> bool {
-    ch != '_' && is_py_word(ch)
-}
-
-/// Calls `f` with every token of `text`: whole placeholders, and words
-/// `[^\W_]+(?:[-'][^\W_]+)*`, in order (the reference's `TOKEN_RE`, not yet casefolded).
-fn for_each_token(text: &str, f: &mut impl FnMut(&str)) {
-    let mut pos = 0;
-    for m in PLACEHOLDER_RE.find_iter(text) {
-        // Words never contain `[`, so they cannot overlap a placeholder.
-        word_tokens(&text[pos..m.start()], f);
-        f(m.as_str());
-        pos = m.end();
-    }
-    word_tokens(&text[pos..], f);
-}
-
-fn word_tokens(text: &str, f: &mut impl FnMut(&str)) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        if !is_alnum(chars[i].1) {
-            i += 1;
-            continue;
-        }
-        let start = chars[i].0;
-        while i < chars.len() && is_alnum(chars[i].1) {
-            i += 1;
-        }
-        while i + 1 < chars.len() && matches!(chars[i].1, '-' | '\'') && is_alnum(chars[i + 1].1) {
-            i += 1;
-            while i < chars.len() && is_alnum(chars[i].1) {
-                i += 1;
-            }
-        }
-        let end = chars.get(i).map_or(text.len(), |&(at, _)| at);
-        f(&text[start..end]);
-    }
-}
-
-/// The casefolded tokens of `text`.
-fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for_each_token(text, &mut |token| out.push(casefold(token)));
-    out
-}
-
 /// A passage with at least one query term.
+#[derive(Clone, Debug, PartialEq)]
 struct Candidate {
     doc: usize,
-    start_line: u64,
-    end_line: u64,
-    /// Byte range of the passage in the document, and how many lines it has (trailing
-    /// empty lines are not recoverable from the range alone).
-    range: (usize, usize),
-    lines: usize,
+    /// Its number in the document: orders passages as their start lines do (the pieces
+    /// of one long line share a start line and keep their order).
+    ordinal: u32,
+    /// Where it is in the text: known once the text is at hand (a scanned document, or
+    /// an indexed one read back to print).
+    place: Option<Place>,
     /// (term index, hits) in order of first occurrence: the reference sums BM25 terms
     /// in that order, and float addition is not associative.
     hits: Vec<(usize, u64)>,
     length: u64,
     score: f64,
+}
+
+/// Where a passage lies in its document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Place {
+    start_line: u64,
+    end_line: u64,
+    /// Byte range in the document, and how many lines it has (trailing empty lines are
+    /// not recoverable from the range alone).
+    range: (usize, usize),
+    lines: usize,
 }
 
 /// What scanning one document produced.
@@ -158,108 +121,63 @@ fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocS
     };
     let base = text.as_ptr() as usize;
     let offset = |s: &str| s.as_ptr() as usize - base;
-    let emit = |scan: &mut DocScan, start_line: u64, end_line: u64, parts: &[&str]| {
+    for_each_passage(text, &mut |start_line, end_line, parts| {
+        let ordinal = scan.passages as u32;
         scan.passages += 1;
-        let mut hits: Vec<(usize, u64)> = Vec::new();
-        let mut length = 0u64;
-        for part in parts {
-            for_each_token(part, &mut |token| {
-                length += 1;
-                let folded = casefold(token);
-                if let Some(&term) = terms.get(&folded) {
-                    match hits.iter_mut().find(|(t, _)| *t == term) {
-                        Some((_, n)) => *n += 1,
-                        None => hits.push((term, 1)),
-                    }
-                }
-            });
-        }
-        scan.tokens += length;
-        for &(term, _) in &hits {
+        let found = passage_terms(parts, &mut |token| terms.get(token).copied());
+        scan.tokens += found.length;
+        for &(term, _, _) in &found.hits {
             scan.df[term] += 1;
         }
-        if !hits.is_empty() {
+        if !found.hits.is_empty() {
             let first = parts.first().map_or(0, |s| offset(s));
             let last = parts.last().map_or(0, |s| offset(s) + s.len());
             scan.candidates.push(Candidate {
                 doc,
-                start_line,
-                end_line,
-                range: (first, last),
-                lines: parts.len(),
-                hits,
-                length,
+                ordinal,
+                place: Some(Place {
+                    start_line,
+                    end_line,
+                    range: (first, last),
+                    lines: parts.len(),
+                }),
+                hits: found.hits.into_iter().map(|(t, n, _)| (t, n)).collect(),
+                length: found.length,
                 score: 0.0,
             });
         }
-    };
-    let mut block: Vec<&str> = Vec::new();
-    let mut size = 0usize;
-    let (mut start, mut end) = (1u64, 1u64);
-    for (index, full_line) in splitlines(text, false).into_iter().enumerate() {
-        let number = index as u64 + 1;
-        let mut line = full_line;
-        let line_chars = char_len(line);
-        if !block.is_empty()
-            && (size + line_chars + 1 > PASSAGE_CHARS || number - start >= PASSAGE_LINES)
-        {
-            emit(&mut scan, start, end, &block);
-            block.clear();
-            size = 0;
-        }
-        let mut remaining = line_chars;
-        while remaining > PASSAGE_CHARS {
-            let mut cut = byte_offset_of_char(line, PASSAGE_CHARS);
-            if let Some(space) = line[..cut].rfind(' ')
-                && space > 0
-            {
-                cut = space + 1;
-            }
-            for m in PLACEHOLDER_RE.find_iter(line) {
-                if m.start() < cut && cut < m.end() {
-                    cut = m.start();
-                    break;
-                }
-                if m.start() >= cut {
-                    break;
-                }
-            }
-            if cut == 0 {
-                // Cannot happen (a cut after a space is never inside a placeholder),
-                // but never loop forever on it.
-                break;
-            }
-            emit(&mut scan, number, number, &[&line[..cut]]);
-            remaining -= char_len(&line[..cut]);
-            line = &line[cut..];
-        }
-        if block.is_empty() {
-            start = number;
-        }
-        block.push(line);
-        size += remaining + 1;
-        end = number;
-    }
-    if !block.is_empty() {
-        emit(&mut scan, start, end, &block);
-    }
+    });
     scan
 }
 
-/// What a text adds to the BM25 statistics of any query none of its passages matches
-/// (the search index learns it once per indexed version, so retrieve can skip the file).
-pub fn passage_stats(text: &str) -> PassageStats {
-    let scan = scan_document(0, text, &HashMap::new());
-    PassageStats {
-        passages: scan.passages,
-        tokens: scan.tokens,
+impl DocScan {
+    /// What the passage index knows of document `doc`, as a scan would have found it
+    /// (passages without their place in the text).
+    fn indexed(doc: usize, indexed: IndexedDoc) -> DocScan {
+        DocScan {
+            passages: indexed.passages,
+            tokens: indexed.tokens,
+            df: indexed.df,
+            candidates: indexed
+                .candidates
+                .into_iter()
+                .map(|p| Candidate {
+                    doc,
+                    ordinal: p.ordinal,
+                    place: None,
+                    hits: p.hits,
+                    length: p.length,
+                    score: 0.0,
+                })
+                .collect(),
+        }
     }
 }
 
 /// The passage text: its lines joined with `\n`.
-fn passage_text(text: &str, candidate: &Candidate) -> String {
-    let mut lines = splitlines(&text[candidate.range.0..candidate.range.1], false);
-    while lines.len() < candidate.lines {
+fn passage_text(text: &str, place: &Place) -> String {
+    let mut lines = splitlines(&text[place.range.0..place.range.1], false);
+    while lines.len() < place.lines {
         lines.push("");
     }
     lines.join("\n")
@@ -312,30 +230,41 @@ fn retrieve_inner(
         .enumerate()
         .map(|(i, t)| (t, i))
         .collect();
+    let index = view.passage_index(&term_list);
+    if let Some(text) = ranked(view, args, stop, &terms, index.as_deref(), counts)? {
+        return Ok(text);
+    }
+    if let Some(index) = &index {
+        index.mismatch();
+    }
+    // The text read back to print an indexed passage did not hold what the index said
+    // (its cache entry changed or went away): answer from the files instead.
+    *counts = Counts::default();
+    ranked(view, args, stop, &terms, None, counts)?.ok_or(ToolError::Failed)
+}
 
+/// Scans (or looks up in `index`) every document in scope, ranks the passages and
+/// prints the answer; `None` when an indexed passage could not be read back as indexed.
+fn ranked(
+    view: &dyn RootView,
+    args: &RetrieveArgs,
+    stop: &Stop,
+    terms: &HashMap<String, usize>,
+    index: Option<&dyn PassageIndex>,
+    counts: &mut Counts,
+) -> Result<Option<String>, ToolError> {
     let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[Entry] = &files;
 
-    // The search index leaves out the files that hold no term, once it knows what each
-    // adds to the statistics (learnt by the first call that reads it).
-    let screen = GramPlan::any_of(&term_list).and_then(|plan| view.search_screen(&plan));
     let scanned: Vec<Result<Option<ScannedDoc>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            let verdict = screen
-                .as_deref()
-                .map_or(PassageScreen::Read, |screen| screen.passages(entry));
-            if let PassageScreen::Known(content_counts, stats) = verdict {
+            if let Some((content_counts, indexed)) = index.and_then(|index| index.doc(entry)) {
                 stop.check()?;
-                let scan = DocScan {
-                    passages: stats.passages,
-                    tokens: stats.tokens,
-                    df: vec![0; terms.len()],
-                    candidates: Vec::new(),
-                };
+                let scan = DocScan::indexed(doc, indexed);
                 return Ok(Some((None, content_counts, view.path(&entry.rel), scan)));
             }
             // Left out silently: the answer's character budget has no room for a note.
@@ -343,16 +272,7 @@ fn retrieve_inner(
                 return Ok(None);
             };
             let path = view.path(&entry.rel);
-            let scan = scan_document(doc, &content.text, &terms);
-            if let (PassageScreen::Learn, Some(screen)) = (verdict, screen.as_deref())
-                && scan.candidates.is_empty()
-            {
-                let stats = PassageStats {
-                    passages: scan.passages,
-                    tokens: scan.tokens,
-                };
-                screen.learn_passages(entry, stats);
-            }
+            let scan = scan_document(doc, &content.text, terms);
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
@@ -366,7 +286,7 @@ fn retrieve_inner(
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut passages = 0u64;
     let mut total_tokens = 0u64;
-    let mut df = vec![0u64; term_list.len()];
+    let mut df = vec![0u64; terms.len()];
     for result in scanned {
         let Some((text, doc_counts, path, scan)) = result? else {
             // Skipped (it vanished or kept changing): keeps its slot, has no passage.
@@ -392,7 +312,7 @@ fn retrieve_inner(
         return Err(error);
     }
     if candidates.is_empty() {
-        return Ok("No matches.\n".into());
+        return Ok(Some("No matches.\n".into()));
     }
 
     let average = (total_tokens as f64 / passages.max(1) as f64).max(1.0);
@@ -407,31 +327,73 @@ fn retrieve_inner(
             score + idf * (hits * 2.2) / (hits + 1.2 * (0.25 + 0.75 * length / average))
         });
     }
-    candidates.sort_by(|a, b| {
+    // Distinct terms, score, ref, place in the document: a total order (no two
+    // candidates tie on all four), so taking the first `max_results` and sorting only
+    // those is the full sort's prefix.
+    let order = |a: &Candidate, b: &Candidate| {
         b.hits
             .len()
             .cmp(&a.hits.len())
             .then_with(|| b.score.total_cmp(&a.score))
             .then_with(|| paths[a.doc].id.cmp(&paths[b.doc].id))
-            .then_with(|| a.start_line.cmp(&b.start_line))
-    });
-
+            .then_with(|| a.ordinal.cmp(&b.ordinal))
+    };
+    let total = candidates.len();
     let max_results = args.max_results as usize;
+    if total > max_results {
+        candidates.select_nth_unstable_by(max_results - 1, order);
+        candidates.truncate(max_results);
+    }
+    candidates.sort_by(order);
+
     let max_chars = args.max_chars as usize;
     let marker_chars = char_len(TRUNCATED_MARKER);
     let mut output = String::new();
     let mut output_chars = 0usize;
     let mut selected = 0usize;
-    for candidate in candidates.iter().take(max_results) {
+    // Indexed documents read back to print from: (doc, text, its scan).
+    let mut read_back: Vec<(usize, Arc<str>, DocScan)> = Vec::new();
+    for candidate in &candidates {
+        let (text, place) = match &candidate.place {
+            Some(place) => (
+                texts[candidate.doc].clone().unwrap_or_default(),
+                place.clone(),
+            ),
+            None => {
+                let known = read_back.iter().position(|r| r.0 == candidate.doc);
+                let at = match (known, index) {
+                    (Some(at), _) => at,
+                    (None, Some(index)) => {
+                        let Some(text) = index.text(&files[candidate.doc]) else {
+                            return Ok(None);
+                        };
+                        let scan = scan_document(candidate.doc, &text, terms);
+                        read_back.push((candidate.doc, text, scan));
+                        read_back.len() - 1
+                    }
+                    (None, None) => return Ok(None),
+                };
+                let (_, text, scan) = &read_back[at];
+                let same = scan.candidates.iter().find(|c| {
+                    c.ordinal == candidate.ordinal
+                        && c.hits == candidate.hits
+                        && c.length == candidate.length
+                });
+                let Some(place) = same.and_then(|c| c.place.clone()) else {
+                    return Ok(None);
+                };
+                (text.clone(), place)
+            }
+        };
         let path = &paths[candidate.doc];
         let entry = format!(
             "--- {} {} lines {}-{} score={:.3} ---\n{}\n\n",
             path.id,
             path.text,
-            candidate.start_line,
-            candidate.end_line,
+            place.start_line,
+            place.end_line,
             candidate.score,
-            passage_text(texts[candidate.doc].as_deref().unwrap_or(""), candidate)
+            passage_text(&text, &place)
         );
         let entry_chars = char_len(&entry);
         if output_chars + entry_chars + marker_chars > max_chars {
@@ -441,39 +403,19 @@ fn retrieve_inner(
         output_chars += entry_chars;
         selected += 1;
     }
-    if selected < candidates.len() {
+    if selected < total {
         output.push_str(if selected > 0 {
             TRUNCATED_MARKER
         } else {
             TOO_SMALL
         });
     }
-    Ok(output)
+    Ok(Some(output))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_keep_placeholders_whole_and_join_hyphens_and_apostrophes() {
-        let text = "Don't re-run [PERSON_b6e03a41f7e5c4a5d77d8f67fcef2327] x_y a- -b Straße ²";
-        assert_eq!(
-            tokens(text),
-            vec![
-                "don't",
-                "re-run",
-                "[person_b6e03a41f7e5c4a5d77d8f67fcef2327]",
-                "x",
-                "y",
-                "a",
-                "b",
-                "strasse",
-                "²"
-            ]
-        );
-        assert_eq!(tokens("PERSON_b6e0"), vec!["person", "b6e0"]);
-    }
 
     #[test]
     fn long_lines_are_cut_after_the_last_space_and_never_inside_a_placeholder() {
@@ -491,7 +433,7 @@ mod tests {
         let texts: Vec<String> = scan
             .candidates
             .iter()
-            .map(|c| passage_text(&line, c))
+            .map(|c| passage_text(&line, c.place.as_ref().unwrap()))
             .collect();
         assert_eq!(texts, vec!["w".repeat(1599), format!("{p} w")]);
         // With a space before the cut, the cut lands right after it.
@@ -500,7 +442,7 @@ mod tests {
         let texts: Vec<String> = scan
             .candidates
             .iter()
-            .map(|c| passage_text(&line, c))
+            .map(|c| passage_text(&line, c.place.as_ref().unwrap()))
             .collect();
         assert_eq!(
             texts,
@@ -509,7 +451,8 @@ mod tests {
         assert!(
             scan.candidates
                 .iter()
-                .all(|c| c.start_line == 1 && c.end_line == 1)
+                .filter_map(|c| c.place.as_ref())
+                .all(|p| p.start_line == 1 && p.end_line == 1)
         );
     }
 
@@ -519,7 +462,7 @@ mod tests {
         let text = "x\n".repeat(30) + "\n\n";
         let scan = scan_document(0, &text, &terms);
         assert_eq!(scan.passages, 2);
-        let second = &scan.candidates[1];
+        let second = scan.candidates[1].place.as_ref().unwrap();
         assert_eq!((second.start_line, second.end_line), (25, 32));
         assert_eq!(passage_text(&text, second), "x\nx\nx\nx\nx\nx\n\n");
     }

@@ -1,0 +1,445 @@
+//! The passage index: for each segment of the search index, which passages of which of
+//! its files hold each term (retrieve's tokens, casefolded), how often and at which token
+//! first, and every passage's length in tokens. That is all BM25 and retrieve's ranking
+//! need, so a whole-root `retrieve` reads the postings of its few terms instead of every
+//! file; only the passages it prints are read.
+//!
+//! Built per segment after the gram postings (in the background, from the cached redacted
+//! text of the very version each file was indexed at) and stored under the same
+//! generation, so the file numbers and the freshness test (the slot's record against the
+//! file's stat now) are the gram index's.
+//!
+//! Shape of one segment: postings in [`BUCKETS`] buckets by a stable hash of the term; a
+//! bucket value is a run of entries sorted by term,
+//! `[term length][term][entry length][count][(file gap, passage, occurrences, first)…]`
+//! (varints; the passage is a delta from the previous one when the file gap is 0). A table
+//! (kept in memory) holds the buckets' offsets and, per file number, its token count and
+//! passage lengths. Anything that does not decode answers "unknown" (the file is read).
+
+use super::postings::{push_varint, read_varint};
+use crate::engine::placeholder::casefold;
+use crate::passages::{for_each_passage, for_each_token};
+use foldhash::HashMap;
+use serde::{Deserialize, Serialize};
+
+/// Buckets per segment: few enough that the offsets of every segment stay in memory
+/// (16 KiB each), many enough that a bucket is one or two pages.
+pub const BUCKETS: usize = 4096;
+
+/// Version of the stored shape; a table of another version is rebuilt.
+const PASSAGE_FORMAT: u32 = 1;
+
+/// The bucket of a term: a hash that never changes between runs (it is stored).
+pub fn bucket_of(term: &str) -> usize {
+    let hash = blake3::hash(term.as_bytes());
+    let bytes = hash.as_bytes();
+    usize::from(u16::from_le_bytes([bytes[0], bytes[1]])) % BUCKETS
+}
+
+/// One term in one passage of one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Posting {
+    pub file: u32,
+    pub passage: u32,
+    pub occurrences: u32,
+    /// Position of its first token in the passage.
+    pub first: u32,
+}
+
+/// One file's passages, with file-local term numbers.
+#[derive(Debug, Default)]
+pub struct FileTerms {
+    /// Tokens of each passage.
+    lengths: Vec<u32>,
+    names: Vec<String>,
+    /// (local term, passage, occurrences, first position), by passage.
+    postings: Vec<(u32, u32, u32, u32)>,
+}
+
+impl FileTerms {
+    /// Cuts `text` into retrieve's passages and counts their terms.
+    pub fn of(text: &str) -> FileTerms {
+        let mut out = FileTerms::default();
+        let mut numbers: HashMap<String, u32> = HashMap::default();
+        // Per local term: (passage + 1 it was last seen in, its posting there).
+        let mut seen: Vec<(u32, usize)> = Vec::new();
+        let mut passage = 0u32;
+        for_each_passage(text, &mut |_, _, lines| {
+            let mut length = 0u32;
+            for line in lines {
+                for_each_token(line, &mut |token| {
+                    let position = length;
+                    length += 1;
+                    let plain = token.is_ascii() && !token.bytes().any(|b| b.is_ascii_uppercase());
+                    let folded;
+                    let key = if plain {
+                        token
+                    } else {
+                        folded = casefold(token);
+                        folded.as_str()
+                    };
+                    let number = match numbers.get(key) {
+                        Some(&n) => n,
+                        None => {
+                            let n = out.names.len() as u32;
+                            numbers.insert(key.to_owned(), n);
+                            out.names.push(key.to_owned());
+                            seen.push((0, 0));
+                            n
+                        }
+                    };
+                    let last = &mut seen[number as usize];
+                    if last.0 == passage + 1 {
+                        out.postings[last.1].2 += 1;
+                    } else {
+                        *last = (passage + 1, out.postings.len());
+                        out.postings.push((number, passage, 1, position));
+                    }
+                });
+            }
+            out.lengths.push(length);
+            passage += 1;
+        });
+        out
+    }
+}
+
+/// A segment's passage table as stored.
+#[derive(Serialize, Deserialize)]
+struct StoredTable {
+    format: u32,
+    /// Offset of each bucket in the postings, and their end.
+    directory: Vec<u32>,
+    /// Per file number: the passage lengths of its text, if it was analysed.
+    files: Vec<Option<Vec<u32>>>,
+}
+
+/// Collects a segment's files (in file-number order) into its stored postings and table.
+#[derive(Default)]
+pub struct SegmentBuilder {
+    numbers: HashMap<String, u32>,
+    names: Vec<String>,
+    /// (term, file, passage, occurrences, first), by file then passage.
+    postings: Vec<(u32, u32, u32, u32, u32)>,
+    files: Vec<Option<Vec<u32>>>,
+}
+
+impl SegmentBuilder {
+    /// Files pushed so far (the next file's number).
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Adds the next file number: its terms, or `None` when its text was not analysed.
+    pub fn push(&mut self, terms: Option<FileTerms>) {
+        let file = self.files.len() as u32;
+        let Some(terms) = terms else {
+            self.files.push(None);
+            return;
+        };
+        let global: Vec<u32> = terms
+            .names
+            .into_iter()
+            .map(|name| {
+                let next = self.names.len() as u32;
+                *self.numbers.entry(name).or_insert_with_key(|name| {
+                    self.names.push(name.clone());
+                    next
+                })
+            })
+            .collect();
+        self.postings.extend(
+            terms
+                .postings
+                .iter()
+                .map(|&(t, passage, n, first)| (global[t as usize], file, passage, n, first)),
+        );
+        self.files.push(Some(terms.lengths));
+    }
+
+    /// The postings blob and the table blob.
+    pub fn finish(self) -> (Vec<u8>, Vec<u8>) {
+        // Group postings by term, keeping file and passage order (a stable counting sort).
+        let mut starts = vec![0usize; self.names.len() + 1];
+        for p in &self.postings {
+            starts[p.0 as usize + 1] += 1;
+        }
+        for t in 0..self.names.len() {
+            starts[t + 1] += starts[t];
+        }
+        let mut grouped = vec![(0, 0, 0, 0); self.postings.len()];
+        let mut next = starts.clone();
+        for &(t, file, passage, n, first) in &self.postings {
+            grouped[next[t as usize]] = (file, passage, n, first);
+            next[t as usize] += 1;
+        }
+        drop(self.postings);
+        let mut order: Vec<(usize, &str, usize)> = self
+            .names
+            .iter()
+            .enumerate()
+            .map(|(t, name)| (bucket_of(name), name.as_str(), t))
+            .collect();
+        order.sort_unstable();
+        let mut blob = Vec::new();
+        let mut directory = vec![0u32; BUCKETS + 1];
+        let mut entry = Vec::new();
+        let mut bucket = 0;
+        for (b, name, t) in order {
+            while bucket < b {
+                bucket += 1;
+                directory[bucket] = blob.len() as u32;
+            }
+            entry.clear();
+            let postings = &grouped[starts[t]..starts[t + 1]];
+            push_varint(&mut entry, postings.len() as u32);
+            let mut previous = (0u32, 0u32);
+            for (k, &(file, passage, n, first)) in postings.iter().enumerate() {
+                let gap = if k == 0 { file } else { file - previous.0 };
+                push_varint(&mut entry, gap);
+                let same_file = k > 0 && gap == 0;
+                push_varint(
+                    &mut entry,
+                    if same_file {
+                        passage - previous.1
+                    } else {
+                        passage
+                    },
+                );
+                push_varint(&mut entry, n);
+                push_varint(&mut entry, first);
+                previous = (file, passage);
+            }
+            push_varint(&mut blob, name.len() as u32);
+            blob.extend_from_slice(name.as_bytes());
+            push_varint(&mut blob, entry.len() as u32);
+            blob.extend_from_slice(&entry);
+        }
+        while bucket < BUCKETS {
+            bucket += 1;
+            directory[bucket] = blob.len() as u32;
+        }
+        let table = StoredTable {
+            format: PASSAGE_FORMAT,
+            directory,
+            files: self.files,
+        };
+        (blob, crate::cache::record::encode(&table))
+    }
+}
+
+/// A segment's passage table in memory.
+#[derive(Debug)]
+pub struct PassageSegment {
+    directory: Vec<u32>,
+    /// Per file number: (tokens, first length's index, passages).
+    files: Vec<Option<(u64, u32, u32)>>,
+    lengths: Vec<u32>,
+}
+
+/// What the index knows of one file for one query: the figures a scan would compute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedDoc {
+    pub passages: u64,
+    pub tokens: u64,
+    /// Per query term: passages holding it.
+    pub df: Vec<u64>,
+    /// The passages holding a query term, in order.
+    pub candidates: Vec<IndexedPassage>,
+}
+
+/// A passage holding a query term.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedPassage {
+    /// Its number in the file (0 for the first).
+    pub ordinal: u32,
+    /// Tokens.
+    pub length: u64,
+    /// (query term, occurrences) in order of first occurrence.
+    pub hits: Vec<(usize, u64)>,
+}
+
+impl PassageSegment {
+    /// Decodes a stored table; `None` if damaged or of another version.
+    pub fn decode(bytes: &[u8]) -> Option<PassageSegment> {
+        let stored: StoredTable = crate::cache::record::decode(bytes)?;
+        if stored.format != PASSAGE_FORMAT
+            || stored.directory.len() != BUCKETS + 1
+            || stored.directory.windows(2).any(|w| w[0] > w[1])
+        {
+            return None;
+        }
+        let mut lengths = Vec::new();
+        let files = stored
+            .files
+            .into_iter()
+            .map(|file| {
+                file.map(|file| {
+                    let at = lengths.len() as u32;
+                    let tokens = file.iter().map(|&n| u64::from(n)).sum();
+                    let count = file.len() as u32;
+                    lengths.extend(file);
+                    (tokens, at, count)
+                })
+            })
+            .collect();
+        Some(PassageSegment {
+            directory: stored.directory,
+            files,
+            lengths,
+        })
+    }
+
+    /// Where a term's bucket lies in the segment's postings: (offset, length).
+    pub fn bucket(&self, term: &str) -> (usize, usize) {
+        let b = bucket_of(term);
+        let (start, end) = (self.directory[b] as usize, self.directory[b + 1] as usize);
+        (start, end - start)
+    }
+
+    /// File `number`'s figures for a query whose terms' postings in this segment are
+    /// `postings` (each sorted by file and passage); `None` when the file has none here.
+    pub fn doc(&self, number: u32, postings: &[Vec<Posting>]) -> Option<IndexedDoc> {
+        let &(tokens, at, count) = self.files.get(number as usize)?.as_ref()?;
+        let lengths = self.lengths.get(at as usize..(at + count) as usize)?;
+        let mut df = vec![0u64; postings.len()];
+        // (passage, first position, term, occurrences) of this file.
+        let mut found: Vec<(u32, u32, usize, u32)> = Vec::new();
+        for (term, list) in postings.iter().enumerate() {
+            let from = list.partition_point(|p| p.file < number);
+            for p in list[from..].iter().take_while(|p| p.file == number) {
+                df[term] += 1;
+                found.push((p.passage, p.first, term, p.occurrences));
+            }
+        }
+        found.sort_unstable();
+        let mut candidates: Vec<IndexedPassage> = Vec::new();
+        for (passage, _, term, occurrences) in found {
+            let length = u64::from(*lengths.get(passage as usize)?);
+            match candidates.last_mut() {
+                Some(last) if last.ordinal == passage => {
+                    last.hits.push((term, u64::from(occurrences)));
+                }
+                _ => candidates.push(IndexedPassage {
+                    ordinal: passage,
+                    length,
+                    hits: vec![(term, u64::from(occurrences))],
+                }),
+            }
+        }
+        Some(IndexedDoc {
+            passages: u64::from(count),
+            tokens,
+            df,
+            candidates,
+        })
+    }
+}
+
+/// The postings of `term` in a bucket's bytes (sorted by file, then passage); `None`
+/// when the bytes do not decode.
+pub fn postings_of(bucket: &[u8], term: &str) -> Option<Vec<Posting>> {
+    let mut at = 0;
+    while at < bucket.len() {
+        let len = read_varint(bucket, &mut at)? as usize;
+        let name = bucket.get(at..at.checked_add(len)?)?;
+        at += len;
+        let entry_len = read_varint(bucket, &mut at)? as usize;
+        let end = at.checked_add(entry_len).filter(|&e| e <= bucket.len())?;
+        match name.cmp(term.as_bytes()) {
+            std::cmp::Ordering::Less => {
+                at = end;
+                continue;
+            }
+            std::cmp::Ordering::Greater => break,
+            std::cmp::Ordering::Equal => {}
+        }
+        let entry = &bucket[at..end];
+        let mut pos = 0;
+        let count = read_varint(entry, &mut pos)? as usize;
+        let mut out = Vec::with_capacity(count.min(entry.len() / 4));
+        let (mut file, mut passage) = (0u32, 0u32);
+        for k in 0..count {
+            let gap = read_varint(entry, &mut pos)?;
+            let step = read_varint(entry, &mut pos)?;
+            file = file.checked_add(gap)?;
+            passage = if k > 0 && gap == 0 {
+                passage.checked_add(step)?
+            } else {
+                step
+            };
+            let occurrences = read_varint(entry, &mut pos)?;
+            let first = read_varint(entry, &mut pos)?;
+            out.push(Posting {
+                file,
+                passage,
+                occurrences,
+                first,
+            });
+        }
+        return (pos == entry.len()).then_some(out);
+    }
+    Some(Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(texts: &[Option<&str>]) -> (Vec<u8>, PassageSegment) {
+        let mut builder = SegmentBuilder::default();
+        for text in texts {
+            builder.push(text.map(FileTerms::of));
+        }
+        let (blob, table) = builder.finish();
+        (blob, PassageSegment::decode(&table).unwrap())
+    }
+
+    fn lookup(blob: &[u8], segment: &PassageSegment, term: &str) -> Vec<Posting> {
+        let (offset, len) = segment.bucket(term);
+        postings_of(&blob[offset..offset + len], term).unwrap()
+    }
+
+    #[test]
+    fn postings_round_trip_by_file_and_passage() {
+        let long = "Beta alpha\n".repeat(30);
+        let (blob, seg) = segment(&[Some("alpha beta\nALPHA"), None, Some(&long)]);
+        let alpha = lookup(&blob, &seg, "alpha");
+        let p = |file, passage, occurrences, first| Posting {
+            file,
+            passage,
+            occurrences,
+            first,
+        };
+        assert_eq!(
+            alpha,
+            vec![p(0, 0, 2, 0), p(2, 0, 24, 1), p(2, 1, 6, 1)],
+            "24 lines close a passage"
+        );
+        assert_eq!(lookup(&blob, &seg, "beta")[0], p(0, 0, 1, 1));
+        assert!(lookup(&blob, &seg, "gamma").is_empty());
+        let doc = seg
+            .doc(2, &[alpha.clone(), lookup(&blob, &seg, "beta")])
+            .unwrap();
+        assert_eq!(
+            (doc.passages, doc.tokens, doc.df.clone()),
+            (2, 60, vec![2, 2])
+        );
+        // "beta" comes first in every passage of file 2.
+        assert_eq!(doc.candidates[1].hits, vec![(1, 6), (0, 6)]);
+        assert_eq!(doc.candidates[1].length, 12);
+        assert!(seg.doc(1, &[alpha]).is_none(), "not analysed: read it");
+    }
+
+    #[test]
+    fn damaged_postings_and_tables_are_unknown_not_empty() {
+        let (blob, seg) = segment(&[Some("alpha")]);
+        let (offset, len) = seg.bucket("alpha");
+        assert!(postings_of(&blob[offset..offset + len - 1], "alpha").is_none());
+        assert!(PassageSegment::decode(b"\x00garbage").is_none());
+    }
+}
