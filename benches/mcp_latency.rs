@@ -297,18 +297,22 @@ async fn run(
         Outcome::Timeout => println!("redctx: warm-up search timed out"),
     }
     // The search index is built at the end of the indexing pass, which the warm-up
-    // search does not wait for: measure searches once it is in use, as a user who waits
-    // for `redctx status --wait` would see them.
+    // search does not wait for, and its passage index (retrieve's) in the background
+    // after it: measure once both are in use, as a user a minute after start sees them.
     let waited = Instant::now();
-    let index_ready = (0..1200).any(|_| {
-        let seen = std::fs::read_to_string(&log).is_ok_and(|l| l.contains("search index"));
+    let index_ready = (0..3000).any(|_| {
+        let seen = std::fs::read_to_string(&log).is_ok_and(|l| {
+            l.contains("search index")
+                && l.lines()
+                    .any(|l| l.contains("passage index built") && l.contains("complete=true"))
+        });
         if !seen {
             std::thread::sleep(Duration::from_millis(100));
         }
         seen
     });
     println!(
-        "redctx: search index {} {:.1} s after the warm-up",
+        "redctx: search and passage index {} {:.1} s after the warm-up",
         if index_ready {
             "in use"
         } else {

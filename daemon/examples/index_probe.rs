@@ -24,6 +24,17 @@ fn cpu() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
+/// Peak resident memory of this process so far, MB (`VmHWM`).
+fn peak_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 fn main() {
     let args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
     let (Some(root), Some(state)) = (args.first(), args.get(1)) else {
@@ -102,16 +113,23 @@ fn main() {
         let stop = redctx_daemon::cancel::Stop::never;
         let index = served.search_index();
         {
-            let (t, c) = (Instant::now(), cpu());
+            let (t, c, before) = (Instant::now(), cpu(), peak_mb());
             served.build_passages();
             println!(
-                "passage index built in {:.1} s (cpu {:.1} s)",
+                "passage index built in {:.1} s (cpu {:.1} s), peak RSS before {before:.0} MB, after {:.0} MB",
                 t.elapsed().as_secs_f64(),
-                cpu() - c
+                cpu() - c,
+                peak_mb()
             );
         }
         let mut answers = Vec::new();
-        for label in ["with index, first call", "with index, second call", "scan"] {
+        // REDCTX_PROBE_NO_SCAN: indexed calls only (ten), for profiling them.
+        let labels: &[&str] = if std::env::var("REDCTX_PROBE_NO_SCAN").is_ok() {
+            &["with index"; 40]
+        } else {
+            &["with index, first call", "with index, second call", "scan"]
+        };
+        for &label in labels {
             if label == "scan" {
                 served.set_search_index(None);
             }

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod fs;
 pub mod github;
 pub mod index;
+pub mod memo;
 pub mod passages;
 pub mod policy_loader;
 pub mod root;

@@ -16,7 +16,8 @@ use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
 use crate::index::{Index, IndexOptions, is_settled, now_ns};
-use crate::search_index::passages::IndexedDoc;
+use crate::memo::Memo;
+use crate::search_index::passages::{IndexedHits, Located};
 use crate::search_index::plan::GramPlan;
 use crate::search_index::{Indexed, PassageScreen, Screen, SearchIndex, Verdict, too_stale};
 use crate::view::{
@@ -159,7 +160,7 @@ pub struct ServedRoot {
     decoding: Decoding,
     /// Documents are served as extracted Markdown (the policy's `documents`).
     documents: bool,
-    paths: Mutex<HashMap<Box<str>, RedactedPath>>,
+    paths: Memo<RedactedPath>,
     names: Mutex<HashMap<Box<str>, RedactedPath>>,
     progress: IndexProgress,
     counters: ReadCounters,
@@ -284,7 +285,7 @@ impl ServedRoot {
             threads,
             decoding,
             documents,
-            paths: Mutex::new(HashMap::new()),
+            paths: Memo::new(MAX_CACHED_PATHS),
             names: Mutex::new(HashMap::new()),
             progress: IndexProgress::default(),
             counters: ReadCounters::default(),
@@ -522,9 +523,10 @@ impl ServedRoot {
         self.backlog.attempted(rel, stat, result.map(|_| ()));
     }
 
-    /// Starts the thread that rebuilds the search index when searches find it stale;
-    /// it holds the root only while it works and ends with it. Without it (no thread
-    /// could be started) the index simply ages, and searches read more files.
+    /// Starts the thread that builds the passage index of the search index in use, and
+    /// rebuilds the search index when searches find it stale (then its passages); it
+    /// holds the root only while it works and ends with it. Without it (no thread could
+    /// be started) the index simply ages, and searches and retrieves read more files.
     fn spawn_search_keeper(self: &Arc<Self>) {
         let wake = self.search_wake.clone();
         let weak = Arc::downgrade(self);
@@ -1435,6 +1437,7 @@ impl ServedRoot {
         })
     }
 
+    /// A name through the path redactor, memoized in `map`.
     fn redacted_path(
         &self,
         map: &Mutex<HashMap<Box<str>, RedactedPath>>,
@@ -1443,14 +1446,8 @@ impl ServedRoot {
         if let Some(found) = map.lock().ok().and_then(|m| m.get(value).cloned()) {
             return found;
         }
-        let id: Arc<str> = Arc::from(self.engine.path_id(value));
-        match self.engine.redact_path(value) {
-            Ok(redacted) => {
-                let out = RedactedPath {
-                    id,
-                    text: Arc::from(redacted.text),
-                    counts: redacted.counts,
-                };
+        match self.redact_path_value(value) {
+            Ok(out) => {
                 if let Ok(mut m) = map.lock() {
                     if m.len() >= MAX_CACHED_PATHS {
                         m.clear();
@@ -1459,12 +1456,26 @@ impl ServedRoot {
                 }
                 out
             }
-            // Never fall back to the raw value: the opaque id stands in for the text.
-            Err(_) => RedactedPath {
+            Err(stand_in) => stand_in,
+        }
+    }
+
+    /// `value` through the path redactor, with its id. `Err` is what to answer when the
+    /// engine failed, not to be memoized: the opaque id stands in for the text, never
+    /// the raw value.
+    fn redact_path_value(&self, value: &str) -> Result<RedactedPath, RedactedPath> {
+        let id: Arc<str> = Arc::from(self.engine.path_id(value));
+        match self.engine.redact_path(value) {
+            Ok(redacted) => Ok(RedactedPath {
+                id,
+                text: Arc::from(redacted.text),
+                counts: redacted.counts,
+            }),
+            Err(_) => Err(RedactedPath {
                 text: id.clone(),
                 id,
                 counts: Counts::default(),
-            },
+            }),
         }
     }
 }
@@ -1514,11 +1525,15 @@ struct RootPassages<'a> {
 }
 
 impl PassageIndex for RootPassages<'_> {
-    fn doc(&self, file: &Entry) -> Option<(Counts, IndexedDoc)> {
-        let (counts, doc) = self.screen.doc(&self.stats, &file.rel, file.stat)?;
+    fn locate(&self, file: &Entry) -> Option<(Counts, Located)> {
+        let (counts, located) = self.screen.locate(&self.stats, &file.rel, file.stat)?;
         let counters = &self.root.counters;
         counters.screened_out.fetch_add(1, Ordering::Relaxed);
-        Some((counts.clone(), doc))
+        Some((counts.clone(), located))
+    }
+
+    fn hits(&self, located: &[(Located, u32)]) -> Option<IndexedHits> {
+        self.screen.hits(located)
     }
 
     fn text(&self, file: &Entry) -> Option<Arc<str>> {
@@ -1735,7 +1750,16 @@ impl RootView for ServedRoot {
     }
 
     fn path(&self, rel: &str) -> RedactedPath {
-        self.redacted_path(&self.paths, rel)
+        if let Some(found) = self.paths.get(rel) {
+            return found;
+        }
+        match self.redact_path_value(rel) {
+            Ok(found) => {
+                self.paths.insert(rel, found.clone());
+                found
+            }
+            Err(stand_in) => stand_in,
+        }
     }
 
     fn name(&self, name: &str) -> RedactedPath {

@@ -7,7 +7,7 @@
 
 use crate::engine::{Counts, Engine};
 use crate::fs::StatKey;
-use crate::search_index::passages::IndexedDoc;
+use crate::search_index::passages::{IndexedHits, Located};
 use crate::search_index::plan::GramPlan;
 use crate::watch::Synced;
 use std::sync::Arc;
@@ -273,16 +273,20 @@ pub trait RootView: Send + Sync {
 
 /// What the passage index knows of the files of one retrieve query's scope.
 pub trait PassageIndex: Sync {
-    /// `file`'s passage figures for the query and its content counts, if the index holds
-    /// the text `file` has on disk now (its walk `stat`, else a fresh `lstat`); `None`:
-    /// read it.
-    fn doc(&self, file: &Entry) -> Option<(Counts, IndexedDoc)>;
+    /// Where the index holds `file`'s text, with its totals and content counts, if it
+    /// holds the text `file` has on disk now (its walk `stat`, else a fresh `lstat`);
+    /// `None`: read it.
+    fn locate(&self, file: &Entry) -> Option<(Counts, Located)>;
 
-    /// The redacted (line-preserving) text the figures of [`PassageIndex::doc`] were
-    /// made from, to print passages of; `None` if it is no longer at hand.
+    /// The passages holding a query term of the files `located` (each with the
+    /// caller's doc number); `None` on damage (the caller then reads every file).
+    fn hits(&self, located: &[(Located, u32)]) -> Option<IndexedHits>;
+
+    /// The redacted (line-preserving) text `file`'s postings were made from, to print
+    /// passages of; `None` if it is no longer at hand.
     fn text(&self, file: &Entry) -> Option<Arc<str>>;
 
-    /// Told when a passage read back did not hold what [`PassageIndex::doc`] said (the
+    /// Told when a passage read back did not hold what [`PassageIndex::hits`] said (the
     /// call then answers from a scan).
     fn mismatch(&self);
 }

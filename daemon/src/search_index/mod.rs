@@ -28,7 +28,7 @@ use crate::cache::{
 use crate::engine::Counts;
 use crate::fs::{StatBatch, StatKey};
 use foldhash::HashMap;
-use passages::{FileTerms, IndexedDoc, PassageSegment, Posting, SegmentBuilder};
+use passages::{FileTerms, IndexedHits, Located, PassageSegment, Posting, SegmentBuilder};
 use plan::{Gram, GramPlan};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -549,24 +549,56 @@ pub struct PassageScreen {
 }
 
 impl PassageScreen {
-    /// What the index knows of `rel` for this query, with its content counts, if it holds
-    /// the file's text at its current stat (`walked`, else an `lstat` through `stats`);
-    /// `None`: read it.
-    pub fn doc(
+    /// Where the index holds `rel`'s text and its totals, with its content counts, if
+    /// it holds the text `rel` has at its current stat (`walked`, else an `lstat`
+    /// through `stats`) and its segment's passages are built; `None`: read it.
+    pub fn locate(
         &self,
         stats: &StatBatch,
         rel: &str,
         walked: Option<StatKey>,
-    ) -> Option<(&Counts, IndexedDoc)> {
+    ) -> Option<(&Counts, Located)> {
         let slot = self.index.files.get(rel)?;
         let number = slot.number?;
-        let postings = self.postings.get(slot.segment as usize)?.as_ref()?;
+        self.postings.get(slot.segment as usize)?.as_ref()?;
+        let segment = self.index.passages.get(slot.segment as usize)?.get()?;
+        let (passages, tokens) = segment.totals(number)?;
         let stat = walked.or_else(|| stats.lstat(rel))?;
         if !slot.known_at(&stat) {
             return None;
         }
-        let segment = self.index.passages.get(slot.segment as usize)?.get()?;
-        Some((&slot.counts, segment.doc(number, postings)?))
+        let located = Located {
+            segment: slot.segment,
+            number,
+            passages,
+            tokens,
+        };
+        Some((&slot.counts, located))
+    }
+
+    /// The passages holding a query term of the files `located` (each with the caller's
+    /// doc number), per segment in parallel. `None` on damage (the caller then scans).
+    pub fn hits(&self, located: &[(Located, u32)]) -> Option<IndexedHits> {
+        let mut by_segment: Vec<Vec<(u32, u32)>> = vec![Vec::new(); self.postings.len()];
+        for (at, doc) in located {
+            by_segment.get_mut(at.segment as usize)?.push((at.number, *doc));
+        }
+        let parts: Vec<Option<IndexedHits>> = by_segment
+            .into_par_iter()
+            .enumerate()
+            .filter(|(_, files)| !files.is_empty())
+            .map(|(segment, mut files)| {
+                files.sort_unstable();
+                let postings = self.postings.get(segment)?.as_ref()?;
+                let table = self.index.passages.get(segment)?.get()?;
+                table.hits(postings, &files)
+            })
+            .collect();
+        let mut out = IndexedHits::default();
+        for part in parts {
+            out.append(part?);
+        }
+        Some(out)
     }
 
     /// The record `rel`'s indexed text was made from (its text is the one to print).

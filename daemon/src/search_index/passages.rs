@@ -241,26 +241,57 @@ pub struct PassageSegment {
     lengths: Vec<u32>,
 }
 
-/// What the index knows of one file for one query: the figures a scan would compute.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IndexedDoc {
+/// A file's place in the passage index and its totals (what it adds to BM25's passage
+/// and token counts whatever the query).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Located {
+    pub segment: u32,
+    pub number: u32,
     pub passages: u64,
     pub tokens: u64,
+}
+
+/// The passages of a query's files that hold a query term, as a scan would find them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IndexedHits {
     /// Per query term: passages holding it.
     pub df: Vec<u64>,
-    /// The passages holding a query term, in order.
-    pub candidates: Vec<IndexedPassage>,
+    pub passages: Vec<IndexedPassage>,
+    /// Every passage's (query term, occurrences), each passage's run in order of first
+    /// occurrence (the order BM25's terms are summed in).
+    pub hits: Vec<(u32, u32)>,
 }
 
 /// A passage holding a query term.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexedPassage {
+    /// The caller's number for its file.
+    pub doc: u32,
     /// Its number in the file (0 for the first).
     pub ordinal: u32,
     /// Tokens.
-    pub length: u64,
-    /// (query term, occurrences) in order of first occurrence.
-    pub hits: Vec<(usize, u64)>,
+    pub length: u32,
+    /// Its run in [`IndexedHits::hits`].
+    pub hits: std::ops::Range<u32>,
+}
+
+impl IndexedHits {
+    /// Appends `other` (its runs moved after this one's).
+    pub fn append(&mut self, other: IndexedHits) {
+        let shift = self.hits.len() as u32;
+        if self.df.len() < other.df.len() {
+            self.df.resize(other.df.len(), 0);
+        }
+        for (sum, n) in self.df.iter_mut().zip(&other.df) {
+            *sum += n;
+        }
+        self.passages
+            .extend(other.passages.into_iter().map(|p| IndexedPassage {
+                hits: p.hits.start + shift..p.hits.end + shift,
+                ..p
+            }));
+        self.hits.extend(other.hits);
+    }
 }
 
 impl PassageSegment {
@@ -301,42 +332,61 @@ impl PassageSegment {
         (start, end - start)
     }
 
-    /// File `number`'s figures for a query whose terms' postings in this segment are
-    /// `postings` (each sorted by file and passage); `None` when the file has none here.
-    pub fn doc(&self, number: u32, postings: &[Vec<Posting>]) -> Option<IndexedDoc> {
-        let &(tokens, at, count) = self.files.get(number as usize)?.as_ref()?;
-        let lengths = self.lengths.get(at as usize..(at + count) as usize)?;
-        let mut df = vec![0u64; postings.len()];
-        // (passage, first position, term, occurrences) of this file.
-        let mut found: Vec<(u32, u32, usize, u32)> = Vec::new();
+    /// File `number`'s passage and token counts; `None` when its text was not analysed.
+    pub fn totals(&self, number: u32) -> Option<(u64, u64)> {
+        let &(tokens, _, count) = self.files.get(number as usize)?.as_ref()?;
+        Some((u64::from(count), tokens))
+    }
+
+    /// The passages of `files` (file number, the caller's doc number; sorted by file
+    /// number) that hold one of a query's terms, whose postings in this segment are
+    /// `postings` (one list per term, each sorted by file and passage). `None` when the
+    /// postings name a passage the table does not have (damage).
+    pub fn hits(&self, postings: &[Vec<Posting>], files: &[(u32, u32)]) -> Option<IndexedHits> {
+        let mut out = IndexedHits {
+            df: vec![0; postings.len()],
+            ..IndexedHits::default()
+        };
+        // (doc, passage, first position, term, occurrences, file number) of the files.
+        let mut found: Vec<(u32, u32, u32, u32, u32, u32)> = Vec::new();
         for (term, list) in postings.iter().enumerate() {
-            let from = list.partition_point(|p| p.file < number);
-            for p in list[from..].iter().take_while(|p| p.file == number) {
-                df[term] += 1;
-                found.push((p.passage, p.first, term, p.occurrences));
+            let mut at = 0;
+            for p in list {
+                while at < files.len() && files[at].0 < p.file {
+                    at += 1;
+                }
+                match files.get(at) {
+                    Some(&(number, doc)) if number == p.file => {
+                        out.df[term] += 1;
+                        found.push((doc, p.passage, p.first, term as u32, p.occurrences, number));
+                    }
+                    Some(_) => {}
+                    None => break,
+                }
             }
         }
         found.sort_unstable();
-        let mut candidates: Vec<IndexedPassage> = Vec::new();
-        for (passage, _, term, occurrences) in found {
-            let length = u64::from(*lengths.get(passage as usize)?);
-            match candidates.last_mut() {
-                Some(last) if last.ordinal == passage => {
-                    last.hits.push((term, u64::from(occurrences)));
+        for (doc, passage, _, term, occurrences, number) in found {
+            let at = out.hits.len() as u32;
+            out.hits.push((term, occurrences));
+            match out.passages.last_mut() {
+                Some(last) if last.doc == doc && last.ordinal == passage => last.hits.end = at + 1,
+                _ => {
+                    let &(_, first, count) = self.files.get(number as usize)?.as_ref()?;
+                    if passage >= count {
+                        return None;
+                    }
+                    let length = *self.lengths.get((first + passage) as usize)?;
+                    out.passages.push(IndexedPassage {
+                        doc,
+                        ordinal: passage,
+                        length,
+                        hits: at..at + 1,
+                    });
                 }
-                _ => candidates.push(IndexedPassage {
-                    ordinal: passage,
-                    length,
-                    hits: vec![(term, u64::from(occurrences))],
-                }),
             }
         }
-        Some(IndexedDoc {
-            passages: u64::from(count),
-            tokens,
-            df,
-            candidates,
-        })
+        Some(out)
     }
 }
 
@@ -422,17 +472,20 @@ mod tests {
         );
         assert_eq!(lookup(&blob, &seg, "beta")[0], p(0, 0, 1, 1));
         assert!(lookup(&blob, &seg, "gamma").is_empty());
-        let doc = seg
-            .doc(2, &[alpha.clone(), lookup(&blob, &seg, "beta")])
-            .unwrap();
-        assert_eq!(
-            (doc.passages, doc.tokens, doc.df.clone()),
-            (2, 60, vec![2, 2])
-        );
+        let beta = lookup(&blob, &seg, "beta");
+        assert_eq!(seg.totals(2), Some((2, 60)));
+        assert_eq!(seg.totals(1), None, "not analysed: read it");
+        // Only the files asked for, under the caller's numbers.
+        let hits = seg.hits(&[alpha, beta], &[(2, 7)]).unwrap();
+        assert_eq!(hits.df, vec![2, 2]);
+        let got: Vec<_> = hits.passages.iter().map(|p| (p.doc, p.ordinal, p.length)).collect();
+        assert_eq!(got, vec![(7, 0, 48), (7, 1, 12)]);
         // "beta" comes first in every passage of file 2.
-        assert_eq!(doc.candidates[1].hits, vec![(1, 6), (0, 6)]);
-        assert_eq!(doc.candidates[1].length, 12);
-        assert!(seg.doc(1, &[alpha]).is_none(), "not analysed: read it");
+        let second = &hits.passages[1];
+        assert_eq!(
+            &hits.hits[second.hits.start as usize..second.hits.end as usize],
+            &[(1, 6), (0, 6)]
+        );
     }
 
     #[test]

@@ -16,10 +16,11 @@ use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::python::text::{char_len, splitlines};
 use crate::passages::{for_each_passage, passage_terms, tokens};
-use crate::search_index::passages::IndexedDoc;
+use crate::search_index::passages::Located;
 use crate::view::{Entry, PassageIndex, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Words a query term never is.
@@ -79,10 +80,11 @@ struct Candidate {
     ordinal: u32,
     /// Where it is in the text: known once the text is at hand (a scanned document, or
     /// an indexed one read back to print).
-    place: Option<Place>,
-    /// (term index, hits) in order of first occurrence: the reference sums BM25 terms
-    /// in that order, and float addition is not associative.
-    hits: Vec<(usize, u64)>,
+    place: Option<Box<Place>>,
+    /// Its run of (term index, hits) in the call's hit list, in order of first
+    /// occurrence: the reference sums BM25 terms in that order, and float addition is
+    /// not associative.
+    hits: Range<u32>,
     length: u64,
     score: f64,
 }
@@ -105,11 +107,16 @@ struct DocScan {
     /// Passages containing each term.
     df: Vec<u64>,
     candidates: Vec<Candidate>,
+    /// The candidates' (term, hits) runs.
+    hits: Vec<(u32, u32)>,
 }
 
-/// One document's redacted text (kept only when it has a candidate passage), content
-/// counts, redacted path and scan.
-type ScannedDoc = (Option<Arc<str>>, Counts, RedactedPath, DocScan);
+/// What one document of the scope adds: found in the passage index, or scanned (with
+/// its text, kept only when it has a candidate passage).
+enum Found {
+    Indexed(Located),
+    Scanned(Option<Arc<str>>, DocScan),
+}
 
 /// Splits `text` into the reference's passages and scores their terms.
 fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocScan {
@@ -118,6 +125,7 @@ fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocS
         tokens: 0,
         df: vec![0; terms.len()],
         candidates: Vec::new(),
+        hits: Vec::new(),
     };
     let base = text.as_ptr() as usize;
     let offset = |s: &str| s.as_ptr() as usize - base;
@@ -132,16 +140,19 @@ fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocS
         if !found.hits.is_empty() {
             let first = parts.first().map_or(0, |s| offset(s));
             let last = parts.last().map_or(0, |s| offset(s) + s.len());
+            let at = scan.hits.len() as u32;
+            scan.hits
+                .extend(found.hits.iter().map(|&(t, n, _)| (t as u32, n as u32)));
             scan.candidates.push(Candidate {
                 doc,
                 ordinal,
-                place: Some(Place {
+                place: Some(Box::new(Place {
                     start_line,
                     end_line,
                     range: (first, last),
                     lines: parts.len(),
-                }),
-                hits: found.hits.into_iter().map(|(t, n, _)| (t, n)).collect(),
+                })),
+                hits: at..scan.hits.len() as u32,
                 length: found.length,
                 score: 0.0,
             });
@@ -150,27 +161,22 @@ fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocS
     scan
 }
 
-impl DocScan {
-    /// What the passage index knows of document `doc`, as a scan would have found it
-    /// (passages without their place in the text).
-    fn indexed(doc: usize, indexed: IndexedDoc) -> DocScan {
-        DocScan {
-            passages: indexed.passages,
-            tokens: indexed.tokens,
-            df: indexed.df,
-            candidates: indexed
-                .candidates
-                .into_iter()
-                .map(|p| Candidate {
-                    doc,
-                    ordinal: p.ordinal,
-                    place: None,
-                    hits: p.hits,
-                    length: p.length,
-                    score: 0.0,
-                })
-                .collect(),
-        }
+/// The call's candidates and their hit runs, gathered from every document.
+#[derive(Default)]
+struct Gathered {
+    candidates: Vec<Candidate>,
+    hits: Vec<(u32, u32)>,
+}
+
+impl Gathered {
+    /// Adds candidates whose runs are in `hits` (moved after the ones held).
+    fn add(&mut self, candidates: impl Iterator<Item = Candidate>, hits: Vec<(u32, u32)>) {
+        let shift = self.hits.len() as u32;
+        self.candidates.extend(candidates.map(|c| Candidate {
+            hits: c.hits.start + shift..c.hits.end + shift,
+            ..c
+        }));
+        self.hits.extend(hits);
     }
 }
 
@@ -258,14 +264,14 @@ fn ranked(
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[Entry] = &files;
 
-    let scanned: Vec<Result<Option<ScannedDoc>, ToolError>> = files
+    let scanned: Vec<Result<Option<(Counts, RedactedPath, Found)>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            if let Some((content_counts, indexed)) = index.and_then(|index| index.doc(entry)) {
+            if let Some((content_counts, at)) = index.and_then(|index| index.locate(entry)) {
                 stop.check()?;
-                let scan = DocScan::indexed(doc, indexed);
-                return Ok(Some((None, content_counts, view.path(&entry.rel), scan)));
+                let path = view.path(&entry.rel);
+                return Ok(Some((content_counts, path, Found::Indexed(at))));
             }
             // Left out silently: the answer's character budget has no room for a note.
             let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
@@ -276,19 +282,20 @@ fn ranked(
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
-            Ok(Some((text, content.counts, path, scan)))
+            Ok(Some((content.counts, path, Found::Scanned(text, scan))))
         })
         .collect();
 
     // Sum in walk order, failing where the reference would.
     let mut texts: Vec<Option<Arc<str>>> = Vec::with_capacity(scanned.len());
     let mut paths = Vec::with_capacity(scanned.len());
-    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut gathered = Gathered::default();
+    let mut located: Vec<(Located, u32)> = Vec::new();
     let mut passages = 0u64;
     let mut total_tokens = 0u64;
     let mut df = vec![0u64; terms.len()];
-    for result in scanned {
-        let Some((text, doc_counts, path, scan)) = result? else {
+    for (doc, result) in scanned.into_iter().enumerate() {
+        let Some((doc_counts, path, found)) = result? else {
             // Skipped (it vanished or kept changing): keeps its slot, has no passage.
             texts.push(None);
             paths.push(RedactedPath::default());
@@ -296,35 +303,67 @@ fn ranked(
         };
         counts.merge(&doc_counts);
         counts.merge(&path.counts);
-        passages += scan.passages;
+        paths.push(path);
+        let (doc_passages, doc_tokens) = match found {
+            Found::Indexed(at) => {
+                located.push((at, doc as u32));
+                texts.push(None);
+                (at.passages, at.tokens)
+            }
+            Found::Scanned(text, scan) => {
+                for (sum, n) in df.iter_mut().zip(&scan.df) {
+                    *sum += n;
+                }
+                gathered.add(scan.candidates.into_iter(), scan.hits);
+                texts.push(text);
+                (scan.passages, scan.tokens)
+            }
+        };
+        passages += doc_passages;
         if args.max_passages.is_some_and(|max| passages > max) {
             return Err(ToolError::RetrievalPassages);
         }
-        total_tokens += scan.tokens;
-        for (sum, n) in df.iter_mut().zip(&scan.df) {
-            *sum += n;
-        }
-        candidates.extend(scan.candidates);
-        texts.push(text);
-        paths.push(path);
+        total_tokens += doc_tokens;
     }
     if let Some(error) = cut {
         return Err(error);
     }
-    if candidates.is_empty() {
+    if let (Some(index), false) = (index, located.is_empty()) {
+        let Some(found) = index.hits(&located) else {
+            return Ok(None);
+        };
+        for (sum, n) in df.iter_mut().zip(&found.df) {
+            *sum += n;
+        }
+        let candidates = found.passages.into_iter().map(|p| Candidate {
+            doc: p.doc as usize,
+            ordinal: p.ordinal,
+            place: None,
+            hits: p.hits,
+            length: u64::from(p.length),
+            score: 0.0,
+        });
+        gathered.add(candidates, found.hits);
+    }
+    if gathered.candidates.is_empty() {
         return Ok(Some("No matches.\n".into()));
     }
 
     let average = (total_tokens as f64 / passages.max(1) as f64).max(1.0);
+    let Gathered {
+        mut candidates,
+        hits,
+    } = gathered;
+    let run = |c: &Candidate| &hits[c.hits.start as usize..c.hits.end as usize];
     for candidate in &mut candidates {
         let length = candidate.length as f64;
-        candidate.score = candidate.hits.iter().fold(0.0, |score, &(term, hits)| {
-            let frequency = df[term];
+        candidate.score = run(candidate).iter().fold(0.0, |score, &(term, n)| {
+            let frequency = df[term as usize];
             let idf = (1.0
                 + ((passages as f64 - frequency as f64) + 0.5) / (frequency as f64 + 0.5))
                 .ln();
-            let hits = hits as f64;
-            score + idf * (hits * 2.2) / (hits + 1.2 * (0.25 + 0.75 * length / average))
+            let n = f64::from(n);
+            score + idf * (n * 2.2) / (n + 1.2 * (0.25 + 0.75 * length / average))
         });
     }
     // Distinct terms, score, ref, place in the document: a total order (no two
@@ -355,10 +394,7 @@ fn ranked(
     let mut read_back: Vec<(usize, Arc<str>, DocScan)> = Vec::new();
     for candidate in &candidates {
         let (text, place) = match &candidate.place {
-            Some(place) => (
-                texts[candidate.doc].clone().unwrap_or_default(),
-                place.clone(),
-            ),
+            Some(place) => (texts[candidate.doc].clone().unwrap_or_default(), place.clone()),
             None => {
                 let known = read_back.iter().position(|r| r.0 == candidate.doc);
                 let at = match (known, index) {
@@ -376,8 +412,8 @@ fn ranked(
                 let (_, text, scan) = &read_back[at];
                 let same = scan.candidates.iter().find(|c| {
                     c.ordinal == candidate.ordinal
-                        && c.hits == candidate.hits
                         && c.length == candidate.length
+                        && scan.hits[c.hits.start as usize..c.hits.end as usize] == *run(candidate)
                 });
                 let Some(place) = same.and_then(|c| c.place.clone()) else {
                     return Ok(None);
