@@ -27,6 +27,7 @@ use crate::cache::{
 };
 use crate::engine::Counts;
 use crate::fs::{StatBatch, StatKey};
+use crate::view::RedactedPath;
 use foldhash::HashMap;
 use passages::{FileTerms, IndexedHits, Located, PassageSegment, Posting, SegmentBuilder};
 use plan::{Gram, GramPlan};
@@ -60,6 +61,9 @@ struct Slot {
     not_text: bool,
     record: FileRecord,
     counts: Counts,
+    /// Its redacted path under the index's policy, kept by the first retrieve that
+    /// needed it (whole-root retrieves need every file's: one lookup instead of two).
+    path: OnceLock<RedactedPath>,
 }
 
 /// A file table row as stored.
@@ -130,6 +134,7 @@ impl SearchIndex {
                     not_text: row.not_text,
                     record: row.record,
                     counts: record::load_counts(&row.counts)?,
+                    path: OnceLock::new(),
                 };
                 files.insert(row.rel.into_boxed_str(), slot);
             }
@@ -220,6 +225,7 @@ impl SearchIndex {
                     not_text,
                     record,
                     counts,
+                    path: OnceLock::new(),
                 };
                 index.insert(rel.into_boxed_str(), slot);
             }
@@ -549,15 +555,17 @@ pub struct PassageScreen {
 }
 
 impl PassageScreen {
-    /// Where the index holds `rel`'s text and its totals, with its content counts, if
-    /// it holds the text `rel` has at its current stat (`walked`, else an `lstat`
-    /// through `stats`) and its segment's passages are built; `None`: read it.
+    /// Where the index holds `rel`'s text and its totals, with its content counts and
+    /// redacted path (`path` makes it the first time), if it holds the text `rel` has at
+    /// its current stat (`walked`, else an `lstat` through `stats`) and its segment's
+    /// passages are built; `None`: read it.
     pub fn locate(
         &self,
         stats: &StatBatch,
         rel: &str,
         walked: Option<StatKey>,
-    ) -> Option<(&Counts, Located)> {
+        path: impl FnOnce() -> RedactedPath,
+    ) -> Option<(&Counts, &RedactedPath, Located)> {
         let slot = self.index.files.get(rel)?;
         let number = slot.number?;
         self.postings.get(slot.segment as usize)?.as_ref()?;
@@ -573,7 +581,7 @@ impl PassageScreen {
             passages,
             tokens,
         };
-        Some((&slot.counts, located))
+        Some((&slot.counts, slot.path.get_or_init(path), located))
     }
 
     /// The passages holding a query term of the files `located` (each with the caller's
@@ -581,7 +589,9 @@ impl PassageScreen {
     pub fn hits(&self, located: &[(Located, u32)]) -> Option<IndexedHits> {
         let mut by_segment: Vec<Vec<(u32, u32)>> = vec![Vec::new(); self.postings.len()];
         for (at, doc) in located {
-            by_segment.get_mut(at.segment as usize)?.push((at.number, *doc));
+            by_segment
+                .get_mut(at.segment as usize)?
+                .push((at.number, *doc));
         }
         let parts: Vec<Option<IndexedHits>> = by_segment
             .into_par_iter()

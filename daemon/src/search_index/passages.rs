@@ -478,7 +478,11 @@ mod tests {
         // Only the files asked for, under the caller's numbers.
         let hits = seg.hits(&[alpha, beta], &[(2, 7)]).unwrap();
         assert_eq!(hits.df, vec![2, 2]);
-        let got: Vec<_> = hits.passages.iter().map(|p| (p.doc, p.ordinal, p.length)).collect();
+        let got: Vec<_> = hits
+            .passages
+            .iter()
+            .map(|p| (p.doc, p.ordinal, p.length))
+            .collect();
         assert_eq!(got, vec![(7, 0, 48), (7, 1, 12)]);
         // "beta" comes first in every passage of file 2.
         let second = &hits.passages[1];

@@ -268,9 +268,8 @@ fn ranked(
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            if let Some((content_counts, at)) = index.and_then(|index| index.locate(entry)) {
+            if let Some((content_counts, path, at)) = index.and_then(|index| index.locate(entry)) {
                 stop.check()?;
-                let path = view.path(&entry.rel);
                 return Ok(Some((content_counts, path, Found::Indexed(at))));
             }
             // Left out silently: the answer's character budget has no room for a note.
@@ -394,7 +393,10 @@ fn ranked(
     let mut read_back: Vec<(usize, Arc<str>, DocScan)> = Vec::new();
     for candidate in &candidates {
         let (text, place) = match &candidate.place {
-            Some(place) => (texts[candidate.doc].clone().unwrap_or_default(), place.clone()),
+            Some(place) => (
+                texts[candidate.doc].clone().unwrap_or_default(),
+                place.clone(),
+            ),
             None => {
                 let known = read_back.iter().position(|r| r.0 == candidate.doc);
                 let at = match (known, index) {
