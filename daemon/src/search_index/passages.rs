@@ -1,8 +1,10 @@
 //! The passage index: for each segment of the search index, which passages of which of
-//! its files hold each term (retrieve's tokens, casefolded), how often and at which token
-//! first, and every passage's length in tokens. That is all BM25 and retrieve's ranking
-//! need, so a whole-root `retrieve` reads the postings of its few terms instead of every
-//! file; only the passages it prints are read.
+//! its files hold each term (retrieve's tokens, casefolded) and how often, and every
+//! passage's length in tokens. That is what BM25 and retrieve's ranking need, so a
+//! whole-root `retrieve` reads the postings of its few terms instead of every file. Not
+//! stored: where in a passage a term first occurs, which orders the summing of a score's
+//! terms (float addition is not associative past two terms); retrieve reads that back
+//! for the few passages whose rank it can change (`tools::retrieve`).
 //!
 //! Built per segment after the gram postings (in the background, from the cached redacted
 //! text of the very version each file was indexed at) and stored under the same
@@ -11,10 +13,13 @@
 //!
 //! Shape of one segment: postings in [`BUCKETS`] buckets by a stable hash of the term; a
 //! bucket value is a run of entries sorted by term,
-//! `[term length][term][entry length][count][(file gap, passage, occurrences, first)…]`
-//! (varints; the passage is a delta from the previous one when the file gap is 0). A table
-//! (kept in memory) holds the buckets' offsets and, per file number, its token count and
-//! passage lengths. Anything that does not decode answers "unknown" (the file is read).
+//! `[term length][term][entry length][count][posting…]`, a posting being a varint
+//! `where << 2 | (occurrences > 1) << 1 | new file`, `where` the file gap (then the
+//! passage follows) for a file's first posting, else the passage delta - 1; then, when
+//! more than one, `occurrences - 2`. Most postings are a further passage of the same file
+//! holding the term once: one byte. A table (kept in memory) holds the buckets' offsets
+//! and, per file number, its token count and passage lengths. Anything that does not
+//! decode answers "unknown" (the file is read).
 
 use super::postings::{push_varint, read_varint};
 use crate::engine::placeholder::casefold;
@@ -27,7 +32,7 @@ use serde::{Deserialize, Serialize};
 pub const BUCKETS: usize = 4096;
 
 /// Version of the stored shape; a table of another version is rebuilt.
-const PASSAGE_FORMAT: u32 = 1;
+const PASSAGE_FORMAT: u32 = 3;
 
 /// The bucket of a term: a hash that never changes between runs (it is stored).
 pub fn bucket_of(term: &str) -> usize {
@@ -42,8 +47,6 @@ pub struct Posting {
     pub file: u32,
     pub passage: u32,
     pub occurrences: u32,
-    /// Position of its first token in the passage.
-    pub first: u32,
 }
 
 /// One file's passages, with file-local term numbers.
@@ -52,8 +55,8 @@ pub struct FileTerms {
     /// Tokens of each passage.
     lengths: Vec<u32>,
     names: Vec<String>,
-    /// (local term, passage, occurrences, first position), by passage.
-    postings: Vec<(u32, u32, u32, u32)>,
+    /// (local term, passage, occurrences), by passage.
+    postings: Vec<(u32, u32, u32)>,
 }
 
 impl FileTerms {
@@ -68,7 +71,6 @@ impl FileTerms {
             let mut length = 0u32;
             for line in lines {
                 for_each_token(line, &mut |token| {
-                    let position = length;
                     length += 1;
                     let plain = token.is_ascii() && !token.bytes().any(|b| b.is_ascii_uppercase());
                     let folded;
@@ -93,7 +95,7 @@ impl FileTerms {
                         out.postings[last.1].2 += 1;
                     } else {
                         *last = (passage + 1, out.postings.len());
-                        out.postings.push((number, passage, 1, position));
+                        out.postings.push((number, passage, 1));
                     }
                 });
             }
@@ -119,8 +121,8 @@ struct StoredTable {
 pub struct SegmentBuilder {
     numbers: HashMap<String, u32>,
     names: Vec<String>,
-    /// (term, file, passage, occurrences, first), by file then passage.
-    postings: Vec<(u32, u32, u32, u32, u32)>,
+    /// (term, file, passage, occurrences), by file then passage.
+    postings: Vec<(u32, u32, u32, u32)>,
     files: Vec<Option<Vec<u32>>>,
 }
 
@@ -156,7 +158,7 @@ impl SegmentBuilder {
             terms
                 .postings
                 .iter()
-                .map(|&(t, passage, n, first)| (global[t as usize], file, passage, n, first)),
+                .map(|&(t, passage, n)| (global[t as usize], file, passage, n)),
         );
         self.files.push(Some(terms.lengths));
     }
@@ -171,10 +173,10 @@ impl SegmentBuilder {
         for t in 0..self.names.len() {
             starts[t + 1] += starts[t];
         }
-        let mut grouped = vec![(0, 0, 0, 0); self.postings.len()];
+        let mut grouped = vec![(0, 0, 0); self.postings.len()];
         let mut next = starts.clone();
-        for &(t, file, passage, n, first) in &self.postings {
-            grouped[next[t as usize]] = (file, passage, n, first);
+        for &(t, file, passage, n) in &self.postings {
+            grouped[next[t as usize]] = (file, passage, n);
             next[t as usize] += 1;
         }
         drop(self.postings);
@@ -197,22 +199,23 @@ impl SegmentBuilder {
             entry.clear();
             let postings = &grouped[starts[t]..starts[t + 1]];
             push_varint(&mut entry, postings.len() as u32);
-            let mut previous = (0u32, 0u32);
-            for (k, &(file, passage, n, first)) in postings.iter().enumerate() {
-                let gap = if k == 0 { file } else { file - previous.0 };
-                push_varint(&mut entry, gap);
-                let same_file = k > 0 && gap == 0;
-                push_varint(
-                    &mut entry,
-                    if same_file {
-                        passage - previous.1
-                    } else {
-                        passage
-                    },
-                );
-                push_varint(&mut entry, n);
-                push_varint(&mut entry, first);
-                previous = (file, passage);
+            let mut previous: Option<(u32, u32)> = None;
+            for &(file, passage, n) in postings {
+                let multi = u32::from(n > 1) << 1;
+                match previous {
+                    Some((f, p)) if f == file => {
+                        push_varint(&mut entry, ((passage - p - 1) << 2) | multi);
+                    }
+                    _ => {
+                        let gap = file - previous.map_or(0, |(f, _)| f);
+                        push_varint(&mut entry, (gap << 2) | multi | 1);
+                        push_varint(&mut entry, passage);
+                    }
+                }
+                if n > 1 {
+                    push_varint(&mut entry, n - 2);
+                }
+                previous = Some((file, passage));
             }
             push_varint(&mut blob, name.len() as u32);
             blob.extend_from_slice(name.as_bytes());
@@ -257,8 +260,8 @@ pub struct IndexedHits {
     /// Per query term: passages holding it.
     pub df: Vec<u64>,
     pub passages: Vec<IndexedPassage>,
-    /// Every passage's (query term, occurrences), each passage's run in order of first
-    /// occurrence (the order BM25's terms are summed in).
+    /// Every passage's (query term, occurrences), each passage's run by term (not in
+    /// the order of first occurrence, which the index does not know).
     pub hits: Vec<(u32, u32)>,
 }
 
@@ -347,8 +350,8 @@ impl PassageSegment {
             df: vec![0; postings.len()],
             ..IndexedHits::default()
         };
-        // (doc, passage, first position, term, occurrences, file number) of the files.
-        let mut found: Vec<(u32, u32, u32, u32, u32, u32)> = Vec::new();
+        // (doc, passage, term, occurrences, file number) of the files.
+        let mut found: Vec<(u32, u32, u32, u32, u32)> = Vec::new();
         for (term, list) in postings.iter().enumerate() {
             let mut at = 0;
             for p in list {
@@ -358,7 +361,7 @@ impl PassageSegment {
                 match files.get(at) {
                     Some(&(number, doc)) if number == p.file => {
                         out.df[term] += 1;
-                        found.push((doc, p.passage, p.first, term as u32, p.occurrences, number));
+                        found.push((doc, p.passage, term as u32, p.occurrences, number));
                     }
                     Some(_) => {}
                     None => break,
@@ -366,7 +369,7 @@ impl PassageSegment {
             }
         }
         found.sort_unstable();
-        for (doc, passage, _, term, occurrences, number) in found {
+        for (doc, passage, term, occurrences, number) in found {
             let at = out.hits.len() as u32;
             out.hits.push((term, occurrences));
             match out.passages.last_mut() {
@@ -414,21 +417,23 @@ pub fn postings_of(bucket: &[u8], term: &str) -> Option<Vec<Posting>> {
         let mut out = Vec::with_capacity(count.min(entry.len() / 4));
         let (mut file, mut passage) = (0u32, 0u32);
         for k in 0..count {
-            let gap = read_varint(entry, &mut pos)?;
-            let step = read_varint(entry, &mut pos)?;
-            file = file.checked_add(gap)?;
-            passage = if k > 0 && gap == 0 {
-                passage.checked_add(step)?
+            let head = read_varint(entry, &mut pos)?;
+            if head & 1 == 1 {
+                file = file.checked_add(head >> 2)?;
+                passage = read_varint(entry, &mut pos)?;
+            } else if k == 0 {
+                return None; // the first posting always names its file
             } else {
-                step
+                passage = passage.checked_add((head >> 2) + 1)?;
+            }
+            let occurrences = match head & 2 {
+                0 => 1,
+                _ => read_varint(entry, &mut pos)?.checked_add(2)?,
             };
-            let occurrences = read_varint(entry, &mut pos)?;
-            let first = read_varint(entry, &mut pos)?;
             out.push(Posting {
                 file,
                 passage,
                 occurrences,
-                first,
             });
         }
         return (pos == entry.len()).then_some(out);
@@ -457,20 +462,30 @@ mod tests {
     #[test]
     fn postings_round_trip_by_file_and_passage() {
         let long = "Beta alpha\n".repeat(30);
-        let (blob, seg) = segment(&[Some("alpha beta\nALPHA"), None, Some(&long)]);
+        let many: String = (0..200).map(|i| format!("x{i}\n\n\n\nalpha\n")).collect();
+        let (blob, seg) = segment(&[
+            Some("alpha beta\nALPHA"),
+            None,
+            Some(&long),
+            Some(&many),
+        ]);
         let alpha = lookup(&blob, &seg, "alpha");
-        let p = |file, passage, occurrences, first| Posting {
+        let p = |file, passage, occurrences| Posting {
             file,
             passage,
             occurrences,
-            first,
         };
         assert_eq!(
-            alpha,
-            vec![p(0, 0, 2, 0), p(2, 0, 24, 1), p(2, 1, 6, 1)],
+            alpha[..3],
+            [p(0, 0, 2), p(2, 0, 24), p(2, 1, 6)],
             "24 lines close a passage"
         );
-        assert_eq!(lookup(&blob, &seg, "beta")[0], p(0, 0, 1, 1));
+        // Passages far apart in one file, one occurrence each.
+        let file3 = &alpha[3..];
+        assert!(file3.iter().map(|q| (q.file, q.passage)).eq((0..42).map(|n| (3, n))));
+        assert_eq!(file3.iter().map(|q| q.occurrences).sum::<u32>(), 200);
+        assert_eq!(lookup(&blob, &seg, "beta")[0], p(0, 0, 1));
+        assert_eq!(lookup(&blob, &seg, "x199"), vec![p(3, 41, 1)]);
         assert!(lookup(&blob, &seg, "gamma").is_empty());
         let beta = lookup(&blob, &seg, "beta");
         assert_eq!(seg.totals(2), Some((2, 60)));
@@ -484,11 +499,11 @@ mod tests {
             .map(|p| (p.doc, p.ordinal, p.length))
             .collect();
         assert_eq!(got, vec![(7, 0, 48), (7, 1, 12)]);
-        // "beta" comes first in every passage of file 2.
+        // Each passage's hits, by term.
         let second = &hits.passages[1];
         assert_eq!(
             &hits.hits[second.hits.start as usize..second.hits.end as usize],
-            &[(1, 6), (0, 6)]
+            &[(0, 6), (1, 6)]
         );
     }
 

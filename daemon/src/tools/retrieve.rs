@@ -351,19 +351,23 @@ fn ranked(
     let average = (total_tokens as f64 / passages.max(1) as f64).max(1.0);
     let Gathered {
         mut candidates,
-        hits,
+        mut hits,
     } = gathered;
-    let run = |c: &Candidate| &hits[c.hits.start as usize..c.hits.end as usize];
-    for candidate in &mut candidates {
-        let length = candidate.length as f64;
-        candidate.score = run(candidate).iter().fold(0.0, |score, &(term, n)| {
+    // BM25 of one passage, its terms summed in the order given.
+    let bm25 = |run: &[(u32, u32)], length: u64| {
+        let length = length as f64;
+        run.iter().fold(0.0, |score, &(term, n)| {
             let frequency = df[term as usize];
             let idf = (1.0
                 + ((passages as f64 - frequency as f64) + 0.5) / (frequency as f64 + 0.5))
                 .ln();
             let n = f64::from(n);
             score + idf * (n * 2.2) / (n + 1.2 * (0.25 + 0.75 * length / average))
-        });
+        })
+    };
+    for candidate in &mut candidates {
+        let run = &hits[candidate.hits.start as usize..candidate.hits.end as usize];
+        candidate.score = bm25(run, candidate.length);
     }
     // Distinct terms, score, ref, place in the document: a total order (no two
     // candidates tie on all four), so taking the first `max_results` and sorting only
@@ -380,48 +384,77 @@ fn ranked(
     let max_results = args.max_results as usize;
     if total > max_results {
         candidates.select_nth_unstable_by(max_results - 1, order);
-        candidates.truncate(max_results);
+        // An indexed passage with three or more terms has a score summed in term order,
+        // a few ulps (1e-14 relative at most) from the exact one: whatever is that close
+        // to the last place may still take it, and is settled below too.
+        let last = &candidates[max_results - 1];
+        let (distinct, reach) = (last.hits.len(), last.score - last.score.abs() * 1e-9);
+        let mut kept = max_results;
+        for i in max_results..total {
+            if candidates[i].hits.len() == distinct && candidates[i].score >= reach {
+                candidates.swap(kept, i);
+                kept += 1;
+            }
+        }
+        candidates.truncate(kept);
+    }
+    // Indexed passages are read back: their place in the text, and for three terms or
+    // more the order their terms first occur in, which makes the exact score.
+    let mut wanted: Vec<usize> = candidates
+        .iter()
+        .filter(|c| c.place.is_none())
+        .map(|c| c.doc)
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let read_back: Vec<Option<(Arc<str>, DocScan)>> = wanted
+        .par_iter()
+        .map(|&doc| {
+            let text = index?.text(&files[doc])?;
+            let scan = scan_document(doc, &text, terms);
+            Some((text, scan))
+        })
+        .collect();
+    let mut scans: HashMap<usize, DocScan> = HashMap::new();
+    for (doc, found) in wanted.into_iter().zip(read_back) {
+        let Some((text, scan)) = found else {
+            return Ok(None);
+        };
+        texts[doc] = Some(text);
+        scans.insert(doc, scan);
+    }
+    for candidate in &mut candidates {
+        if candidate.place.is_some() {
+            continue;
+        }
+        let Some(scan) = scans.get(&candidate.doc) else {
+            return Ok(None);
+        };
+        let run = candidate.hits.start as usize..candidate.hits.end as usize;
+        let same = scan.candidates.iter().find(|c| {
+            let exact = &scan.hits[c.hits.start as usize..c.hits.end as usize];
+            let mut a = exact.to_vec();
+            a.sort_unstable();
+            c.ordinal == candidate.ordinal && c.length == candidate.length && a == hits[run.clone()]
+        });
+        let Some(same) = same else {
+            return Ok(None);
+        };
+        hits[run.clone()].copy_from_slice(&scan.hits[same.hits.start as usize..same.hits.end as usize]);
+        candidate.score = bm25(&hits[run], candidate.length);
+        candidate.place = same.place.clone();
     }
     candidates.sort_by(order);
+    candidates.truncate(max_results);
 
     let max_chars = args.max_chars as usize;
     let marker_chars = char_len(TRUNCATED_MARKER);
     let mut output = String::new();
     let mut output_chars = 0usize;
     let mut selected = 0usize;
-    // Indexed documents read back to print from: (doc, text, its scan).
-    let mut read_back: Vec<(usize, Arc<str>, DocScan)> = Vec::new();
     for candidate in &candidates {
-        let (text, place) = match &candidate.place {
-            Some(place) => (
-                texts[candidate.doc].clone().unwrap_or_default(),
-                place.clone(),
-            ),
-            None => {
-                let known = read_back.iter().position(|r| r.0 == candidate.doc);
-                let at = match (known, index) {
-                    (Some(at), _) => at,
-                    (None, Some(index)) => {
-                        let Some(text) = index.text(&files[candidate.doc]) else {
-                            return Ok(None);
-                        };
-                        let scan = scan_document(candidate.doc, &text, terms);
-                        read_back.push((candidate.doc, text, scan));
-                        read_back.len() - 1
-                    }
-                    (None, None) => return Ok(None),
-                };
-                let (_, text, scan) = &read_back[at];
-                let same = scan.candidates.iter().find(|c| {
-                    c.ordinal == candidate.ordinal
-                        && c.length == candidate.length
-                        && scan.hits[c.hits.start as usize..c.hits.end as usize] == *run(candidate)
-                });
-                let Some(place) = same.and_then(|c| c.place.clone()) else {
-                    return Ok(None);
-                };
-                (text.clone(), place)
-            }
+        let (Some(text), Some(place)) = (&texts[candidate.doc], &candidate.place) else {
+            return Ok(None);
         };
         let path = &paths[candidate.doc];
         let entry = format!(
@@ -431,7 +464,7 @@ fn ranked(
             place.start_line,
             place.end_line,
             candidate.score,
-            passage_text(&text, &place)
+            passage_text(text, place)
         );
         let entry_chars = char_len(&entry);
         if output_chars + entry_chars + marker_chars > max_chars {
