@@ -1243,7 +1243,10 @@ fn retrieve_from_the_passage_index_matches_the_reference() {
         done
     });
     assert!(built, "the passage index was not built within 60 s");
-    println!("passage index built {:?} after the first call", waited.elapsed());
+    println!(
+        "passage index built {:?} after the first call",
+        waited.elapsed()
+    );
     const QUERIES: &[&str] = &[
         "database backup recovery",
         "strasse",

@@ -463,12 +463,7 @@ mod tests {
     fn postings_round_trip_by_file_and_passage() {
         let long = "Beta alpha\n".repeat(30);
         let many: String = (0..200).map(|i| format!("x{i}\n\n\n\nalpha\n")).collect();
-        let (blob, seg) = segment(&[
-            Some("alpha beta\nALPHA"),
-            None,
-            Some(&long),
-            Some(&many),
-        ]);
+        let (blob, seg) = segment(&[Some("alpha beta\nALPHA"), None, Some(&long), Some(&many)]);
         let alpha = lookup(&blob, &seg, "alpha");
         let p = |file, passage, occurrences| Posting {
             file,
@@ -482,7 +477,12 @@ mod tests {
         );
         // Passages far apart in one file, one occurrence each.
         let file3 = &alpha[3..];
-        assert!(file3.iter().map(|q| (q.file, q.passage)).eq((0..42).map(|n| (3, n))));
+        assert!(
+            file3
+                .iter()
+                .map(|q| (q.file, q.passage))
+                .eq((0..42).map(|n| (3, n)))
+        );
         assert_eq!(file3.iter().map(|q| q.occurrences).sum::<u32>(), 200);
         assert_eq!(lookup(&blob, &seg, "beta")[0], p(0, 0, 1));
         assert_eq!(lookup(&blob, &seg, "x199"), vec![p(3, 41, 1)]);

@@ -118,6 +118,9 @@ enum Found {
     Scanned(Option<Arc<str>>, DocScan),
 }
 
+/// One document of the scope: its content counts, redacted path and what it adds.
+type DocFound = (Counts, RedactedPath, Found);
+
 /// Splits `text` into the reference's passages and scores their terms.
 fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocScan {
     let mut scan = DocScan {
@@ -264,7 +267,7 @@ fn ranked(
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[Entry] = &files;
 
-    let scanned: Vec<Result<Option<(Counts, RedactedPath, Found)>, ToolError>> = files
+    let scanned: Vec<Result<Option<DocFound>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
@@ -440,7 +443,8 @@ fn ranked(
         let Some(same) = same else {
             return Ok(None);
         };
-        hits[run.clone()].copy_from_slice(&scan.hits[same.hits.start as usize..same.hits.end as usize]);
+        hits[run.clone()]
+            .copy_from_slice(&scan.hits[same.hits.start as usize..same.hits.end as usize]);
         candidate.score = bm25(&hits[run], candidate.length);
         candidate.place = same.place.clone();
     }
