@@ -163,4 +163,19 @@ fn status_wait_in_a_script_returns_the_moment_the_root_is_ready() {
         .expect("7/<limit> watches, <n> rescans");
     assert!(limit.parse::<u64>().is_ok_and(|l| l >= 7), "{watcher}");
     assert!(rescans.ends_with(" rescans"), "{watcher}");
+
+    // The search index holds every file, and retrieve's passage index follows it in the
+    // background.
+    let search = poll(
+        "the search index line in status",
+        Duration::from_secs(60),
+        || {
+            let (code, out, _) = env.run(&["status", "--root", root.to_str().unwrap()]);
+            let line = out
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("search index: "))?;
+            (code == 0 && line.ends_with("retrieve ranks from it")).then(|| line.to_owned())
+        },
+    );
+    assert_eq!(search, format!("{FILES} files; retrieve ranks from it"));
 }

@@ -810,6 +810,14 @@ fn root_info(key: &RootKey, h: &RootHandle) -> (RootInfo, Option<Arc<ServedRoot>
                         failed: c.failed,
                         pending: c.pending,
                     }),
+                search_index: root.search_index().map(|index| {
+                    let (segments, passage_segments) = index.segments();
+                    redctx_proto::SearchIndexInfo {
+                        files: index.len() as u64,
+                        segments,
+                        passage_segments,
+                    }
+                }),
                 ..RootInfo::default()
             };
             (info, (!p.finished).then(|| root.clone()))

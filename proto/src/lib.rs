@@ -43,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Version of every message shape below except the frozen handshake. A client and a
 /// daemon talk only when this matches exactly (and their crate versions match).
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// Version of the crate, sent in the handshake so a mismatch can name both sides.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -477,6 +477,19 @@ pub struct RootInfo {
     pub options: Option<String>,
     /// The root's documents, when it serves them (`--documents`); `None` otherwise.
     pub documents: Option<DocumentCounts>,
+    /// The search index in use, if any.
+    pub search_index: Option<SearchIndexInfo>,
+}
+
+/// The search index of a root: what `search` and `retrieve` answer from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchIndexInfo {
+    /// Files it holds.
+    pub files: u64,
+    /// Its segments, and those whose passage index (what `retrieve` ranks from) is
+    /// built; the rest are built in the background.
+    pub segments: u32,
+    pub passage_segments: u32,
 }
 
 /// What became of a root's documents: extracted in the background ahead of reads.
@@ -684,6 +697,11 @@ mod tests {
                         extracted: 2,
                         failed: 1,
                         pending: 1,
+                    }),
+                    search_index: Some(SearchIndexInfo {
+                        files: 9,
+                        segments: 2,
+                        passage_segments: 1,
                     }),
                     ..RootInfo::default()
                 }],

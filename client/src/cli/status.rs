@@ -184,8 +184,20 @@ pub fn describe(r: &RootInfo) -> String {
             d.extracted, d.failed, d.pending, d.total
         )
     });
+    // Once the first pass has built it.
+    let search = r.search_index.map_or_else(String::new, |s| {
+        let passages = if s.passage_segments >= s.segments {
+            "retrieve ranks from it".to_owned()
+        } else {
+            format!(
+                "retrieve's passage index {}/{} built (until then retrieve reads files)",
+                s.passage_segments, s.segments
+            )
+        };
+        format!("  search index: {} files; {passages}\n", s.files)
+    });
     format!(
-        "{}\n  state: {}\n  files: {} seen, {} indexed, {} pending ({} in the index)\n{documents}  bytes: {} indexed, cache {}\n  policy: {}\n  watcher: {}\n",
+        "{}\n  state: {}\n  files: {} seen, {} indexed, {} pending ({} in the index)\n{documents}{search}  bytes: {} indexed, cache {}\n  policy: {}\n  watcher: {}\n",
         title(r),
         r.state,
         or_unknown(r.files_seen),
@@ -510,6 +522,22 @@ mod tests {
             describe(&r),
             "/srv/repo (documents)\n  state: indexing\n  files: 3 seen, 2 indexed, 1 pending (10 in the index)\n  documents: 3 extracted, 1 failed, 1 pending (5 in the root)\n  bytes: 2.0 KiB indexed, cache 5.0 MiB\n  policy: ok\n  watcher: 40/8192 watches, 0 rescans\n"
         );
+        r.documents = None;
+        r.search_index = Some(redctx_proto::SearchIndexInfo {
+            files: 9,
+            segments: 3,
+            passage_segments: 1,
+        });
+        let line = |r: &RootInfo| describe(r).lines().nth(3).unwrap().to_owned();
+        assert_eq!(
+            line(&r),
+            "  search index: 9 files; retrieve's passage index 1/3 built (until then retrieve reads files)"
+        );
+        r.search_index = r.search_index.map(|s| redctx_proto::SearchIndexInfo {
+            passage_segments: 3,
+            ..s
+        });
+        assert_eq!(line(&r), "  search index: 9 files; retrieve ranks from it");
     }
 
     #[test]

@@ -341,6 +341,12 @@ impl SearchIndex {
         self.passages.iter().all(|p| p.get().is_some())
     }
 
+    /// Segments, and those whose passage index is built.
+    pub fn segments(&self) -> (u32, u32) {
+        let built = self.passages.iter().filter(|p| p.get().is_some()).count();
+        (self.head.segments, built as u32)
+    }
+
     /// Files indexed.
     pub fn len(&self) -> usize {
         self.files.len()
