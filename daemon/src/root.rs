@@ -1525,14 +1525,14 @@ struct RootPassages<'a> {
 }
 
 impl PassageIndex for RootPassages<'_> {
-    fn locate(&self, file: &Entry) -> Option<(Counts, RedactedPath, Located)> {
+    fn locate(&self, file: &Entry) -> Option<(&Counts, &RedactedPath, Located)> {
         let path = || self.root.path(&file.rel);
         let (counts, path, located) =
             self.screen
                 .locate(&self.stats, &file.rel, file.stat, path)?;
         let counters = &self.root.counters;
         counters.screened_out.fetch_add(1, Ordering::Relaxed);
-        Some((counts.clone(), path.clone(), located))
+        Some((counts, path, located))
     }
 
     fn hits(&self, located: &[(Located, u32)]) -> Option<IndexedHits> {

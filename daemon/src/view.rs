@@ -276,7 +276,7 @@ pub trait PassageIndex: Sync {
     /// Where the index holds `file`'s text, with its totals, content counts and redacted
     /// path, if it holds the text `file` has on disk now (its walk `stat`, else a fresh
     /// `lstat`); `None`: read it.
-    fn locate(&self, file: &Entry) -> Option<(Counts, RedactedPath, Located)>;
+    fn locate(&self, file: &Entry) -> Option<(&Counts, &RedactedPath, Located)>;
 
     /// The passages holding a query term of the files `located` (each with the
     /// caller's doc number); `None` on damage (the caller then reads every file).

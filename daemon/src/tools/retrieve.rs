@@ -19,6 +19,7 @@ use crate::passages::{for_each_passage, passage_terms, tokens};
 use crate::search_index::passages::Located;
 use crate::view::{Entry, PassageIndex, RedactedPath, RootView};
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -112,14 +113,15 @@ struct DocScan {
 }
 
 /// What one document of the scope adds: found in the passage index, or scanned (with
-/// its text, kept only when it has a candidate passage).
+/// its text, kept only when it has a candidate passage; boxed, as the rarer and larger).
 enum Found {
     Indexed(Located),
-    Scanned(Option<Arc<str>>, DocScan),
+    Scanned(Box<(Option<Arc<str>>, DocScan)>),
 }
 
-/// One document of the scope: its content counts, redacted path and what it adds.
-type DocFound = (Counts, RedactedPath, Found);
+/// One document of the scope: its content counts, redacted path (the index's own, for an
+/// indexed one) and what it adds.
+type DocFound<'a> = (Cow<'a, Counts>, Cow<'a, RedactedPath>, Found);
 
 /// Splits `text` into the reference's passages and scores their terms.
 fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocScan {
@@ -273,7 +275,8 @@ fn ranked(
         .map(|(doc, entry)| {
             if let Some((content_counts, path, at)) = index.and_then(|index| index.locate(entry)) {
                 stop.check()?;
-                return Ok(Some((content_counts, path, Found::Indexed(at))));
+                let (counts, path) = (Cow::Borrowed(content_counts), Cow::Borrowed(path));
+                return Ok(Some((counts, path, Found::Indexed(at))));
             }
             // Left out silently: the answer's character budget has no room for a note.
             let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
@@ -284,7 +287,8 @@ fn ranked(
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
-            Ok(Some((content.counts, path, Found::Scanned(text, scan))))
+            let found = Found::Scanned(Box::new((text, scan)));
+            Ok(Some((Cow::Owned(content.counts), Cow::Owned(path), found)))
         })
         .collect();
 
@@ -300,7 +304,7 @@ fn ranked(
         let Some((doc_counts, path, found)) = result? else {
             // Skipped (it vanished or kept changing): keeps its slot, has no passage.
             texts.push(None);
-            paths.push(RedactedPath::default());
+            paths.push(Cow::Owned(RedactedPath::default()));
             continue;
         };
         counts.merge(&doc_counts);
@@ -312,7 +316,8 @@ fn ranked(
                 texts.push(None);
                 (at.passages, at.tokens)
             }
-            Found::Scanned(text, scan) => {
+            Found::Scanned(scanned) => {
+                let (text, scan) = *scanned;
                 for (sum, n) in df.iter_mut().zip(&scan.df) {
                     *sum += n;
                 }
