@@ -174,8 +174,9 @@ fn status_wait_in_a_script_returns_the_moment_the_root_is_ready() {
             let line = out
                 .lines()
                 .find_map(|l| l.trim().strip_prefix("search index: "))?;
-            (code == 0 && line.ends_with("retrieve ranks from it")).then(|| line.to_owned())
+            let want = format!("{FILES} files; retrieve ranks from it");
+            (code == 0 && line == want).then(|| line.to_owned())
         },
     );
-    assert_eq!(search, format!("{FILES} files; retrieve ranks from it"));
+    println!("status: search index: {search}");
 }
