@@ -6,7 +6,9 @@
 //! What it is not: scoring or ranking (retrieve's), nor storage (the index's).
 
 use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
-use crate::engine::python::text::{byte_offset_of_char, char_len, is_py_word, splitlines};
+use crate::engine::python::text::{
+    byte_offset_of_char, char_len, cut_outside_placeholder, is_py_word, splitlines,
+};
 
 /// A passage grows until one more line would pass this many characters…
 pub const PASSAGE_CHARS: usize = 1600;
@@ -97,15 +99,7 @@ pub fn for_each_passage(text: &str, emit: &mut impl FnMut(u64, u64, &[&str])) {
             {
                 cut = space + 1;
             }
-            for m in PLACEHOLDER_RE.find_iter(line) {
-                if m.start() < cut && cut < m.end() {
-                    cut = m.start();
-                    break;
-                }
-                if m.start() >= cut {
-                    break;
-                }
-            }
+            cut = cut_outside_placeholder(line, cut);
             if cut == 0 {
                 // Cannot happen (a cut after a space is never inside a placeholder),
                 // but never loop forever on it.

@@ -611,3 +611,42 @@ fn permutations(prefix: Vec<&str>, rest: Vec<&str>, out: &mut Vec<String>) {
         permutations(p, r, out);
     }
 }
+
+/// Files written just before the first pass (a fresh clone) have records too recent to
+/// trust, so the first search index leaves them out; once the racy window has passed the
+/// root indexes them again and rebuilds the index with them.
+#[test]
+fn a_freshly_written_tree_joins_the_search_index_once_its_records_settle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let mut rng = Rng(0x5e77);
+    generate(&root, &mut rng, 40);
+    let engine = Arc::new(Engine::new(Arc::new(policy("settle-salt", Mode::Code))).unwrap());
+    let opts = RootOptions {
+        index: IndexOptions {
+            gitignore: true,
+            threads: 2,
+            racy_window_ns: 500_000_000,
+        },
+        ..RootOptions::default()
+    };
+    let view = ServedRoot::open(&root, engine, Some(cache.clone()), opts).unwrap();
+    view.index_all();
+    view.refresh_search_index();
+    let files = view.index().files();
+    let first = view.search_index().expect("an index was built");
+    let held = |index: &redctx_daemon::search_index::SearchIndex| {
+        files
+            .iter()
+            .filter(|(rel, stat)| stat.is_regular() && index.knows(rel, stat))
+            .count()
+    };
+    assert!(
+        held(&first) < 10,
+        "the first index holds too-recent records"
+    );
+    view.settle_search_index();
+    let settled = view.search_index().unwrap();
+    assert!(held(&settled) >= 40, "only {} files held", held(&settled));
+}

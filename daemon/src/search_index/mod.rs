@@ -361,15 +361,14 @@ impl SearchIndex {
     pub fn is_stale_for(&self, files: &[(String, StatKey)]) -> bool {
         let stale = files
             .iter()
-            .filter(|(rel, stat)| {
-                stat.is_regular()
-                    && self
-                        .files
-                        .get(rel.as_str())
-                        .is_none_or(|slot| !slot.known_at(stat))
-            })
+            .filter(|(rel, stat)| stat.is_regular() && !self.knows(rel, stat))
             .count();
         too_stale(stale, files.len())
+    }
+
+    /// Whether the index holds `rel` as it is at `stat`.
+    pub fn knows(&self, rel: &str, stat: &StatKey) -> bool {
+        self.files.get(rel).is_some_and(|slot| slot.known_at(stat))
     }
 
     /// The screen of one query: for each segment, the files that may hold the plan's

@@ -143,22 +143,27 @@ pub fn char_len(text: &str) -> usize {
     }
 }
 
+/// `cut` (a byte offset of `text`), moved back to the start of a placeholder it would
+/// split, so no placeholder is ever cut in half.
+pub fn cut_outside_placeholder(text: &str, cut: usize) -> usize {
+    for m in PLACEHOLDER_RE.find_iter(text) {
+        if m.start() < cut && cut < m.end() {
+            return m.start();
+        }
+        if m.start() >= cut {
+            break;
+        }
+    }
+    cut
+}
+
 /// Cuts `text` to `max_chars` code points, moving the cut back to the start of a
 /// placeholder it would split, and appends the `[TRUNCATED]` marker line.
 pub fn truncate_redacted(text: &str, max_chars: usize) -> String {
     if char_len(text) <= max_chars {
         return text.to_owned();
     }
-    let mut cut = byte_offset_of_char(text, max_chars);
-    for m in PLACEHOLDER_RE.find_iter(text) {
-        if m.start() < cut && cut < m.end() {
-            cut = m.start();
-            break;
-        }
-        if m.start() >= cut {
-            break;
-        }
-    }
+    let cut = cut_outside_placeholder(text, byte_offset_of_char(text, max_chars));
     let mut out = String::with_capacity(cut + 13);
     out.push_str(&text[..cut]);
     out.push_str("\n[TRUNCATED]\n");
