@@ -534,9 +534,6 @@ impl ServedRoot {
             .name("redctx-search-index".into())
             .spawn(move || {
                 lower_thread_priority();
-                if let Some(me) = weak.upgrade() {
-                    me.settle_search_index();
-                }
                 loop {
                     if let Some(me) = weak.upgrade() {
                         me.build_passages();
@@ -548,42 +545,6 @@ impl ServedRoot {
                     me.refresh_search_index();
                 }
             });
-    }
-
-    /// A tree written just before it was indexed (a fresh clone) leaves records too
-    /// recent to trust (the racy window), and the search index leaves those files out.
-    /// Once the window has passed, they are indexed again (now settled) and the index is
-    /// rebuilt, so searches and retrieves answer from it for them too. Background work
-    /// after "ready"; nothing to do when the index already holds the tree.
-    pub fn settle_search_index(&self) {
-        let Some(index) = self.search_index() else {
-            return;
-        };
-        let files = self.index.files();
-        let unknown: Vec<&(String, StatKey)> = files
-            .iter()
-            .filter(|(rel, stat)| stat.is_regular() && !index.knows(rel, stat))
-            .collect();
-        let Some(cache) = self.cache.as_deref().filter(|_| !unknown.is_empty()) else {
-            return;
-        };
-        let window = std::time::Duration::from_nanos(self.racy_window_ns.max(0) as u64);
-        std::thread::sleep(window + std::time::Duration::from_millis(100));
-        let pool = self.background_pool("redctx-settle");
-        let index_one = |(rel, stat): &&(String, StatKey)| {
-            self.index_one(rel, stat);
-        };
-        match &pool {
-            Some(pool) => pool.install(|| {
-                rayon::iter::ParallelIterator::for_each(
-                    rayon::iter::IntoParallelRefIterator::par_iter(&unknown),
-                    index_one,
-                )
-            }),
-            None => unknown.iter().for_each(index_one),
-        }
-        tracing::info!(root = %self.root.display(), files = unknown.len(), "settled files indexed again");
-        self.build_search_index(cache, &files);
     }
 
     /// Builds the passage index (what retrieve ranks by, `search_index::passages`) of
