@@ -425,7 +425,9 @@ pub struct Structural {
     identified_by_bare: Regex,
     /// The password clause of SQL's user and role statements (PostgreSQL `CREATE ROLE r
     /// LOGIN PASSWORD '…'`, `ALTER USER u WITH PASSWORD '…'`, SQL Server `CREATE LOGIN l
-    /// WITH PASSWORD = '…'`) and MySQL's `SET PASSWORD … = '…'`: a string literal.
+    /// WITH PASSWORD = '…'`) and MySQL's `SET PASSWORD … = '…'`: a string literal,
+    /// its quotes doubled once per level when the statement is itself quoted (dynamic
+    /// SQL: `EXEC('… PASSWORD = ''…''')`).
     sql_password: Regex,
     key_value_pair: regex_automata::meta::Regex,
 }
@@ -440,7 +442,7 @@ impl Structural {
             )
             .expect("static regex"),
             sql_password: Regex::new(
-                r"(?i)(?:\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,200}?\bpassword|\bset\s+password\b[^;\n]{0,120}?=\s*(?:password\s*\()?)\s*=?\s*'([^'\n]{1,200})'",
+                r"(?i)(?:\b(?:create|alter)\s+(?:user|role|login)\b[^;\n]{0,200}?\bpassword|\bset\s+password\b[^;\n]{0,120}?=\s*(?:password\s*\()?)\s*=?\s*('+)([^'\n]{1,200})('+)",
             )
             .expect("static regex"),
             key_value_pair: regex_automata::meta::Regex::new(
@@ -509,9 +511,14 @@ impl Structural {
             .into_iter()
             .flatten()
             .map(|c| (c, "S3.sql-identified-by"))
-            .chain(sql.into_iter().flatten().map(|c| (c, "S3.sql-password")))
+            .chain(
+                sql.into_iter()
+                    .flatten()
+                    .filter(sql_quoting_nests)
+                    .map(|c| (c, "S3.sql-password")),
+            )
         {
-            let v = caps.get(1).expect("group");
+            let v = caps.get(2).or_else(|| caps.get(1)).expect("group");
             if !values::is_placeholder(v.as_str()) && !v.as_str().eq_ignore_ascii_case("password") {
                 out.push(cand(v.start(), v.end(), detector, Tier::Strong));
             }
@@ -1841,6 +1848,20 @@ fn read_value(text: &str, mut pos: usize, xml: bool) -> Option<(usize, usize, bo
     }
     let end = lexical::ceil_boundary(text, end);
     (end > pos).then_some((pos, end, false))
+}
+
+/// Whether a SQL password literal's quotes pair up: one quote, or (dynamic SQL, where a
+/// quote inside a string is written twice) a run of 2, 4, 8… closed by at least as
+/// many and holding one unbroken word: `''` alone is an empty string, not an opener.
+fn sql_quoting_nests(caps: &regex::Captures) -> bool {
+    let open = caps.get(1).map_or(0, |m| m.len());
+    let close = caps.get(3).map_or(0, |m| m.len());
+    open == 1
+        || open.is_power_of_two()
+            && close >= open
+            && !caps
+                .get(2)
+                .is_some_and(|v| v.as_str().contains(char::is_whitespace))
 }
 
 /// Whether `a` and `b` hold the same letters and digits in the same order, up to case

@@ -1301,6 +1301,18 @@ fn sql_password_clauses_are_redacted_in_every_dialect() {
             "psql -c \"ALTER USER postgres PASSWORD 'pgAdm1nPw';\"",
             "pgAdm1nPw",
         ),
+        // Dynamic SQL: a statement inside a string literal doubles its quotes, once
+        // per level of nesting.
+        (
+            "e.sql",
+            "EXEC('CREATE LOGIN app WITH PASSWORD = ''Dyn4m1c!Pw''');",
+            "Dyn4m1c!Pw",
+        ),
+        (
+            "f.sql",
+            "EXEC('EXEC(''CREATE LOGIN app WITH PASSWORD = ''''N3st3d.Pw'''' '') AT S1') AT S2",
+            "N3st3d.Pw",
+        ),
     ];
     for (path, line, secret) in cases {
         assert_redacts(path, line, secret);
@@ -1315,6 +1327,12 @@ fn sql_text_without_a_password_literal_stays() {
         ("c.sql", "-- users are identified by their email address"),
         ("d.md", "The user is identified by name, not by password."),
         ("e.sql", "CREATE USER app WITH PASSWORD :'pw';"),
+        // An empty literal is no opener of a doubled-quote one.
+        (
+            "f.sql",
+            "ALTER USER app PASSWORD ''; COMMENT ON ROLE app IS 'no login';",
+        ),
+        ("g.sql", "EXEC('ALTER USER app PASSWORD '' '' ')"),
     ] {
         assert_nothing(path, line);
     }
