@@ -147,17 +147,15 @@ fn status_wait_in_a_script_returns_the_moment_the_root_is_ready() {
 
     // Once its watches are in place, the watcher's figures are the daemon's own: one
     // watch per directory of the root (it, src and src's five subdirectories).
-    let watcher = poll(
-        "the watcher's figures in status",
-        Duration::from_secs(30),
-        || {
+    // The text after `label` on `status`'s line for it, once `ready` holds for it.
+    let status_line = |label: &str, timeout: u64, ready: &dyn Fn(&str) -> bool| {
+        poll(label, Duration::from_secs(timeout), || {
             let (code, out, _) = env.run(&["status", "--root", root.to_str().unwrap()]);
-            let line = out
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("watcher: "))?;
-            (code == 0 && line.starts_with("7/")).then(|| line.to_owned())
-        },
-    );
+            let line = out.lines().find_map(|l| l.trim().strip_prefix(label))?;
+            (code == 0 && ready(line)).then(|| line.to_owned())
+        })
+    };
+    let watcher = status_line("watcher: ", 30, &|line| line.starts_with("7/"));
     let (limit, rescans) = watcher["7/".len()..]
         .split_once(" watches, ")
         .expect("7/<limit> watches, <n> rescans");
@@ -166,17 +164,9 @@ fn status_wait_in_a_script_returns_the_moment_the_root_is_ready() {
 
     // The search index holds every file, and retrieve's passage index follows it in the
     // background.
-    let search = poll(
-        "the search index line in status",
-        Duration::from_secs(60),
-        || {
-            let (code, out, _) = env.run(&["status", "--root", root.to_str().unwrap()]);
-            let line = out
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("search index: "))?;
-            (code == 0 && line.ends_with(" files; retrieve ranks from it")).then(|| line.to_owned())
-        },
-    );
+    let search = status_line("search index: ", 60, &|line| {
+        line.ends_with(" files; retrieve ranks from it")
+    });
     // Files whose records were written within the racy window of their change are left
     // out of the first index (trusted only once read again): at most every file.
     let held: usize = search

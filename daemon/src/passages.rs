@@ -9,6 +9,7 @@ use crate::engine::placeholder::{PLACEHOLDER_RE, casefold};
 use crate::engine::python::text::{
     byte_offset_of_char, char_len, cut_outside_placeholder, is_py_word, splitlines,
 };
+use std::borrow::Cow;
 
 /// A passage grows until one more line would pass this many characters…
 pub const PASSAGE_CHARS: usize = 1600;
@@ -64,10 +65,20 @@ fn word_tokens(text: &str, f: &mut impl FnMut(&str)) {
     }
 }
 
+/// A token casefolded; without a copy when it already is (lowercase ASCII, the common
+/// case in code).
+pub fn folded(token: &str) -> Cow<'_, str> {
+    if token.is_ascii() && !token.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Borrowed(token)
+    } else {
+        Cow::Owned(casefold(token))
+    }
+}
+
 /// The casefolded tokens of `text`.
 pub fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for_each_token(text, &mut |token| out.push(casefold(token)));
+    for_each_token(text, &mut |token| out.push(folded(token).into_owned()));
     out
 }
 
@@ -145,12 +156,7 @@ pub fn passage_terms<T: PartialEq>(
         for_each_token(line, &mut |token| {
             let position = out.length;
             out.length += 1;
-            let found = if token.is_ascii() && !token.bytes().any(|b| b.is_ascii_uppercase()) {
-                term(token)
-            } else {
-                term(&casefold(token))
-            };
-            if let Some(found) = found {
+            if let Some(found) = term(&folded(token)) {
                 match out.hits.iter_mut().find(|(t, _, _)| *t == found) {
                     Some((_, n, _)) => *n += 1,
                     None => out.hits.push((found, 1, position)),

@@ -385,29 +385,21 @@ impl SearchIndex {
             let at = directory.binary_search_by_key(&bucket, |e| e.0).ok()?;
             Some((directory[at].1 as usize, directory[at].2 as usize))
         };
-        let mut wanted: Vec<(u32, u32)> = Vec::new();
-        for segment in 0..self.head.segments {
-            for &gram in &grams {
-                if let Some((offset, len)) = place(segment, gram) {
-                    wanted.extend(chunks_of(GramPart::Postings, offset, len).map(|c| (segment, c)));
-                }
-            }
-        }
-        wanted.sort_unstable();
-        wanted.dedup();
-        let chunks = cache.gram_chunks(&self.root_key, &self.head, &wanted)?;
-        let read = Span {
-            wanted: &wanted,
-            chunks: &chunks,
-        };
+        let spans = (0..self.head.segments).flat_map(|segment| {
+            let place = &place;
+            grams.iter().filter_map(move |&gram| {
+                let (offset, len) = place(segment, gram)?;
+                Some((segment, offset, len))
+            })
+        });
+        let read = Span::read(self, cache, GramPart::Postings, spans)?;
         // A bucket's bytes; `Some(None)` when no file holds a gram of that bucket, `None`
         // when a chunk is missing (damage: read every file).
         let bucket = |segment: u32, gram: Gram| -> Option<Option<Vec<u8>>> {
             let Some((offset, len)) = place(segment, gram) else {
                 return Some(None);
             };
-            read.bytes(segment, GramPart::Postings, offset, len)
-                .map(Some)
+            read.bytes(segment, offset, len).map(Some)
         };
         let candidates = (0..self.head.segments)
             .map(|segment| {
@@ -510,20 +502,11 @@ impl SearchIndex {
                     .map(|seg| terms.iter().map(|t| seg.bucket(t)).collect())
             })
             .collect();
-        let mut wanted: Vec<(u32, u32)> = Vec::new();
-        for (segment, spans) in places.iter().enumerate() {
-            for &(offset, len) in spans.iter().flatten() {
-                let chunks = chunks_of(GramPart::PassagePostings, offset, len);
-                wanted.extend(chunks.map(|c| (segment as u32, c)));
-            }
-        }
-        wanted.sort_unstable();
-        wanted.dedup();
-        let chunks = cache.gram_chunks(&self.root_key, &self.head, &wanted)?;
-        let read = Span {
-            wanted: &wanted,
-            chunks: &chunks,
-        };
+        let spans = places.iter().enumerate().flat_map(|(segment, spans)| {
+            let spans = spans.iter().flatten();
+            spans.map(move |&(offset, len)| (segment as u32, offset, len))
+        });
+        let read = Span::read(self, cache, GramPart::PassagePostings, spans)?;
         let postings = places
             .iter()
             .enumerate()
@@ -536,8 +519,7 @@ impl SearchIndex {
                         if len == 0 {
                             return Some(Vec::new());
                         }
-                        let bytes =
-                            read.bytes(segment as u32, GramPart::PassagePostings, offset, len)?;
+                        let bytes = read.bytes(segment as u32, offset, len)?;
                         passages::postings_of(&bytes, term)
                     })
                     .collect::<Option<Vec<_>>>()
@@ -633,23 +615,49 @@ fn chunks_of(part: GramPart, offset: usize, len: usize) -> impl Iterator<Item = 
     (first..end).map(move |c| part.base() + c as u32)
 }
 
-/// Chunks read for one query: `chunks[i]` is part `wanted[i]` (segment, part).
-struct Span<'a> {
-    wanted: &'a [(u32, u32)],
-    chunks: &'a [Vec<u8>],
+/// The chunks one query read of one blob of the segments: `chunks[i]` is part
+/// `wanted[i]` (segment, part).
+struct Span {
+    part: GramPart,
+    wanted: Vec<(u32, u32)>,
+    chunks: Vec<Vec<u8>>,
 }
 
-impl Span<'_> {
-    /// `len` bytes at `offset` of a segment's blob of `part`, joined from its chunks;
-    /// `None` when a chunk is missing or short (damage).
-    fn bytes(&self, segment: u32, part: GramPart, offset: usize, len: usize) -> Option<Vec<u8>> {
+impl Span {
+    /// Reads the chunks holding `spans` (segment, offset, length) of `part` from
+    /// `index`'s generation, in one transaction; `None` when that generation is gone or
+    /// the database failed.
+    fn read(
+        index: &SearchIndex,
+        cache: &Cache,
+        part: GramPart,
+        spans: impl Iterator<Item = (u32, usize, usize)>,
+    ) -> Option<Span> {
+        let mut wanted: Vec<(u32, u32)> = spans
+            .flat_map(|(segment, offset, len)| {
+                chunks_of(part, offset, len).map(move |c| (segment, c))
+            })
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let chunks = cache.gram_chunks(&index.root_key, &index.head, &wanted)?;
+        Some(Span {
+            part,
+            wanted,
+            chunks,
+        })
+    }
+
+    /// `len` bytes at `offset` of a segment's blob, joined from its chunks; `None` when a
+    /// chunk is missing or short (damage).
+    fn bytes(&self, segment: u32, offset: usize, len: usize) -> Option<Vec<u8>> {
         let mut bytes = Vec::with_capacity(len);
         let mut at = offset;
         while at < offset + len {
             let chunk = at / GRAM_CHUNK_BYTES;
             let k = self
                 .wanted
-                .binary_search(&(segment, part.base() + chunk as u32))
+                .binary_search(&(segment, self.part.base() + chunk as u32))
                 .ok()?;
             let data = &self.chunks[k];
             let start = at - chunk * GRAM_CHUNK_BYTES;

@@ -22,8 +22,7 @@
 //! decode answers "unknown" (the file is read).
 
 use super::postings::{push_varint, read_varint};
-use crate::engine::placeholder::casefold;
-use crate::passages::{for_each_passage, for_each_token};
+use crate::passages::{folded, for_each_passage, for_each_token};
 use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
@@ -72,14 +71,8 @@ impl FileTerms {
             for line in lines {
                 for_each_token(line, &mut |token| {
                     length += 1;
-                    let plain = token.is_ascii() && !token.bytes().any(|b| b.is_ascii_uppercase());
-                    let folded;
-                    let key = if plain {
-                        token
-                    } else {
-                        folded = casefold(token);
-                        folded.as_str()
-                    };
+                    let key = folded(token);
+                    let key = key.as_ref();
                     let number = match numbers.get(key) {
                         Some(&n) => n,
                         None => {
