@@ -48,6 +48,7 @@ pub mod record;
 mod sweep;
 mod writer;
 
+use crate::budget::ByteBudget;
 use crate::engine::Policy;
 pub use grams::{GRAM_CHUNK_BYTES, GramHead, GramPart};
 pub use layout::{
@@ -99,10 +100,16 @@ pub const SWEEP_AFTER_ORPHANS: u64 = 10_000;
 /// File name of the database inside the state dir.
 pub const CACHE_FILE: &str = "cache.redb";
 
+/// Bytes the writer's queue holds at most (records sent and not yet committed, with the
+/// decoded copies readers see meanwhile): a producer waits for room
+/// ([`crate::budget`]), so a disk slower than the redaction, or a run of large files,
+/// cannot grow the daemon's memory. Twice [`MAX_BATCH_BYTES`]: one batch commits while
+/// the next fills.
+pub const WRITE_QUEUE_BYTES: u64 = 32 << 20;
 /// A writer commit holds at most this many operations…
 pub const MAX_BATCH_OPS: usize = 2048;
-/// …or this many value bytes…
-pub const MAX_BATCH_BYTES: usize = 64 << 20;
+/// …or this many queued bytes ([`WRITE_QUEUE_BYTES`])…
+pub const MAX_BATCH_BYTES: usize = 16 << 20;
 /// …and commits once no operation arrived for this long…
 pub const LINGER: Duration = Duration::from_millis(20);
 /// …or this long after the first, whichever comes first. Bulk indexing sends operations
@@ -164,6 +171,8 @@ pub struct Cache {
     db: RwLock<Option<Arc<Database>>>,
     path: PathBuf,
     tx: Option<Sender<Op>>,
+    /// Bytes of the puts in `tx` and `pending` ([`WRITE_QUEUE_BYTES`]).
+    queue: Arc<ByteBudget>,
     pending: Arc<Pending>,
     seq: AtomicU64,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -302,6 +311,7 @@ impl Cache {
             db: RwLock::new(Some(db)),
             path,
             tx: Some(tx),
+            queue: ByteBudget::new(WRITE_QUEUE_BYTES),
             pending,
             seq: AtomicU64::new(1),
             writer: Mutex::new(Some(writer)),
@@ -318,6 +328,12 @@ impl Cache {
     /// Life counters.
     pub fn stats(&self) -> &CacheStats {
         &self.stats
+    }
+
+    /// The most bytes the writer's queue held at once since the last call
+    /// ([`WRITE_QUEUE_BYTES`] at most, or one record larger than that alone).
+    pub fn take_queue_peak(&self) -> u64 {
+        self.queue.take_peak()
     }
 
     /// The open database, unless the cache was shut down.
@@ -471,17 +487,29 @@ impl Cache {
         file: FileRecord,
         content: Option<(ContentKey, Arc<ContentRecord>)>,
     ) {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let content = content.and_then(|(key, rec)| {
             let value = record::encode_content(&rec)?;
+            Some((key, rec, value))
+        });
+        let key = file_key(root, rel);
+        let value = record::encode(&file);
+        let bytes = key.len()
+            + value.len()
+            + content.as_ref().map_or(0, |(_, rec, value)| {
+                std::mem::size_of::<ContentKey>() + rec.text_bytes() + value.len()
+            });
+        // Room in the queue first (it may wait for a commit), then the sequence number,
+        // so records of one path still go out in the order they were numbered.
+        let held = self.queue.acquire(bytes as u64);
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let content = content.map(|(key, rec, value)| {
             if let Ok(mut p) = self.pending.content.lock() {
                 p.insert(key, (seq, rec));
             }
-            Some((key, value))
+            (key, value)
         });
         // Both pending entries before either op: a sweep between the two commits then
         // still finds the record naming the content (in the queue or in the table).
-        let key = file_key(root, rel);
         if let Ok(mut p) = self.pending.files.lock() {
             p.insert(key.clone(), (seq, file));
         }
@@ -490,8 +518,9 @@ impl Cache {
         }
         self.send(Op::PutFile {
             key,
-            value: record::encode(&file),
+            value,
             seq,
+            held,
         });
     }
 
@@ -540,10 +569,11 @@ impl Cache {
             .map(|s| (s.start, s.end, s.category.as_str()))
             .collect();
         let value = record::encode(&wire);
+        let held = self.queue.acquire(2 * (key.len() + value.len()) as u64);
         if let Ok(mut p) = self.pending.findings.lock() {
             p.insert(key, value.clone());
         }
-        self.send(Op::PutFindings { key, value });
+        self.send(Op::PutFindings { key, value, held });
     }
 
     /// Drops the file record of one path (deleted file).
