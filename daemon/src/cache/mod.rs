@@ -857,6 +857,73 @@ mod tests {
     }
 
     #[test]
+    fn puts_wait_while_the_writer_queue_holds_its_bytes_and_resume_after_a_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(Cache::open(dir.path()).unwrap());
+        // Hold the database's write transaction: the writer takes its first batch and
+        // then waits in its commit, as behind a slow disk.
+        let db = cache.reader().unwrap();
+        let stall = db.begin_write().unwrap();
+        let file = FileRecord::new(&crate::fs::StatKey::default(), true, None);
+        const RECORD: usize = 4 << 20;
+        const RECORDS: u8 = 24; // 96 MB: three times the queue
+        let done = Arc::new(AtomicU64::new(0));
+        let producer = {
+            let (cache, done) = (cache.clone(), done.clone());
+            std::thread::spawn(move || {
+                for n in 0..RECORDS {
+                    let text = format!("{n:02}").repeat(RECORD / 2);
+                    cache.put(
+                        &[7; 32],
+                        &format!("{n}.txt"),
+                        file,
+                        Some(([n; 96], record(text))),
+                    );
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = u64::MAX;
+        // Until the producer stops making progress (it waits for room).
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = done.load(Ordering::SeqCst);
+            if now == last || Instant::now() > deadline {
+                break;
+            }
+            last = now;
+        }
+        let stuck_at = done.load(Ordering::SeqCst);
+        assert!(
+            stuck_at < u64::from(RECORDS),
+            "every put went through while the writer could not commit"
+        );
+        assert!(
+            cache.queue.used() <= WRITE_QUEUE_BYTES,
+            "queue over its budget"
+        );
+        assert!(
+            stuck_at * RECORD as u64 >= WRITE_QUEUE_BYTES / 2,
+            "the queue should fill before puts wait ({stuck_at} records)"
+        );
+        drop(stall);
+        producer.join().unwrap();
+        assert_eq!(done.load(Ordering::SeqCst), u64::from(RECORDS));
+        cache.flush();
+        assert_eq!(
+            cache.queue.used(),
+            0,
+            "committed records give their bytes back"
+        );
+        assert!(cache.take_queue_peak() <= WRITE_QUEUE_BYTES);
+        assert_eq!(
+            cache.get_content(&[3; 96]).map(|r| r.text_bytes()),
+            Some(RECORD)
+        );
+    }
+
+    #[test]
     fn a_large_record_spans_chunks_and_reads_back_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let root = [7u8; 32];
