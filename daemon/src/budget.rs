@@ -123,10 +123,15 @@ mod tests {
         let second = budget.acquire(40);
         assert_eq!(budget.used(), 100);
         let third = acquire_on_thread(&budget, 30);
-        assert!(third.recv_timeout(BLOCKED).is_err(), "admitted past the cap");
+        assert!(
+            third.recv_timeout(BLOCKED).is_err(),
+            "admitted past the cap"
+        );
         assert_eq!(budget.used(), 100);
         drop(second);
-        let third = third.recv_timeout(ADMITTED).expect("admitted once bytes were freed");
+        let third = third
+            .recv_timeout(ADMITTED)
+            .expect("admitted once bytes were freed");
         assert_eq!(budget.used(), 90);
         assert_eq!(budget.take_peak(), 100);
         drop((first, third));
@@ -138,9 +143,14 @@ mod tests {
         let budget = ByteBudget::new(100);
         let small = budget.acquire(10);
         let large = acquire_on_thread(&budget, 1_000);
-        assert!(large.recv_timeout(BLOCKED).is_err(), "ran beside another item");
+        assert!(
+            large.recv_timeout(BLOCKED).is_err(),
+            "ran beside another item"
+        );
         drop(small);
-        let large = large.recv_timeout(ADMITTED).expect("admitted alone, no deadlock");
+        let large = large
+            .recv_timeout(ADMITTED)
+            .expect("admitted alone, no deadlock");
         assert_eq!(budget.used(), 1_000);
         // Nothing runs beside it, not even a small item...
         let after = acquire_on_thread(&budget, 1);
@@ -163,8 +173,12 @@ mod tests {
             "a small item that fits went ahead of the waiting large one"
         );
         drop(held);
-        let large = large.recv_timeout(ADMITTED).expect("the first waiter goes first");
-        let small = small.recv_timeout(ADMITTED).expect("then the next one that fits");
+        let large = large
+            .recv_timeout(ADMITTED)
+            .expect("the first waiter goes first");
+        let small = small
+            .recv_timeout(ADMITTED)
+            .expect("then the next one that fits");
         assert_eq!(budget.used(), 90);
         drop((large, small));
     }
