@@ -291,7 +291,7 @@ fn main() {
     if let Some((tree_files, tree_bytes, cold, passages_hwm)) = large_run {
         row(
             &format!(
-                "(e) large files ({large} of 2-16 MB; {tree_files} files, {:.0} MB): ready (s)",
+                "(e) {large} large files, {tree_files} in all, {:.0} MB: ready (s)",
                 mb(tree_bytes)
             ),
             format!("{:.2}", cold.ready),
