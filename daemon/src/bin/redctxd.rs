@@ -64,9 +64,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// A panic's message can quote the text being processed (a string slice out of bounds
-/// prints the string), and this process holds raw file content: log where it happened,
-/// never what it said.
 /// Makes glibc map every allocation of 1 MiB or more on its own and unmap it when freed.
 /// By default its threshold rises to the largest block freed so far (up to 32 MiB), after
 /// which the texts of large files come from the heap arenas of the threads that redacted
@@ -81,6 +78,9 @@ fn return_large_buffers_to_the_os() {
     }
 }
 
+/// A panic's message can quote the text being processed (a string slice out of bounds
+/// prints the string), and this process holds raw file content: log where it happened,
+/// never what it said.
 fn withhold_panic_messages() {
     thread_local! {
         /// Set while this thread runs the hook: a panic inside the log writer then

@@ -677,7 +677,6 @@ impl Slot {
     }
 }
 
-/// Consecutive ranges of `files` of about [`SEGMENT_TEXT_BYTES`] each.
 /// Text a passage build analyses at once, about (by file size).
 const PASSAGE_BATCH_BYTES: u64 = 4 << 20;
 
@@ -705,6 +704,7 @@ fn by_bytes<T>(
     })
 }
 
+/// Consecutive ranges of `files` of about [`SEGMENT_TEXT_BYTES`] each.
 fn segment_ranges(files: &[(String, StatKey)]) -> Vec<std::ops::Range<usize>> {
     let mut ranges = Vec::new();
     let (mut start, mut bytes) = (0, 0u64);
