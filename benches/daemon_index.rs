@@ -9,7 +9,9 @@
 //! `REDCTX_BENCH_DROP_CACHES=1` (drop the page cache before every cold run and its `rg`
 //! anchor; needs root, and slows everything else on the machine),
 //! `REDCTX_BENCH_SKIP_COLD=1` (for iterating on (b)–(d): reuse the state dir the previous
-//! run persisted and skip (a); the cache-size row then measures that older file).
+//! run persisted and skip (a); the cache-size row then measures that older file),
+//! `REDCTX_BENCH_LARGE` (large files of the large-file tree (e), default 24; 0 skips it),
+//! `REDCTX_BENCH_LARGE_FILES` (its other files, default 20000).
 //!
 //! The tree is `gen_monorepo.py --files N --seed 7`, generated once into
 //! `<target>/bench-data/daemon-index-<N>-s7/mono` (reruns reuse it), served with a config
@@ -38,6 +40,10 @@
 //!   time from an event to the stored redaction; target ≤ 10 ms.
 //! - (d) the daemon's VmHWM/VmRSS from `/proc` at `ready` (cold and warm; target
 //!   ≤ 250 MB) and `cache.redb` size over the raw bytes of the indexed text (≤ 1.5×).
+//! - (e) large files: memory must not grow with file sizes. A second tree,
+//!   `gen_monorepo.py --files M --seed 7 --large K` (K text files of 2–16 MB; those over
+//!   the 5 MB per-file limit are listed, not read), indexed cold once: the VmHWM at
+//!   `ready` and once the background passage index is built (target ≤ 250 MB).
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;
@@ -65,6 +71,8 @@ const RG_PATTERNS: [&str; 4] = [
 
 fn main() {
     let files = env_usize("REDCTX_BENCH_FILES", 100_000);
+    let large = env_usize("REDCTX_BENCH_LARGE", 24);
+    let large_files = env_usize("REDCTX_BENCH_LARGE_FILES", 20_000);
     let runs = env_usize("REDCTX_BENCH_RUNS", 2).max(1);
     let edits = env_usize("REDCTX_BENCH_EDITS", 100).max(1);
     let drop_caches = std::env::var("REDCTX_BENCH_DROP_CACHES").is_ok_and(|v| v == "1");
@@ -79,7 +87,7 @@ fn main() {
     let base = target_dir()
         .join("bench-data")
         .join(format!("daemon-index-{files}-s{SEED}"));
-    let (root, config) = prepare_tree(&base, files).unwrap_or_else(|e| {
+    let (root, config) = prepare_tree(&base, files, 0).unwrap_or_else(|e| {
         eprintln!("daemon_index: cannot prepare the tree: {e}");
         std::process::exit(1);
     });
@@ -145,6 +153,8 @@ fn main() {
     let visible = world.edit_to_visible(edits);
     // (c) re-redaction of one changed file, in-process (library).
     let (reredact, sweep) = world.reredact_in_process(edits);
+    // (e) a tree with large files, cold, once.
+    let large_run = (large > 0).then(|| large_tree_run(&world.redctxd, large_files, large));
 
     let rg_med = median(&rg_times);
     let ready_med = median(&cold.iter().map(|c| c.ready).collect::<Vec<_>>());
@@ -278,6 +288,23 @@ fn main() {
         "1.50x".to_owned(),
         verdict(ratio <= 1.5),
     );
+    if let Some((tree_files, tree_bytes, cold, passages_hwm)) = large_run {
+        row(
+            &format!(
+                "(e) {large} large files, {tree_files} in all, {:.0} MB: ready (s)",
+                mb(tree_bytes)
+            ),
+            format!("{:.2}", cold.ready),
+            String::new(),
+            "",
+        );
+        row(
+            "(e) VmHWM at ready / after passages (MB), target <= 250",
+            format!("{:.0}/{:.0}", mb(cold.mem.hwm), mb(passages_hwm)),
+            "250".to_owned(),
+            verdict(mb(cold.mem.hwm.max(passages_hwm)) <= 250.0),
+        );
+    }
     println!();
     println!(
         "runs: rg {:?} s; cold ready {:?} s; cold persisted {:?} s; warm ready {:?} s",
@@ -342,8 +369,58 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| corpus::repo_root().join("target"))
 }
 
-/// The generated tree (once) and a config with the generator's exact terms, outside it.
-fn prepare_tree(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), String> {
+/// (e): a cold index of the large-file tree (generated once beside the main one) by its
+/// own daemon and state dir. Returns the tree's files and bytes, the cold run and the
+/// VmHWM once the passage index, built after `ready`, is logged (or 30 s passed).
+fn large_tree_run(redctxd: &Path, files: usize, large: usize) -> (u64, u64, Cold, u64) {
+    let base = target_dir()
+        .join("bench-data")
+        .join(format!("daemon-index-{files}-s{SEED}-large{large}"));
+    let (root, config) = prepare_tree(&base, files, large).unwrap_or_else(|e| {
+        eprintln!("daemon_index: cannot prepare the large-file tree: {e}");
+        std::process::exit(1);
+    });
+    let work = base.join("work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("vault")).unwrap();
+    let world = World {
+        redctxd: redctxd.to_path_buf(),
+        root: root.canonicalize().expect("canonical root"),
+        config,
+        state: work.join("state"),
+        vault: work.join("vault"),
+        socket: work.join("redctxd.sock"),
+    };
+    let (tree_files, tree_bytes) = tree_size(&world.root);
+    let d = world.start();
+    let (_, ready, info) = world.until_ready(&d);
+    let mem = mem_of(d.child.id());
+    let cpu = cpu_of(d.child.id());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && !std::fs::read_to_string(world.log_path())
+            .unwrap_or_default()
+            .contains("passage index built")
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let passages_hwm = mem_of(d.child.id()).hwm;
+    world.stop(d);
+    let cold = Cold {
+        ready,
+        cpu,
+        persisted: f64::NAN,
+        pass: world.last_pass(),
+        mem,
+        cache_bytes: std::fs::metadata(world.state.join("cache.redb")).map_or(0, |m| m.len()),
+        text_bytes: info.bytes.unwrap_or(0),
+    };
+    (tree_files, tree_bytes, cold, passages_hwm)
+}
+
+/// The generated tree (once; `large` large files) and a config with the generator's
+/// exact terms, outside it.
+fn prepare_tree(base: &Path, files: usize, large: usize) -> Result<(PathBuf, PathBuf), String> {
     let root = base.join("mono");
     let config = base.join("redaction.toml");
     let stamp = base.join("complete");
@@ -355,7 +432,13 @@ fn prepare_tree(base: &Path, files: usize) -> Result<(PathBuf, PathBuf), String>
         "daemon_index: generating {files} files into {} (once)",
         root.display()
     );
-    let manifest = corpus::run_gen_monorepo(&root, files, SEED)?;
+    let large = large.to_string();
+    let flags: &[&str] = if large == "0" {
+        &[]
+    } else {
+        &["--large", &large]
+    };
+    let manifest = corpus::run_gen_monorepo_with(&root, files, SEED, flags)?;
     std::fs::write(&config, corpus::config_from_manifest(&manifest)?).map_err(|e| e.to_string())?;
     std::fs::write(&stamp, b"ok\n").map_err(|e| e.to_string())?;
     Ok((root, config))

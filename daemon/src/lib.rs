@@ -8,6 +8,7 @@
 
 pub mod agent_view;
 pub mod bench_report;
+pub mod budget;
 pub mod cache;
 pub mod cancel;
 pub mod detectors;

@@ -8,6 +8,7 @@
 //! redacted in both variants, stored and answered. Background indexing fills the cache
 //! ahead of calls; calls never wait for it.
 
+use crate::budget::ByteBudget;
 use crate::cache::{
     self, Cache, ContentKey, ContentRecord, FileRecord, PlainVariant, StoredText, TextInfo,
 };
@@ -138,6 +139,12 @@ const PREFETCH_BYTES: u64 = 16 << 20;
 /// Of a file whose suffix is not a text one, the prefetcher asks for at most this much:
 /// all of nearly every source file, the head of a large binary.
 const PREFETCH_SNIFFED_BYTES: u64 = 256 << 10;
+
+/// Raw bytes of the files a pass's workers read and redact at once: each holds its file,
+/// its decoded text and the engine's work on it until the record is queued, so more
+/// workers (cores) must not mean more memory when files are large. Small files never
+/// wait (a worker each); a file over the budget is redacted alone ([`crate::budget`]).
+const PASS_TEXT_BYTES: u64 = 8 << 20;
 
 /// How long a walk waits for the watcher to vouch for the index before it stats every
 /// file itself: an idle watcher answers in well under a millisecond; one busy applying
@@ -746,8 +753,11 @@ impl ServedRoot {
         let todo = self.reuse_cached(&files);
         let verified = started.elapsed();
         self.set_warm_check(false);
+        let in_flight = ByteBudget::new(PASS_TEXT_BYTES);
         let work = |(rel, stat): &(String, StatKey)| {
             self.wait_while_paused();
+            let _held = (!self.never_read(ContentKind::of_path(rel), stat))
+                .then(|| in_flight.acquire(stat.size));
             let outcome = self.index_one(rel, stat);
             self.count(outcome, stat.size);
         };
@@ -785,6 +795,8 @@ impl ServedRoot {
             failed = snap.files_failed,
             verify_ms = verified.as_millis() as u64,
             total_ms = started.elapsed().as_millis() as u64,
+            in_flight_peak_kb = in_flight.take_peak() >> 10,
+            write_queue_peak_kb = self.cache.as_ref().map_or(0, |c| c.take_queue_peak() >> 10),
             "indexing pass finished"
         );
         if let Some(cache) = &self.cache {

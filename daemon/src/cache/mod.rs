@@ -48,6 +48,7 @@ pub mod record;
 mod sweep;
 mod writer;
 
+use crate::budget::ByteBudget;
 use crate::engine::Policy;
 pub use grams::{GRAM_CHUNK_BYTES, GramHead, GramPart};
 pub use layout::{
@@ -99,10 +100,16 @@ pub const SWEEP_AFTER_ORPHANS: u64 = 10_000;
 /// File name of the database inside the state dir.
 pub const CACHE_FILE: &str = "cache.redb";
 
+/// Bytes the writer's queue holds at most (records sent and not yet committed, with the
+/// decoded copies readers see meanwhile): a producer waits for room
+/// ([`crate::budget`]), so a disk slower than the redaction, or a run of large files,
+/// cannot grow the daemon's memory. Twice [`MAX_BATCH_BYTES`]: one batch commits while
+/// the next fills.
+pub const WRITE_QUEUE_BYTES: u64 = 32 << 20;
 /// A writer commit holds at most this many operations…
 pub const MAX_BATCH_OPS: usize = 2048;
-/// …or this many value bytes…
-pub const MAX_BATCH_BYTES: usize = 64 << 20;
+/// …or this many queued bytes ([`WRITE_QUEUE_BYTES`])…
+pub const MAX_BATCH_BYTES: usize = 16 << 20;
 /// …and commits once no operation arrived for this long…
 pub const LINGER: Duration = Duration::from_millis(20);
 /// …or this long after the first, whichever comes first. Bulk indexing sends operations
@@ -164,6 +171,8 @@ pub struct Cache {
     db: RwLock<Option<Arc<Database>>>,
     path: PathBuf,
     tx: Option<Sender<Op>>,
+    /// Bytes of the puts in `tx` and `pending` ([`WRITE_QUEUE_BYTES`]).
+    queue: Arc<ByteBudget>,
     pending: Arc<Pending>,
     seq: AtomicU64,
     writer: Mutex<Option<JoinHandle<()>>>,
@@ -302,6 +311,7 @@ impl Cache {
             db: RwLock::new(Some(db)),
             path,
             tx: Some(tx),
+            queue: ByteBudget::new(WRITE_QUEUE_BYTES),
             pending,
             seq: AtomicU64::new(1),
             writer: Mutex::new(Some(writer)),
@@ -318,6 +328,12 @@ impl Cache {
     /// Life counters.
     pub fn stats(&self) -> &CacheStats {
         &self.stats
+    }
+
+    /// The most bytes the writer's queue held at once since the last call
+    /// ([`WRITE_QUEUE_BYTES`] at most, or one record larger than that alone).
+    pub fn take_queue_peak(&self) -> u64 {
+        self.queue.take_peak()
     }
 
     /// The open database, unless the cache was shut down.
@@ -471,17 +487,29 @@ impl Cache {
         file: FileRecord,
         content: Option<(ContentKey, Arc<ContentRecord>)>,
     ) {
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let content = content.and_then(|(key, rec)| {
             let value = record::encode_content(&rec)?;
+            Some((key, rec, value))
+        });
+        let key = file_key(root, rel);
+        let value = record::encode(&file);
+        let bytes = key.len()
+            + value.len()
+            + content.as_ref().map_or(0, |(_, rec, value)| {
+                std::mem::size_of::<ContentKey>() + rec.text_bytes() + value.len()
+            });
+        // Room in the queue first (it may wait for a commit), then the sequence number,
+        // so records of one path still go out in the order they were numbered.
+        let held = self.queue.acquire(bytes as u64);
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let content = content.map(|(key, rec, value)| {
             if let Ok(mut p) = self.pending.content.lock() {
                 p.insert(key, (seq, rec));
             }
-            Some((key, value))
+            (key, value)
         });
         // Both pending entries before either op: a sweep between the two commits then
         // still finds the record naming the content (in the queue or in the table).
-        let key = file_key(root, rel);
         if let Ok(mut p) = self.pending.files.lock() {
             p.insert(key.clone(), (seq, file));
         }
@@ -490,8 +518,9 @@ impl Cache {
         }
         self.send(Op::PutFile {
             key,
-            value: record::encode(&file),
+            value,
             seq,
+            held,
         });
     }
 
@@ -540,10 +569,11 @@ impl Cache {
             .map(|s| (s.start, s.end, s.category.as_str()))
             .collect();
         let value = record::encode(&wire);
+        let held = self.queue.acquire(2 * (key.len() + value.len()) as u64);
         if let Ok(mut p) = self.pending.findings.lock() {
             p.insert(key, value.clone());
         }
-        self.send(Op::PutFindings { key, value });
+        self.send(Op::PutFindings { key, value, held });
     }
 
     /// Drops the file record of one path (deleted file).
@@ -824,6 +854,73 @@ mod tests {
         t.range::<&[u8]>(first.as_slice()..=last.as_slice())
             .unwrap()
             .count()
+    }
+
+    #[test]
+    fn puts_wait_while_the_writer_queue_holds_its_bytes_and_resume_after_a_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(Cache::open(dir.path()).unwrap());
+        // Hold the database's write transaction: the writer takes its first batch and
+        // then waits in its commit, as behind a slow disk.
+        let db = cache.reader().unwrap();
+        let stall = db.begin_write().unwrap();
+        let file = FileRecord::new(&crate::fs::StatKey::default(), true, None);
+        const RECORD: usize = 4 << 20;
+        const RECORDS: u8 = 24; // 96 MB: three times the queue
+        let done = Arc::new(AtomicU64::new(0));
+        let producer = {
+            let (cache, done) = (cache.clone(), done.clone());
+            std::thread::spawn(move || {
+                for n in 0..RECORDS {
+                    let text = format!("{n:02}").repeat(RECORD / 2);
+                    cache.put(
+                        &[7; 32],
+                        &format!("{n}.txt"),
+                        file,
+                        Some(([n; 96], record(text))),
+                    );
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = u64::MAX;
+        // Until the producer stops making progress (it waits for room).
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = done.load(Ordering::SeqCst);
+            if now == last || Instant::now() > deadline {
+                break;
+            }
+            last = now;
+        }
+        let stuck_at = done.load(Ordering::SeqCst);
+        assert!(
+            stuck_at < u64::from(RECORDS),
+            "every put went through while the writer could not commit"
+        );
+        assert!(
+            cache.queue.used() <= WRITE_QUEUE_BYTES,
+            "queue over its budget"
+        );
+        assert!(
+            stuck_at * RECORD as u64 >= WRITE_QUEUE_BYTES / 2,
+            "the queue should fill before puts wait ({stuck_at} records)"
+        );
+        drop(stall);
+        producer.join().unwrap();
+        assert_eq!(done.load(Ordering::SeqCst), u64::from(RECORDS));
+        cache.flush();
+        assert_eq!(
+            cache.queue.used(),
+            0,
+            "committed records give their bytes back"
+        );
+        assert!(cache.take_queue_peak() <= WRITE_QUEUE_BYTES);
+        assert_eq!(
+            cache.get_content(&[3; 96]).map(|r| r.text_bytes()),
+            Some(RECORD)
+        );
     }
 
     #[test]

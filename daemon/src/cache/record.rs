@@ -38,6 +38,15 @@ pub struct ContentRecord {
 }
 
 impl ContentRecord {
+    /// Bytes of redacted text it holds (both variants when they differ).
+    pub fn text_bytes(&self) -> usize {
+        self.preserved.text.len()
+            + match &self.plain {
+                PlainVariant::SameText { .. } => 0,
+                PlainVariant::Different(plain) => plain.text.len(),
+            }
+    }
+
     /// The text and counts of one variant.
     pub fn variant(&self, preserve_line_count: bool) -> (&Arc<str>, &Counts) {
         match (&self.plain, preserve_line_count) {

@@ -2,12 +2,17 @@
 //! sweeps between batches; readers see queued records through [`Pending`].
 
 use super::*;
+use crate::budget::Permit;
 
 pub(super) enum Op {
     PutFile {
         key: Vec<u8>,
         value: Vec<u8>,
         seq: u64,
+        /// The queue's bytes for this record and the content sent with it (queued value
+        /// and the decoded record readers see in [`Pending`]), given back once the batch
+        /// holding it is committed and its pending entries are cleared.
+        held: Permit,
     },
     PutContent {
         key: ContentKey,
@@ -23,6 +28,7 @@ pub(super) enum Op {
     PutFindings {
         key: [u8; 64],
         value: Vec<u8>,
+        held: Permit,
     },
     ForgetRoot([u8; 32]),
     /// Sweep unreferenced content once the queued operations are committed: always when
@@ -41,11 +47,12 @@ pub(super) enum Op {
 }
 
 impl Op {
+    /// What the op holds in memory until its batch is committed: a put's share of the
+    /// queue's [`ByteBudget`] (content is charged with the file record sent after it).
     pub(super) fn bytes(&self) -> usize {
         match self {
-            Op::PutFile { key, value, .. } => key.len() + value.len(),
-            Op::PutContent { value, .. } => 65 + value.len(),
-            Op::PutFindings { value, .. } => 64 + value.len(),
+            Op::PutFile { held, .. } | Op::PutFindings { held, .. } => held.bytes() as usize,
+            Op::PutContent { .. } => 0,
             _ => 64,
         }
     }
@@ -193,7 +200,7 @@ pub(super) fn commit(db: &Database, batch: &[Op], orphans: u64) -> Result<u64, r
                     }
                 }
                 Op::PutContent { .. } | Op::DeleteContent(_) => {} // below
-                Op::PutFindings { key, value } => {
+                Op::PutFindings { key, value, .. } => {
                     w.open_table(FINDINGS)?
                         .insert(key.as_slice(), value.as_slice())?;
                 }
@@ -295,7 +302,7 @@ pub(super) fn clear_pending(pending: &Pending, batch: &[Op]) {
     }
     if let Ok(mut findings) = pending.findings.lock() {
         for op in batch {
-            if let Op::PutFindings { key, value } = op
+            if let Op::PutFindings { key, value, .. } = op
                 && findings.get(key) == Some(value)
             {
                 findings.remove(key);

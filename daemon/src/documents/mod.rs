@@ -11,6 +11,10 @@
 //! Every limit and message is the reference's: the input cap before conversion, the
 //! member count and declared expansion of a zip container before parsing ([`zipguard`]),
 //! the output cap, the 15 s deadline, the empty-text and failure messages.
+//!
+//! Crates: calamine (reads xlsx and xls; umya: xlsx only), zip + quick-xml (docx-rs and
+//! kin build models we discard), lopdf (pure Rust, bounded inflation; pdf-extract pulls
+//! in many more crates).
 
 pub mod backlog;
 mod ooxml;

@@ -299,8 +299,10 @@ impl SearchIndex {
             }
             files.sort_unstable_by_key(|f| f.0);
             let mut builder = SegmentBuilder::default();
-            // Files analysed at once: bounds the terms held before they are merged.
-            for batch in files.chunks(256) {
+            // Files analysed at once: bounds the texts and terms held before they are
+            // merged, by bytes (a segment's few large files) and by count (its many
+            // small ones).
+            for batch in by_bytes(&files, |f| f.2.size, PASSAGE_BATCH_BYTES, 256) {
                 let analyse = |&(_, rel, record): &(u32, &str, &FileRecord)| {
                     content(rel, record).map(|c| FileTerms::of(&c.preserved.text))
                 };
@@ -683,6 +685,33 @@ impl Slot {
     }
 }
 
+/// Text a passage build analyses at once, about (by file size).
+const PASSAGE_BATCH_BYTES: u64 = 4 << 20;
+
+/// `items` cut into runs of at most `max_files` items and about `max_bytes` of their
+/// sizes (a run ends with the item that reaches it; a larger item is a run of its own).
+fn by_bytes<T>(
+    items: &[T],
+    size: impl Fn(&T) -> u64,
+    max_bytes: u64,
+    max_files: usize,
+) -> impl Iterator<Item = &[T]> {
+    let mut rest = items;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (mut bytes, mut end) = (0u64, 0);
+        while end < rest.len().min(max_files) && (end == 0 || bytes < max_bytes) {
+            bytes += size(&rest[end]);
+            end += 1;
+        }
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some(run)
+    })
+}
+
 /// Consecutive ranges of `files` of about [`SEGMENT_TEXT_BYTES`] each.
 fn segment_ranges(files: &[(String, StatKey)]) -> Vec<std::ops::Range<usize>> {
     let mut ranges = Vec::new();
@@ -698,4 +727,26 @@ fn segment_ranges(files: &[(String, StatKey)]) -> Vec<std::ops::Range<usize>> {
         ranges.push(start..files.len());
     }
     ranges
+}
+
+#[cfg(test)]
+mod tests {
+    use super::by_bytes;
+
+    #[test]
+    fn passage_batches_are_bounded_by_bytes_and_by_count() {
+        let runs = |sizes: &[u64], max_bytes, max_files| {
+            by_bytes(sizes, |s| *s, max_bytes, max_files)
+                .map(<[u64]>::to_vec)
+                .collect::<Vec<_>>()
+        };
+        // Small files: the count bounds a run.
+        assert_eq!(runs(&[1; 5], 100, 2), vec![vec![1, 1], vec![1, 1], vec![1]]);
+        // Large files: the bytes do; one over the bound runs alone.
+        assert_eq!(
+            runs(&[40, 40, 40, 500, 10], 100, 256),
+            vec![vec![40, 40, 40], vec![500], vec![10]]
+        );
+        assert!(runs(&[], 100, 2).is_empty());
+    }
 }

@@ -1,0 +1,185 @@
+//! A byte budget: how much memory a queue or a set of work in flight may hold, counted in
+//! bytes rather than items, so the daemon's memory does not grow with file sizes (a
+//! thousand 4 MB records weigh what a million 4 KB ones do).
+//!
+//! A producer [`ByteBudget::acquire`]s the bytes an item will hold before making it and
+//! keeps the [`Permit`] with the item; dropping the permit gives the bytes back. Waiters
+//! are served in arrival order, so a large item is not starved by a stream of small
+//! ones. An item larger than the whole budget is admitted alone once nothing else is
+//! held: a queue never deadlocks on one large item, it only runs it by itself.
+
+use std::sync::{Arc, Condvar, Mutex};
+
+/// A shared count of bytes held, with a cap producers wait on.
+#[derive(Debug)]
+pub struct ByteBudget {
+    cap: u64,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    used: u64,
+    /// Highest `used` seen since the last [`ByteBudget::take_peak`].
+    peak: u64,
+    /// Tickets: `next` is handed to the next arrival, `serving` is the one admitted next.
+    next: u64,
+    serving: u64,
+}
+
+/// Bytes held from a [`ByteBudget`]; given back when dropped.
+#[derive(Debug)]
+pub struct Permit {
+    budget: Arc<ByteBudget>,
+    bytes: u64,
+}
+
+impl ByteBudget {
+    pub fn new(cap: u64) -> Arc<ByteBudget> {
+        Arc::new(ByteBudget {
+            cap,
+            state: Mutex::new(State::default()),
+            freed: Condvar::new(),
+        })
+    }
+
+    /// Waits until `bytes` fit beside what is held (or nothing is held, for an item
+    /// larger than the cap) and every earlier waiter was admitted, then holds them.
+    pub fn acquire(self: &Arc<Self>, bytes: u64) -> Permit {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let ticket = state.next;
+        state.next += 1;
+        while state.serving != ticket || !(state.used == 0 || state.used + bytes <= self.cap) {
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.serving += 1;
+        state.used += bytes;
+        state.peak = state.peak.max(state.used);
+        drop(state);
+        // The next in line may fit too.
+        self.freed.notify_all();
+        Permit {
+            budget: self.clone(),
+            bytes,
+        }
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).used
+    }
+
+    /// The most bytes held at once since the last call (then starts again from now).
+    pub fn take_peak(&self) -> u64 {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let used = state.used;
+        std::mem::replace(&mut state.peak, used)
+    }
+
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+}
+
+impl Permit {
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let mut state = self.budget.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.used -= self.bytes;
+        drop(state);
+        self.budget.freed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Runs `acquire(bytes)` on a thread; the receiver gets the permit once admitted.
+    fn acquire_on_thread(budget: &Arc<ByteBudget>, bytes: u64) -> mpsc::Receiver<Permit> {
+        let (tx, rx) = mpsc::channel();
+        let budget = budget.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(budget.acquire(bytes));
+        });
+        rx
+    }
+
+    const BLOCKED: Duration = Duration::from_millis(100);
+    const ADMITTED: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_producer_blocks_while_the_budget_is_full_and_proceeds_when_bytes_are_released() {
+        let budget = ByteBudget::new(100);
+        let first = budget.acquire(60);
+        let second = budget.acquire(40);
+        assert_eq!(budget.used(), 100);
+        let third = acquire_on_thread(&budget, 30);
+        assert!(
+            third.recv_timeout(BLOCKED).is_err(),
+            "admitted past the cap"
+        );
+        assert_eq!(budget.used(), 100);
+        drop(second);
+        let third = third
+            .recv_timeout(ADMITTED)
+            .expect("admitted once bytes were freed");
+        assert_eq!(budget.used(), 90);
+        assert_eq!(budget.take_peak(), 100);
+        drop((first, third));
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn an_item_larger_than_the_budget_passes_alone() {
+        let budget = ByteBudget::new(100);
+        let small = budget.acquire(10);
+        let large = acquire_on_thread(&budget, 1_000);
+        assert!(
+            large.recv_timeout(BLOCKED).is_err(),
+            "ran beside another item"
+        );
+        drop(small);
+        let large = large
+            .recv_timeout(ADMITTED)
+            .expect("admitted alone, no deadlock");
+        assert_eq!(budget.used(), 1_000);
+        // Nothing runs beside it, not even a small item...
+        let after = acquire_on_thread(&budget, 1);
+        assert!(after.recv_timeout(BLOCKED).is_err());
+        // ...until it is released.
+        drop(large);
+        assert!(after.recv_timeout(ADMITTED).is_ok());
+    }
+
+    #[test]
+    fn a_small_item_does_not_overtake_a_waiting_large_one() {
+        let budget = ByteBudget::new(100);
+        let held = budget.acquire(50);
+        let large = acquire_on_thread(&budget, 80);
+        // Let it take its place in line before the small one arrives.
+        std::thread::sleep(BLOCKED);
+        let small = acquire_on_thread(&budget, 10);
+        assert!(
+            small.recv_timeout(BLOCKED).is_err(),
+            "a small item that fits went ahead of the waiting large one"
+        );
+        drop(held);
+        let large = large
+            .recv_timeout(ADMITTED)
+            .expect("the first waiter goes first");
+        let small = small
+            .recv_timeout(ADMITTED)
+            .expect("then the next one that fits");
+        assert_eq!(budget.used(), 90);
+        drop((large, small));
+    }
+}
