@@ -199,12 +199,14 @@ fn without_documents_there_is_no_count_and_no_pass() {
 fn reads_racing_the_pass_extract_each_document_once() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let lines: Vec<String> = (0..40)
-        .map(|i| format!("Line {i} for Globex Industries"))
-        .collect();
-    let page: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let pages = vec![page.as_slice(); 60];
+    // Different bytes per document: identical ones share one cached extraction (the
+    // cache is keyed by content), and a read finding it would make the count racy.
     for name in ["a.pdf", "b.pdf", "c.pdf"] {
+        let lines: Vec<String> = (0..40)
+            .map(|i| format!("Line {i} for Globex Industries in {name}"))
+            .collect();
+        let page: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let pages = vec![page.as_slice(); 60];
         write(&root, name, &make::pdf_pages(&pages));
     }
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
