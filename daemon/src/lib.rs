@@ -25,6 +25,7 @@ pub mod root;
 pub mod search_index;
 pub mod server;
 pub mod service;
+pub mod tally;
 pub mod tools;
 pub mod vault;
 pub mod view;

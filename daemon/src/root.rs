@@ -21,6 +21,7 @@ use crate::memo::Memo;
 use crate::search_index::passages::{IndexedHits, Located};
 use crate::search_index::plan::GramPlan;
 use crate::search_index::{Indexed, PassageScreen, Screen, SearchIndex, Verdict, too_stale};
+use crate::tally::Tally;
 use crate::view::{
     Entry, EntryKind, FileScreen, Limits, PassageIndex, RedactedDoc, RedactedPath, RootView,
     Screened, TreeRow, ViewError,
@@ -1510,24 +1511,25 @@ struct RootScreen<'a> {
     screen: Screen,
     stats: fs::StatBatch,
     /// Files in scope the index could not judge (changed since, or new).
-    unknown: AtomicUsize,
-    judged: AtomicUsize,
+    unknown: Tally,
+    judged: Tally,
+    /// Files answered without a read (added to the root's counter once, on drop).
+    unread: Tally,
 }
 
 impl FileScreen for RootScreen<'_> {
     fn screen(&self, file: &Entry) -> Screened<'_> {
-        self.judged.fetch_add(1, Ordering::Relaxed);
+        self.judged.add(1);
         let verdict = self.screen.verdict(&self.stats, &file.rel, file.stat);
         if matches!(verdict, Verdict::RuledOut(_) | Verdict::NotText) {
-            let counters = &self.root.counters;
-            counters.screened_out.fetch_add(1, Ordering::Relaxed);
+            self.unread.add(1);
         }
         match verdict {
             Verdict::RuledOut(counts) => Screened::NoMatch(counts),
             Verdict::NotText => Screened::NotText,
             Verdict::Candidate => Screened::Read,
             Verdict::Unknown => {
-                self.unknown.fetch_add(1, Ordering::Relaxed);
+                self.unknown.add(1);
                 Screened::Read
             }
         }
@@ -1539,6 +1541,8 @@ struct RootPassages<'a> {
     root: &'a ServedRoot,
     screen: PassageScreen,
     stats: fs::StatBatch,
+    /// Files answered without a read (added to the root's counter once, on drop).
+    unread: Tally,
 }
 
 impl PassageIndex for RootPassages<'_> {
@@ -1547,8 +1551,7 @@ impl PassageIndex for RootPassages<'_> {
         let (counts, path, located) =
             self.screen
                 .locate(&self.stats, &file.rel, file.stat, path)?;
-        let counters = &self.root.counters;
-        counters.screened_out.fetch_add(1, Ordering::Relaxed);
+        self.unread.add(1);
         Some((counts, path, located))
     }
 
@@ -1571,10 +1574,22 @@ impl PassageIndex for RootPassages<'_> {
 
 impl Drop for RootScreen<'_> {
     fn drop(&mut self) {
-        let unknown = self.unknown.load(Ordering::Relaxed);
-        if too_stale(unknown, self.judged.load(Ordering::Relaxed)) {
+        let counters = &self.root.counters;
+        counters
+            .screened_out
+            .fetch_add(self.unread.sum(), Ordering::Relaxed);
+        if too_stale(self.unknown.sum() as usize, self.judged.sum() as usize) {
             self.root.search_wake.request();
         }
+    }
+}
+
+impl Drop for RootPassages<'_> {
+    fn drop(&mut self) {
+        let counters = &self.root.counters;
+        counters
+            .screened_out
+            .fetch_add(self.unread.sum(), Ordering::Relaxed);
     }
 }
 
@@ -1589,8 +1604,9 @@ impl RootView for ServedRoot {
             root: self,
             screen,
             stats: fs::StatBatch::new(&self.root),
-            unknown: AtomicUsize::new(0),
-            judged: AtomicUsize::new(0),
+            unknown: Tally::default(),
+            judged: Tally::default(),
+            unread: Tally::default(),
         }))
     }
 
@@ -1602,6 +1618,7 @@ impl RootView for ServedRoot {
             root: self,
             screen,
             stats: fs::StatBatch::new(&self.root),
+            unread: Tally::default(),
         }))
     }
 

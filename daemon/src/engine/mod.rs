@@ -22,6 +22,6 @@ pub mod wordlists;
 /// produce different redacted text, so caches keyed by [`Policy::fingerprint`] miss.
 pub const ENGINE_VERSION: u32 = 3;
 
-pub use pipeline::{Counts, Engine, EngineError, Record, RedactOptions, Redacted};
+pub use pipeline::{Counts, CountsSum, Engine, EngineError, Record, RedactOptions, Redacted};
 pub use placeholder::Category;
 pub use policy::{AliasGroup, DetectorProfile, Mode, Policy, SaltSource};

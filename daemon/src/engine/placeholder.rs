@@ -17,6 +17,11 @@ pub const ALIAS_FORM_HEX: usize = 8;
 pub struct Category(&'static str);
 
 impl Category {
+    /// Equality, by address first: categories are nearly always the same statics.
+    pub fn same(&self, other: &Category) -> bool {
+        std::ptr::eq(self.0, other.0) || self.0 == other.0
+    }
+
     pub const CLIENT: Category = Category("CLIENT");
     pub const ORG: Category = Category("ORG");
     pub const PERSON: Category = Category("PERSON");

@@ -104,32 +104,44 @@ impl ContentKind {
         }
         let suffix = python_suffix(name);
         if suffix.is_empty() {
-            ContentKind::Sniffed
-        } else if suffix.is_ascii() {
-            // ASCII case folding is ASCII lowercasing; every listed suffix is lowercase.
-            ContentKind::of_folded_suffix(|listed| listed.eq_ignore_ascii_case(suffix))
-        } else {
-            // Full case folding can map a non-ASCII suffix onto a listed one (`ſ` → `s`).
-            let folded = casefold(suffix);
-            ContentKind::of_folded_suffix(|listed| listed == folded)
+            return ContentKind::Sniffed;
         }
+        // Full case folding can map a non-ASCII suffix onto a listed one (`ſ` → `s`);
+        // ASCII folding is lowercasing, done in a buffer (this runs once per file of a
+        // whole-root call). No listed suffix is longer than the buffer.
+        let mut buffer = [0u8; 16];
+        let folded: Cow<str> = match buffer.get_mut(..suffix.len()) {
+            Some(lower) if suffix.is_ascii() => {
+                lower.copy_from_slice(suffix.as_bytes());
+                lower.make_ascii_lowercase();
+                Cow::Borrowed(std::str::from_utf8(lower).unwrap_or_default())
+            }
+            _ if suffix.is_ascii() => return ContentKind::Sniffed,
+            _ => Cow::Owned(casefold(suffix)),
+        };
+        static KINDS: std::sync::LazyLock<foldhash::HashMap<&str, ContentKind>> =
+            std::sync::LazyLock::new(|| {
+                let listed = |suffixes: &[&'static str], kind| {
+                    suffixes.iter().map(move |s| (*s, kind)).collect::<Vec<_>>()
+                };
+                let documents = DocumentFormat::ALL.map(|f| (f.suffix(), ContentKind::Document(f)));
+                // Inserted last wins: text, then documents, then legacy Office, so the
+                // order of precedence is the lists' (a suffix in two lists is text).
+                listed(&LEGACY_OFFICE_SUFFIXES, ContentKind::LegacyOffice)
+                    .into_iter()
+                    .chain(documents)
+                    .chain(listed(&TEXT_EXTENSIONS, ContentKind::Text))
+                    .collect()
+            });
+        KINDS
+            .get(folded.as_ref())
+            .copied()
+            .unwrap_or(ContentKind::Sniffed)
     }
 
     /// The kind of the file at root-relative path `rel` (by its basename).
     pub fn of_path(rel: &str) -> ContentKind {
         ContentKind::of_name(rel.rsplit('/').next().unwrap_or(rel))
-    }
-
-    fn of_folded_suffix(is: impl Fn(&str) -> bool) -> ContentKind {
-        if TEXT_EXTENSIONS.iter().any(|listed| is(listed)) {
-            ContentKind::Text
-        } else if let Some(format) = DocumentFormat::ALL.into_iter().find(|f| is(f.suffix())) {
-            ContentKind::Document(format)
-        } else if LEGACY_OFFICE_SUFFIXES.iter().any(|listed| is(listed)) {
-            ContentKind::LegacyOffice
-        } else {
-            ContentKind::Sniffed
-        }
     }
 
     /// Whether the name alone says the file is listed as text (spec 6.3): `None` when its

@@ -13,13 +13,12 @@ use super::targets::charged_targets;
 use super::walk::Budget;
 use super::{Scanned, ToolError, ToolOutput, scan_content};
 use crate::cancel::Stop;
-use crate::engine::Counts;
 use crate::engine::python::text::{char_len, splitlines};
+use crate::engine::{Counts, CountsSum};
 use crate::passages::{for_each_passage, passage_terms, tokens};
 use crate::search_index::passages::Located;
 use crate::view::{Entry, PassageIndex, RedactedPath, RootView};
 use rayon::prelude::*;
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
@@ -112,16 +111,90 @@ struct DocScan {
     hits: Vec<(u32, u32)>,
 }
 
-/// What one document of the scope adds: found in the passage index, or scanned (with
-/// its text, kept only when it has a candidate passage; boxed, as the rarer and larger).
-enum Found {
-    Indexed(Located),
-    Scanned(Box<(Option<Arc<str>>, DocScan)>),
+/// One document of the scope: found in the passage index (its content counts and
+/// redacted path are the index's own), or scanned. Kept small: a whole-root call holds
+/// one per file.
+enum Doc<'a> {
+    Indexed(&'a Counts, &'a RedactedPath, Located),
+    Scanned(Box<ScannedDoc>),
 }
 
-/// One document of the scope: its content counts, redacted path (the index's own, for an
-/// indexed one) and what it adds.
-type DocFound<'a> = (Cow<'a, Counts>, Cow<'a, RedactedPath>, Found);
+struct ScannedDoc {
+    counts: Counts,
+    path: RedactedPath,
+    /// Kept only when the document has a candidate passage.
+    text: Option<Arc<str>>,
+    scan: DocScan,
+}
+
+/// The scope's documents and what they add up to, in walk order.
+struct Summed<'a> {
+    /// `None`: skipped (it vanished or kept changing); keeps its place, has no passage.
+    docs: Vec<Option<Doc<'a>>>,
+    /// The text of each document printed from, by its place in `docs`.
+    texts: HashMap<usize, Arc<str>>,
+    gathered: Gathered,
+    /// Indexed documents with their places in `docs`.
+    located: Vec<(Located, u32)>,
+    passages: u64,
+    total_tokens: u64,
+    /// Passages containing each term, over the scanned documents.
+    df: Vec<u64>,
+}
+
+/// Sums the documents' figures in walk order (and their counts into `sum`), failing
+/// where the reference would: at the first error, or past `max_passages`.
+fn sum_in_walk_order<'a>(
+    results: Vec<Result<Option<Doc<'a>>, ToolError>>,
+    args: &RetrieveArgs,
+    terms: usize,
+    sum: &mut CountsSum,
+) -> Result<Summed<'a>, ToolError> {
+    let mut summed = Summed {
+        docs: Vec::with_capacity(results.len()),
+        texts: HashMap::new(),
+        gathered: Gathered::default(),
+        located: Vec::new(),
+        passages: 0,
+        total_tokens: 0,
+        df: vec![0; terms],
+    };
+    for (place, result) in results.into_iter().enumerate() {
+        let mut doc = result?;
+        let (doc_passages, doc_tokens) = match &mut doc {
+            None => (0, 0),
+            Some(Doc::Indexed(counts, path, at)) => {
+                sum.add(counts);
+                sum.add(&path.counts);
+                summed.located.push((*at, place as u32));
+                (at.passages, at.tokens)
+            }
+            Some(Doc::Scanned(scanned)) => {
+                sum.add(&scanned.counts);
+                sum.add(&scanned.path.counts);
+                let scan = &mut scanned.scan;
+                for (sum, n) in summed.df.iter_mut().zip(&scan.df) {
+                    *sum += n;
+                }
+                let candidates = std::mem::take(&mut scan.candidates);
+                summed
+                    .gathered
+                    .add(candidates.into_iter(), std::mem::take(&mut scan.hits));
+                if let Some(text) = scanned.text.take() {
+                    summed.texts.insert(place, text);
+                }
+                (scan.passages, scan.tokens)
+            }
+        };
+        summed.docs.push(doc);
+        summed.passages += doc_passages;
+        if args.max_passages.is_some_and(|max| summed.passages > max) {
+            return Err(ToolError::RetrievalPassages);
+        }
+        summed.total_tokens += doc_tokens;
+    }
+    Ok(summed)
+}
 
 /// Splits `text` into the reference's passages and scores their terms.
 fn scan_document(doc: usize, text: &str, terms: &HashMap<String, usize>) -> DocScan {
@@ -269,14 +342,13 @@ fn ranked(
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[Entry] = &files;
 
-    let scanned: Vec<Result<Option<DocFound>, ToolError>> = files
+    let docs: Vec<Result<Option<Doc>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            if let Some((content_counts, path, at)) = index.and_then(|index| index.locate(entry)) {
+            if let Some((counts, path, at)) = index.and_then(|index| index.locate(entry)) {
                 stop.check()?;
-                let (counts, path) = (Cow::Borrowed(content_counts), Cow::Borrowed(path));
-                return Ok(Some((counts, path, Found::Indexed(at))));
+                return Ok(Some(Doc::Indexed(counts, path, at)));
             }
             // Left out silently: the answer's character budget has no room for a note.
             let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
@@ -287,51 +359,37 @@ fn ranked(
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
-            let found = Found::Scanned(Box::new((text, scan)));
-            Ok(Some((Cow::Owned(content.counts), Cow::Owned(path), found)))
+            Ok(Some(Doc::Scanned(Box::new(ScannedDoc {
+                counts: content.counts,
+                path,
+                text,
+                scan,
+            }))))
         })
         .collect();
 
     // Sum in walk order, failing where the reference would.
-    let mut texts: Vec<Option<Arc<str>>> = Vec::with_capacity(scanned.len());
-    let mut paths = Vec::with_capacity(scanned.len());
-    let mut gathered = Gathered::default();
-    let mut located: Vec<(Located, u32)> = Vec::new();
-    let mut passages = 0u64;
-    let mut total_tokens = 0u64;
-    let mut df = vec![0u64; terms.len()];
-    for (doc, result) in scanned.into_iter().enumerate() {
-        let Some((doc_counts, path, found)) = result? else {
-            // Skipped (it vanished or kept changing): keeps its slot, has no passage.
-            texts.push(None);
-            paths.push(Cow::Owned(RedactedPath::default()));
-            continue;
-        };
-        counts.merge(&doc_counts);
-        counts.merge(&path.counts);
-        paths.push(path);
-        let (doc_passages, doc_tokens) = match found {
-            Found::Indexed(at) => {
-                located.push((at, doc as u32));
-                texts.push(None);
-                (at.passages, at.tokens)
-            }
-            Found::Scanned(scanned) => {
-                let (text, scan) = *scanned;
-                for (sum, n) in df.iter_mut().zip(&scan.df) {
-                    *sum += n;
-                }
-                gathered.add(scan.candidates.into_iter(), scan.hits);
-                texts.push(text);
-                (scan.passages, scan.tokens)
-            }
-        };
-        passages += doc_passages;
-        if args.max_passages.is_some_and(|max| passages > max) {
-            return Err(ToolError::RetrievalPassages);
-        }
-        total_tokens += doc_tokens;
-    }
+    let mut sum = CountsSum::default();
+    let summed = sum_in_walk_order(docs, args, terms.len(), &mut sum);
+    sum.add_to(counts);
+    let Summed {
+        docs,
+        mut texts,
+        mut gathered,
+        located,
+        passages,
+        total_tokens,
+        mut df,
+    } = summed?;
+    let no_path = RedactedPath::default();
+    let paths: Vec<&RedactedPath> = docs
+        .iter()
+        .map(|doc| match doc {
+            Some(Doc::Indexed(_, path, _)) => *path,
+            Some(Doc::Scanned(scanned)) => &scanned.path,
+            None => &no_path,
+        })
+        .collect();
     if let Some(error) = cut {
         return Err(error);
     }
@@ -428,7 +486,7 @@ fn ranked(
         let Some((text, scan)) = found else {
             return Ok(None);
         };
-        texts[doc] = Some(text);
+        texts.insert(doc, text);
         scans.insert(doc, scan);
     }
     for candidate in &mut candidates {
@@ -462,7 +520,7 @@ fn ranked(
     let mut output_chars = 0usize;
     let mut selected = 0usize;
     for candidate in &candidates {
-        let (Some(text), Some(place)) = (&texts[candidate.doc], &candidate.place) else {
+        let (Some(text), Some(place)) = (texts.get(&candidate.doc), &candidate.place) else {
             return Ok(None);
         };
         let path = &paths[candidate.doc];
