@@ -130,7 +130,7 @@ impl ContentKind {
                 listed(&LEGACY_OFFICE_SUFFIXES, ContentKind::LegacyOffice)
                     .into_iter()
                     .chain(documents)
-                    .chain(listed(&TEXT_EXTENSIONS, ContentKind::Text))
+                    .chain(listed(TEXT_EXTENSIONS, ContentKind::Text))
                     .collect()
             });
         KINDS
