@@ -17,6 +17,7 @@ use crate::engine::python::text::{char_len, splitlines};
 use crate::engine::{Counts, CountsSum};
 use crate::passages::{for_each_passage, passage_terms, tokens};
 use crate::search_index::passages::Located;
+use crate::tally::PerWorker;
 use crate::view::{Entry, PassageIndex, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -119,6 +120,18 @@ enum Doc<'a> {
     Scanned(Box<ScannedDoc>),
 }
 
+impl Doc<'_> {
+    /// Adds its content's and path's counts to `sum`.
+    fn add_counts(&self, sum: &mut CountsSum) {
+        let (counts, path) = match self {
+            Doc::Indexed(counts, path, _) => (*counts, *path),
+            Doc::Scanned(scanned) => (&scanned.counts, &scanned.path),
+        };
+        sum.add(counts);
+        sum.add(&path.counts);
+    }
+}
+
 struct ScannedDoc {
     counts: Counts,
     path: RedactedPath,
@@ -142,14 +155,13 @@ struct Summed<'a> {
     df: Vec<u64>,
 }
 
-/// Sums the documents' figures in walk order (and their counts into `sum`), failing
-/// where the reference would: at the first error, or past `max_passages`.
+/// Sums the documents' figures in walk order, failing where the reference would: at the
+/// first error, or past `max_passages` (with the documents counted until then).
 fn sum_in_walk_order<'a>(
     results: Vec<Result<Option<Doc<'a>>, ToolError>>,
     args: &RetrieveArgs,
     terms: usize,
-    sum: &mut CountsSum,
-) -> Result<Summed<'a>, ToolError> {
+) -> Result<Summed<'a>, (ToolError, Vec<Option<Doc<'a>>>)> {
     let mut summed = Summed {
         docs: Vec::with_capacity(results.len()),
         texts: HashMap::new(),
@@ -160,18 +172,17 @@ fn sum_in_walk_order<'a>(
         df: vec![0; terms],
     };
     for (place, result) in results.into_iter().enumerate() {
-        let mut doc = result?;
+        let mut doc = match result {
+            Ok(doc) => doc,
+            Err(error) => return Err((error, summed.docs)),
+        };
         let (doc_passages, doc_tokens) = match &mut doc {
             None => (0, 0),
-            Some(Doc::Indexed(counts, path, at)) => {
-                sum.add(counts);
-                sum.add(&path.counts);
+            Some(Doc::Indexed(_, _, at)) => {
                 summed.located.push((*at, place as u32));
                 (at.passages, at.tokens)
             }
             Some(Doc::Scanned(scanned)) => {
-                sum.add(&scanned.counts);
-                sum.add(&scanned.path.counts);
                 let scan = &mut scanned.scan;
                 for (sum, n) in summed.df.iter_mut().zip(&scan.df) {
                     *sum += n;
@@ -189,7 +200,7 @@ fn sum_in_walk_order<'a>(
         summed.docs.push(doc);
         summed.passages += doc_passages;
         if args.max_passages.is_some_and(|max| summed.passages > max) {
-            return Err(ToolError::RetrievalPassages);
+            return Err((ToolError::RetrievalPassages, summed.docs));
         }
         summed.total_tokens += doc_tokens;
     }
@@ -342,13 +353,18 @@ fn ranked(
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[Entry] = &files;
 
+    // Counts are summed where each file's are at hand (and in cache), per worker; the
+    // walk-order sum is only needed when the call fails part-way.
+    let sums: PerWorker<CountsSum> = PerWorker::new();
     let docs: Vec<Result<Option<Doc>, ToolError>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
             if let Some((counts, path, at)) = index.and_then(|index| index.locate(entry)) {
                 stop.check()?;
-                return Ok(Some(Doc::Indexed(counts, path, at)));
+                let doc = Doc::Indexed(counts, path, at);
+                sums.with(|sum| doc.add_counts(sum));
+                return Ok(Some(doc));
             }
             // Left out silently: the answer's character budget has no room for a note.
             let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
@@ -359,18 +375,29 @@ fn ranked(
             // Only documents with a candidate are printed from; the rest are let go now,
             // so a whole-root call holds the text of matching files only.
             let text = (!scan.candidates.is_empty()).then_some(content.text);
-            Ok(Some(Doc::Scanned(Box::new(ScannedDoc {
+            let doc = Doc::Scanned(Box::new(ScannedDoc {
                 counts: content.counts,
                 path,
                 text,
                 scan,
-            }))))
+            }));
+            sums.with(|sum| doc.add_counts(sum));
+            Ok(Some(doc))
         })
         .collect();
 
     // Sum in walk order, failing where the reference would.
+    let summed = sum_in_walk_order(docs, args, terms.len());
     let mut sum = CountsSum::default();
-    let summed = sum_in_walk_order(docs, args, terms.len(), &mut sum);
+    match &summed {
+        Ok(_) => sums.into_values().for_each(|part| sum.merge(part)),
+        // The counts of the documents before the failure (and the one past the
+        // passage limit), as the reference reports them.
+        Err((_, counted)) => counted
+            .iter()
+            .flatten()
+            .for_each(|doc| doc.add_counts(&mut sum)),
+    }
     sum.add_to(counts);
     let Summed {
         docs,
@@ -380,7 +407,7 @@ fn ranked(
         passages,
         total_tokens,
         mut df,
-    } = summed?;
+    } = summed.map_err(|(error, _)| error)?;
     let no_path = RedactedPath::default();
     let paths: Vec<&RedactedPath> = docs
         .iter()

@@ -873,6 +873,43 @@ fn retrieve_receipt_counts_every_scanned_document() {
     );
 }
 
+#[test]
+fn a_retrieve_past_its_passage_cap_counts_the_documents_up_to_the_failing_one() {
+    // One passage each, in walk order a, b, c: the cap of one passage fails at b, as the
+    // reference's loop does, so c was never scanned and is not in the receipt.
+    let view = FakeView::new(SALT)
+        .redacted_file(
+            "a.md",
+            "x",
+            "database",
+            "",
+            counts(&[(Category::SECRET, 1)]),
+        )
+        .redacted_file("b.md", "y", "database", "", counts(&[(Category::EMAIL, 2)]))
+        .redacted_file(
+            "c.md",
+            "z",
+            "database",
+            "",
+            counts(&[(Category::PERSON, 5)]),
+        )
+        .redacted_path("c.md", "[ENTITY_c].md", counts(&[(Category::ENTITY, 1)]));
+    let out = retrieve(
+        &view,
+        &RetrieveArgs {
+            query: "database".into(),
+            max_passages: Some(1),
+            ..RetrieveArgs::default()
+        },
+        &Stop::never(),
+    );
+    assert!(out.is_error);
+    assert_eq!(
+        out.counts,
+        counts(&[(Category::SECRET, 1), (Category::EMAIL, 2)])
+    );
+}
+
 /// Spec 17's retrieval golden, end to end through the real redaction pipeline (the corpus
 /// holds an email, a configured term and path words the reference redacts).
 #[test]

@@ -83,16 +83,28 @@ pub struct CountsSum {
 }
 
 impl CountsSum {
+    fn add_category(&mut self, category: Category, n: u64) {
+        match self.categories.iter_mut().find(|(c, _)| c.same(&category)) {
+            Some((_, sum)) => *sum += n,
+            None => self.categories.push((category, n)),
+        }
+    }
+
     pub fn add(&mut self, counts: &Counts) {
         for (category, n) in &counts.0 {
-            match self.categories.iter_mut().find(|(c, _)| c.same(category)) {
-                Some((_, sum)) => *sum += n,
-                None => self.categories.push((*category, *n)),
-            }
+            self.add_category(*category, *n);
         }
         for (i, (nominated, positional)) in counts.1.iter().enumerate() {
             self.plugged.add_plugged(i, *nominated, *positional);
         }
+    }
+
+    /// Adds another sum to this one.
+    pub fn merge(&mut self, other: CountsSum) {
+        for (category, n) in other.categories {
+            self.add_category(category, n);
+        }
+        self.plugged.merge(&other.plugged);
     }
 
     /// Adds the sum to `counts`.
