@@ -172,13 +172,21 @@ fn main() {
     row(
         "(a) cold full index to ready (s)",
         format!("{ready_med:.2}"),
-        format!("rg {rg_med:.2}"),
+        if have_rg {
+            format!("rg {rg_med:.2}")
+        } else {
+            "rg n/a".to_owned()
+        },
         "",
     );
     row(
         "(a) cold full index incl. persist (s), ratio to rg",
         format!("{persisted_med:.2}"),
-        format!("{:.2}x", persisted_med / rg_med),
+        if have_rg {
+            format!("{:.2}x", persisted_med / rg_med)
+        } else {
+            "n/a".to_owned()
+        },
         if have_rg {
             verdict(persisted_med <= 2.0 * rg_med)
         } else {

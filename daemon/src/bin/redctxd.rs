@@ -49,7 +49,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     withhold_panic_messages();
-    return_large_buffers_to_the_os();
+    limit_malloc_arenas();
     if let Ok(exe) = std::env::current_exe() {
         redctx_daemon::documents::install_worker(exe);
     }
@@ -64,17 +64,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// Makes glibc map every allocation of 1 MiB or more on its own and unmap it when freed.
-/// By default its threshold rises to the largest block freed so far (up to 32 MiB), after
-/// which the texts of large files come from the heap arenas of the threads that redacted
-/// them and stay there, fragmented, after they are freed: measured on a tree with files
-/// of 2–4 MB, the daemon's peak RSS fell from 267–287 MB to 185–191 MB with this, at the
-/// same CPU time.
-fn return_large_buffers_to_the_os() {
+/// Caps glibc's malloc arenas at one per core (its default allows eight per core). A
+/// thread that redacts a large file leaves the file's freed text in its own arena,
+/// fragmented among small blocks still in use, so the daemon's memory grew with the number
+/// of arenas: on a tree with 24 files of 2–16 MB (`cargo bench --bench daemon_index`, row
+/// (e), two cores) peak RSS after the passage build was 304 MB by default and 222 MB with
+/// two arenas, at the same query latency. Mapping every allocation of 1 MiB or more on its
+/// own (`M_MMAP_THRESHOLD`) bounded memory about as well but made a whole-root retrieve
+/// 30% slower: each call's large vectors were mapped and faulted in again.
+fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets an allocator parameter; called before other threads start.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let arenas = libc::c_int::try_from(cores.max(2)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt only sets an allocator parameter; called before other threads start.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
     }
 }
 
