@@ -82,6 +82,29 @@ static JWT_KEY: LazyLock<MetaRegex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
+/// A `user:password` literal encoded to base64 in code, which is how HTTP Basic
+/// credentials (RFC 7617) are built by hand: `base64.b64encode(b'user:pass')`,
+/// `btoa('user:pass')`, `Base64.encode64("user:pass")`,
+/// `base64.StdEncoding.EncodeToString([]byte("user:pass"))`,
+/// `Base64.getEncoder().encodeToString("user:pass".getBytes())`,
+/// `Convert.ToBase64String(Encoding.UTF8.GetBytes("user:pass"))`. The match starts at the
+/// encoder's word (a trigger word); between it and the literal only names, dots, calls'
+/// parentheses and brackets. Groups: 2 the user, 3 the password.
+static BASE64_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
+        r#"(?i)(?:b64encode|btoa|encode64|base64)[\w.()\[\] ]{0,60}?(["'])([\w.@+\-]{1,64}):([^"'\s/][^"'\s]{0,127})["']"#,
+    )
+    .expect("static regex")
+});
+
+/// The same pair read by Node: `Buffer.from('user:pass').toString('base64')`.
+static BUFFER_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(
+        r#"(?i)buffer\.from\(\s*(["'])([\w.@+\-]{1,64}):([^"'\s/][^"'\s]{0,127})["']\s*(?:,\s*["'][\w-]+["']\s*)?\)\s*\.\s*tostring\(\s*["']base64"#,
+    )
+    .expect("static regex")
+});
+
 /// The trigger words every cookie name of [`COOKIE`] holds (`session` holds `sess`).
 const COOKIE_WORDS: &[&str] = &[
     "sess", "sid", "token", "auth", "jwt", "csrf", "xsrf", "remember",
@@ -108,6 +131,11 @@ pub const TRIGGER_WORDS: &[&str] = &[
     "credential",
     "login",
     "getconnection",
+    "b64encode",
+    "btoa",
+    "encode64",
+    "base64",
+    "buffer",
 ];
 
 /// Appends S5 candidates; `hits` holds the occurrences of [`TRIGGER_WORDS`] under `ids`.
@@ -220,6 +248,23 @@ fn scan_with(
             let login = lexical::starts_with_ignore_ascii_case(&text[at..], "login");
             if accept_pair_password(value) && (!login || looks_like_password(value)) {
                 out.push(cand(p.start, p.end, detector));
+            }
+        });
+    }
+    let encoders: [(&MetaRegex, &[&str]); 2] = [
+        (&BASE64_PAIR, &["b64encode", "btoa", "encode64", "base64"]),
+        (&BUFFER_PAIR, &["buffer"]),
+    ];
+    for (re, words) in encoders {
+        if !words.iter().any(|w| lower_has(w)) || !lexical::has_byte(text, b':') {
+            continue;
+        }
+        each(re, word_starts(words), &mut |caps| {
+            let (user, pass) = (group(caps, 2), group(caps, 3));
+            let quote = &text[group(caps, 1).range()];
+            let closed = text[pass.end..].starts_with(quote);
+            if closed && accept_pair_password(&text[pass.range()]) {
+                out.push(cand(user.start, pass.end, "S5.basic-credentials"));
             }
         });
     }
@@ -441,6 +486,12 @@ mod tests {
             "getConnection(url, ",
             "jwt.encode(p, ",
             "credentials(",
+            "base64.b64encode(b",
+            "btoa(",
+            "Buffer.from(",
+            ").toString('base64')",
+            "Base64",
+            "u:p4ss!",
             "p4ss!",
             "\", \"",
             "', '",

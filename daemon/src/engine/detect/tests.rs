@@ -1943,3 +1943,58 @@ fn s1_reads_short_key_bodies_and_not_code_between_armour_lines() {
     let code = "$res = \"-----BEGIN RSA PRIVATE KEY-----\\n\" .\n\twordwrap($priKey, 64, \"\\n\", true) .\n\t\"\\n-----END RSA PRIVATE KEY-----\";";
     assert_nothing("a.php", code);
 }
+
+/// HTTP Basic credentials built by hand: a `user:password` literal given to a base64
+/// encoder, in each language's spelling of it.
+#[test]
+fn a_user_password_literal_encoded_to_base64_is_a_credential() {
+    assert_finds(&[
+        (
+            "t.py",
+            "auth = base64.b64encode(b'svc:Zq81-lpX').decode()",
+            "svc:Zq81-lpX",
+        ),
+        (
+            "t.py",
+            "h = base64.b64encode(\"alice:Wq7pZt2x\".encode())",
+            "alice:Wq7pZt2x",
+        ),
+        ("t.js", "const b = btoa('bob:Kx9mQ2vL');", "bob:Kx9mQ2vL"),
+        (
+            "t.js",
+            "const h = 'Basic ' + Buffer.from('carol:m4Vt.9q').toString('base64');",
+            "carol:m4Vt.9q",
+        ),
+        ("t.rb", "Base64.encode64(\"dan:s3cr.Et9\")", "dan:s3cr.Et9"),
+        (
+            "t.go",
+            "b := base64.StdEncoding.EncodeToString([]byte(\"eve:Pw0rd77\"))",
+            "eve:Pw0rd77",
+        ),
+        (
+            "T.java",
+            "String b = Base64.getEncoder().encodeToString(\"fay:r3dH4t!\".getBytes());",
+            "fay:r3dH4t!",
+        ),
+        (
+            "T.cs",
+            "var b = Convert.ToBase64String(Encoding.UTF8.GetBytes(\"gus:Tq5_vv0\"));",
+            "gus:Tq5_vv0",
+        ),
+    ]);
+}
+
+#[test]
+fn base64_of_a_placeholder_pair_a_url_or_a_non_pair_is_no_credential() {
+    for line in [
+        "creds = btoa('user:<password>')",
+        "creds = btoa('user:changeme')",
+        "creds = btoa('user:${PASSWORD}')",
+        "data = base64.b64encode(b'http://example.org/x')",
+        "data = base64.b64encode(b'just some bytes')",
+        "s = Buffer.from('a:b:c d').toString('base64')",
+        "s = Buffer.from('user:secret').toString('hex')",
+    ] {
+        assert_no_span("t.js", line, "S5.basic");
+    }
+}
