@@ -1722,6 +1722,11 @@ fn classify_tier(words: &[&str]) -> Option<Tier> {
     if (head == "token" || head == "tokens") && roles(prev) & role::NOT_TOKEN_QUALIFIER != 0 {
         return None;
     }
+    if head == "token" && prev == "cluster" && i >= 3 && words[i - 3] == "initial" {
+        // etcd's `--initial-cluster-token`: a name that keeps clusters bootstrapping
+        // side by side apart (its docs: not a credential), not a secret.
+        return None;
+    }
     if matches!(head, "token" | "key" | "keys") && words[..i - 1].contains(&"public") {
         return None; // `PublicKeyToken=b77a5c561934e089`: a public key's fingerprint
     }

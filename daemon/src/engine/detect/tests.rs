@@ -1998,3 +1998,38 @@ fn base64_of_a_placeholder_pair_a_url_or_a_non_pair_is_no_credential() {
         assert_no_span("t.js", line, "S5.basic");
     }
 }
+
+/// Names that configure how a secret is checked are not secrets: etcd's
+/// `initial-cluster-token` (a name that keeps bootstrapping clusters apart) and
+/// authentication mechanism names; a cluster's join token still is one.
+#[test]
+fn etcd_cluster_names_and_auth_mechanism_names_are_not_secrets() {
+    for (path, line) in [
+        ("etcd.env", "ETCD_INITIAL_CLUSTER_TOKEN=k8s_etcd"),
+        (
+            "run.sh",
+            "etcd --initial-cluster-token etcd-cluster-1 --name infra0",
+        ),
+        ("c.yml", "initial-cluster-token: 'etcd-cluster'"),
+        (
+            "docker-compose.yml",
+            "POSTGRES_INITDB_ARGS: --auth-host=scram-sha-256",
+        ),
+        ("postgresql.conf", "password_encryption = scram-sha-256"),
+        ("mail.rc", "set smtp-auth=CRAM-MD5"),
+    ] {
+        assert_nothing(path, line);
+    }
+    assert_finds(&[
+        (
+            "k3s.env",
+            "K3S_CLUSTER_TOKEN=K10a8f3e2b9c7d6e5f4a3b2c1d0::server:9f8e7d6c",
+            "K10a8f3e2b9c7d6e5f4a3b2c1d0::server:9f8e7d6c",
+        ),
+        (
+            "c.env",
+            "CLUSTER_TOKEN=9f8e7d6c5b4a3f2e1d0c",
+            "9f8e7d6c5b4a3f2e1d0c",
+        ),
+    ]);
+}

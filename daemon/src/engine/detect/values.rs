@@ -32,7 +32,7 @@ pub fn is_placeholder(value: &str) -> bool {
     if v.is_empty() {
         return true;
     }
-    if is_one_of_ignore_ascii_case(PLACEHOLDER_WORDS, v) {
+    if is_one_of_ignore_ascii_case(PLACEHOLDER_WORDS, v) || is_mechanism_name(v) {
         return true;
     }
     let b = v.as_bytes();
@@ -95,6 +95,26 @@ pub fn is_placeholder(value: &str) -> bool {
     ]
     .iter()
     .any(|prefix| starts_with_ignore_ascii_case(v, prefix))
+}
+
+/// The name of an authentication mechanism or password-hashing scheme
+/// (`--auth-host=scram-sha-256`, `password_encryption = md5`, SASL's `CRAM-MD5`): it says
+/// how a secret is checked, it is not one.
+fn is_mechanism_name(v: &str) -> bool {
+    is_one_of_ignore_ascii_case(
+        &[
+            "scram-sha-1",
+            "scram-sha-256",
+            "scram-sha-512",
+            "cram-md5",
+            "digest-md5",
+            "md5",
+            "gssapi",
+            "xoauth2",
+            "oauthbearer",
+        ],
+        v,
+    )
 }
 
 /// Whether a value is a word or sentence of a language written in a non-Latin script
