@@ -2033,3 +2033,25 @@ fn etcd_cluster_names_and_auth_mechanism_names_are_not_secrets() {
         ),
     ]);
 }
+
+/// A bare `key` holding a label key or resource name (Kubernetes tolerations, selectors,
+/// `secretKeyRef`) names something; a key of random or hex segments is still a key.
+#[test]
+fn a_key_holding_a_label_name_is_a_name() {
+    for line in [
+        "  - key: ovn4nfv-k8s-plugin",
+        "  - key: node-role.kubernetes.io/master",
+        "        key: tls.crt",
+        "  \"key\": \"app.kubernetes.io/name\",",
+    ] {
+        assert_nothing("deploy.yaml", line);
+    }
+    assert_finds(&[
+        (
+            "c.yaml",
+            "key: 9f8e7d6c5b4a-3f2e1d0c9b8a-7f6e5d4c",
+            "9f8e7d6c5b4a-3f2e1d0c9b8a-7f6e5d4c",
+        ),
+        ("c.yaml", "key: Kx9mQ2vLw8Zt5Rp1", "Kx9mQ2vLw8Zt5Rp1"),
+    ]);
+}
