@@ -259,7 +259,15 @@ fn scan_with(
         if !words.iter().any(|w| lower_has(w)) || !lexical::has_byte(text, b':') {
             continue;
         }
-        each(re, word_starts(words), &mut |caps| {
+        // `buffer` is a common word in code; only `Buffer.from(` can start a match.
+        let mut starts = word_starts(words);
+        if words == ["buffer"] {
+            starts.retain(|&at| {
+                text.get(at..at + 12)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("buffer.from("))
+            });
+        }
+        each(re, starts, &mut |caps| {
             let (user, pass) = (group(caps, 2), group(caps, 3));
             let quote = &text[group(caps, 1).range()];
             let closed = text[pass.end..].starts_with(quote);
