@@ -1574,10 +1574,7 @@ impl PassageIndex for RootPassages<'_> {
 
 impl Drop for RootScreen<'_> {
     fn drop(&mut self) {
-        let counters = &self.root.counters;
-        counters
-            .screened_out
-            .fetch_add(self.unread.sum(), Ordering::Relaxed);
+        self.root.count_unread(&self.unread);
         if too_stale(self.unknown.sum() as usize, self.judged.sum() as usize) {
             self.root.search_wake.request();
         }
@@ -1586,10 +1583,17 @@ impl Drop for RootScreen<'_> {
 
 impl Drop for RootPassages<'_> {
     fn drop(&mut self) {
-        let counters = &self.root.counters;
+        self.root.count_unread(&self.unread);
+    }
+}
+
+impl ServedRoot {
+    /// Adds the files one call answered from the search index without a read.
+    fn count_unread(&self, unread: &Tally) {
+        let counters = &self.counters;
         counters
             .screened_out
-            .fetch_add(self.unread.sum(), Ordering::Relaxed);
+            .fetch_add(unread.sum(), Ordering::Relaxed);
     }
 }
 
