@@ -118,7 +118,10 @@ impl Cache {
             return false;
         };
         let written = (|| -> Result<(), redb::Error> {
-            let w = db.begin_write()?;
+            let mut w = db.begin_write()?;
+            // Unreachable until `publish_grams`, whose durable commit persists it: a
+            // crash before that loses only parts no head names.
+            w.set_durability(redb::Durability::None)?;
             {
                 let mut t = w.open_table(GRAMS)?;
                 for (part, blob) in [

@@ -172,28 +172,28 @@ impl SearchIndex {
         let mut index = HashMap::default();
         let mut directories = Vec::new();
         let mut segments = 0u32;
-        for chunk in segment_ranges(files) {
-            let gram_files = |(rel, stat): &(String, StatKey)| {
-                Some(match read(rel, stat)? {
-                    Indexed::Text(record, content) => {
-                        let text = &content.preserved;
-                        let grams = plan::text_grams(&text.text);
-                        (rel.clone(), record, text.counts.clone(), Some(grams), false)
-                    }
-                    Indexed::Opaque(record) => {
-                        (rel.clone(), record, Counts::default(), None, false)
-                    }
-                    Indexed::NotText(record) => {
-                        (rel.clone(), record, Counts::default(), None, true)
-                    }
-                })
-            };
-            let found: Vec<_> = match pool {
-                Some(pool) => {
-                    pool.install(|| files[chunk].par_iter().filter_map(gram_files).collect())
+        // One file of a segment: path, record, content counts, its grams if text, and
+        // whether it is not text.
+        type Found = (String, FileRecord, Counts, Option<Vec<Gram>>, bool);
+        let gram_files = |(rel, stat): &(String, StatKey)| -> Option<Found> {
+            Some(match read(rel, stat)? {
+                Indexed::Text(record, content) => {
+                    let text = &content.preserved;
+                    let grams = plan::text_grams(&text.text);
+                    (rel.clone(), record, text.counts.clone(), Some(grams), false)
                 }
+                Indexed::Opaque(record) => (rel.clone(), record, Counts::default(), None, false),
+                Indexed::NotText(record) => (rel.clone(), record, Counts::default(), None, true),
+            })
+        };
+        let segment_files = |chunk: std::ops::Range<usize>| -> Vec<Found> {
+            match pool {
+                Some(_) => files[chunk].par_iter().filter_map(gram_files).collect(),
                 None => files[chunk].iter().filter_map(gram_files).collect(),
-            };
+            }
+        };
+        // Sorts, encodes and stores one segment; false when the database refused.
+        let mut store = |found: Vec<Found>| -> bool {
             let mut pairs: Vec<(Gram, u32)> = Vec::with_capacity(
                 found
                     .iter()
@@ -249,10 +249,28 @@ impl SearchIndex {
                 &record::encode(&stored),
                 &blob,
             ) {
-                return None;
+                return false;
             }
             directories.push(stored.directory);
             segments += 1;
+            true
+        };
+        // The grams of the next segment are gathered while this one is stored (the
+        // store is serial: sorting, encoding, one write transaction).
+        let ranges = segment_ranges(files);
+        let mut next = in_pool(pool, || ranges.first().map(|r| segment_files(r.clone())));
+        for k in 0..ranges.len() {
+            let found = next.take().unwrap_or_default();
+            let stored;
+            (stored, next) = in_pool(pool, || {
+                rayon::join(
+                    || store(found),
+                    || ranges.get(k + 1).map(|r| segment_files(r.clone())),
+                )
+            });
+            if !stored {
+                return None;
+            }
         }
         let head = GramHead {
             fingerprint: *fingerprint,
@@ -713,6 +731,14 @@ fn by_bytes<T>(
 }
 
 /// Consecutive ranges of `files` of about [`SEGMENT_TEXT_BYTES`] each.
+/// `work` on `pool`'s threads, or on this one without a pool.
+fn in_pool<R: Send>(pool: Option<&rayon::ThreadPool>, work: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
+    }
+}
+
 fn segment_ranges(files: &[(String, StatKey)]) -> Vec<std::ops::Range<usize>> {
     let mut ranges = Vec::new();
     let (mut start, mut bytes) = (0, 0u64);

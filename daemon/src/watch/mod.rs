@@ -5,7 +5,8 @@
 //! Reads never depend on it: a content answer stats the file first (see
 //! [`crate::root`]). The watcher is what moves the index (and the cache) ahead of calls.
 //!
-//! How it watches (inotify through `notify` 8.2):
+//! How it watches (inotify, through our own reader in `backend`: `notify`'s asks for
+//! every file open; `notify`'s event types):
 //! - only the directories the index keeps ([`crate::index::Index::dirs`]), each
 //!   NON-recursively, so `node_modules`, `target`, `.git`, ignored and excluded trees cost
 //!   no watch; watches follow directories as they appear and disappear;
@@ -23,6 +24,7 @@
 //! re-walk never races an event); a second, low-priority thread re-redacts changed
 //! files. Nothing here panics the daemon: a failure degrades to periodic re-walks.
 
+mod backend;
 mod reindex;
 mod sync;
 mod worker;
@@ -35,8 +37,9 @@ use worker::Worker;
 use crate::fs::StatKey;
 use crate::root::ServedRoot;
 use crate::view::{EntryKind, RootView};
+use backend::Backend;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
-use notify::{Event, EventKind, RecursiveMode, Watcher as _};
+use notify::{Event, EventKind};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};

@@ -62,7 +62,7 @@ pub(super) struct Worker {
     pub(super) root_path: PathBuf,
     pub(super) opts: WatchOptions,
     pub(super) shared: Arc<Shared>,
-    pub(super) backend: Option<notify::RecommendedWatcher>,
+    pub(super) backend: Option<Backend>,
     pub(super) on_policy_change: Box<dyn Fn() + Send + Sync>,
     /// Policy files as given.
     pub(super) policy_inputs: Vec<PathBuf>,
@@ -171,7 +171,7 @@ impl Worker {
                 }
             }
         };
-        match notify::recommended_watcher(handler) {
+        match Backend::new(Box::new(handler)) {
             Ok(backend) => {
                 self.backend = Some(backend);
                 self.watch_cookies();
@@ -282,10 +282,7 @@ impl Worker {
         let Ok(dir) = tempfile::Builder::new().prefix("redctx-sync-").tempdir() else {
             return;
         };
-        if backend
-            .watch(dir.path(), RecursiveMode::NonRecursive)
-            .is_ok()
-        {
+        if backend.watch(dir.path()).is_ok() {
             self.shared.sync.set_dir(dir.path().to_path_buf());
             self.cookies = Some(dir);
         }
@@ -401,7 +398,7 @@ impl Worker {
         let Some(backend) = self.backend.as_mut() else {
             return Added::Limit;
         };
-        match backend.watch(dir, RecursiveMode::NonRecursive) {
+        match backend.watch(dir) {
             Ok(()) => {
                 let mut table = self.shared.watches();
                 *table.entry(dir.to_path_buf()).or_insert(0) |= reason;
