@@ -2296,10 +2296,16 @@ fn is_passphrase(v: &str) -> bool {
         "xxx",
     ];
     let words: Vec<&str> = v.split_whitespace().collect();
+    // A quote escaped inside the string (`"dmb \"vg-mn\""`) is part of the value.
+    let unescaped = if v.contains('\\') {
+        std::borrow::Cow::Owned(v.replace("\\\"", ""))
+    } else {
+        std::borrow::Cow::Borrowed(v)
+    };
     if !(2..=4).contains(&words.len())
         || v.chars().count() > 40
         || v.trim_end().ends_with(['.', '?', '!', ':', '…'])
-        || v.contains([
+        || unescaped.contains([
             '%', '{', '}', '<', '>', '$', '\\', '\n', '\'', '"', '`', '=',
         ])
         || words.iter().any(|w| !w.chars().any(char::is_alphanumeric))

@@ -799,10 +799,24 @@ fn s3_passwords_of_a_few_words_but_not_labels() {
             "viewModel.Password = \"correct horse battery\";",
             "correct horse battery",
         ),
+        // Quotes escaped inside the string are part of the password.
+        (
+            "run.ps1",
+            "tool.exe -username=corp\\sam -password=\"dmb \\\"vg-mn-shyz\\\"\"",
+            "dmb \\\"vg-mn-shyz\\\"",
+        ),
+        (
+            "Conf.java",
+            "conf.setPassword(\"ab \\\"cd\\\" 77\");",
+            "ab \\\"cd\\\" 77",
+        ),
     ] {
         assert_redacts(path, text, value);
     }
     for text in [
+        // An escaped quote does not make a message a password.
+        "password: \"Field \\\"%s\\\" is required\"",
+        "password: \"the \\\"{name}\\\" one\"",
         "password: 'Enter your password'",
         "password: 'Mot de passe'",
         "password: 'Change Password'",
