@@ -875,6 +875,38 @@ fn s4_url_credentials_and_connection_files() {
 }
 
 #[test]
+fn s4_a_url_naming_its_fields_is_not_a_credential() {
+    for text in [
+        "parse('pg://user:pass@localhost/dbname')",
+        "Transforms 'postgres://DBuser:secret@DBHost:5432/myDB' into",
+        "node: 'https://username:password@localhost:9200'",
+        "FTP = 'ftp://myname:passwd@files.corp.io/x'",
+    ] {
+        let found = values("a.js", text);
+        assert!(
+            !found
+                .iter()
+                .any(|v| ["pass", "secret", "password", "passwd"].contains(&v.as_str())),
+            "{text}: {found:?}"
+        );
+    }
+    // A password word after a real user's name is that user's password.
+    for (text, secret) in [
+        (
+            "nats.Connect(\"nats://ivan:password@10.0.0.5:4222\")",
+            "password",
+        ),
+        (
+            "new Client('postgres://user:S3cr3t-77@db.corp.io/x')",
+            "S3cr3t-77",
+        ),
+        ("'amqp://guest2:pass@mq.corp.io:5672'", "pass"),
+    ] {
+        assert!(values("a.js", text).contains(&secret.to_owned()), "{text}");
+    }
+}
+
+#[test]
 fn s5_http_authorization_material() {
     assert_eq!(
         values("a.js", "headers: 'Authorization: Bearer wfotxqailfeus5a8'"),

@@ -44,9 +44,13 @@ static NETRC: LazyLock<Regex> = LazyLock::new(|| {
 pub fn scan(text: &str, rel_path: &str, literals: &Literals, out: &mut Vec<Candidate>) {
     if literals.has(&literals::SCHEME) {
         for caps in USERINFO.captures_iter(text) {
+            let user = caps.get(1).expect("group").as_str();
             let pass = caps.get(2).expect("group");
             let host = caps.get(3).expect("group").as_str();
-            if accept_password(pass.as_str()) && !reserved_host(host) {
+            if accept_password(pass.as_str())
+                && !reserved_host(host)
+                && !is_shape_of_credentials(user, pass.as_str())
+            {
                 out.push(cand(pass.start(), pass.end(), "S4.url-userinfo"));
             }
         }
@@ -87,6 +91,27 @@ fn accept_password(p: &str) -> bool {
         && !p.starts_with('%')
         && !p.starts_with('{')
         && !p.starts_with('$')
+}
+
+/// Whether `user:password` only names the two fields (`user:pass@`, `username:password@`,
+/// `myname:secret@`, `dbuser:passwd@`): how documentation writes the shape of a URL. A
+/// password word after a real user name (`ivan:password@`) is that user's password, as
+/// tests configure it, and stays a secret.
+fn is_shape_of_credentials(user: &str, password: &str) -> bool {
+    const PASSWORD_WORDS: [&str; 6] = ["pass", "password", "passwd", "pwd", "pw", "secret"];
+    const USER_WORDS: [&str; 6] = ["user", "username", "usr", "login", "name", "account"];
+    let user = user.to_ascii_lowercase();
+    let user = ["my", "your", "some", "db_", "db-", "db"]
+        .iter()
+        .find_map(|p| {
+            user.strip_prefix(p)
+                .filter(|rest| USER_WORDS.contains(rest))
+        })
+        .unwrap_or(&user);
+    USER_WORDS.contains(&user)
+        && PASSWORD_WORDS
+            .iter()
+            .any(|w| password.eq_ignore_ascii_case(w))
 }
 
 /// `hostname:port:database:username:password`, `#` comments.
