@@ -258,16 +258,12 @@ impl SearchIndex {
         // The grams of the next segment are gathered while this one is stored (the
         // store is serial: sorting, encoding, one write transaction).
         let ranges = segment_ranges(files);
-        let mut next = in_pool(pool, || ranges.first().map(|r| segment_files(r.clone())));
+        let gather = |k: usize| ranges.get(k).map(|r| segment_files(r.clone()));
+        let mut next = join_in(pool, || gather(0), || ()).0;
         for k in 0..ranges.len() {
             let found = next.take().unwrap_or_default();
             let stored;
-            (stored, next) = in_pool(pool, || {
-                rayon::join(
-                    || store(found),
-                    || ranges.get(k + 1).map(|r| segment_files(r.clone())),
-                )
-            });
+            (stored, next) = join_in(pool, || store(found), || gather(k + 1));
             if !stored {
                 return None;
             }
@@ -730,15 +726,20 @@ fn by_bytes<T>(
     })
 }
 
-/// Consecutive ranges of `files` of about [`SEGMENT_TEXT_BYTES`] each.
-/// `work` on `pool`'s threads, or on this one without a pool.
-fn in_pool<R: Send>(pool: Option<&rayon::ThreadPool>, work: impl FnOnce() -> R + Send) -> R {
+/// `a` and `b` side by side on `pool`'s threads, or one after the other on this thread
+/// without a pool (never on rayon's global pool).
+fn join_in<A: Send, B: Send>(
+    pool: Option<&rayon::ThreadPool>,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
     match pool {
-        Some(pool) => pool.install(work),
-        None => work(),
+        Some(pool) => pool.install(|| rayon::join(a, b)),
+        None => (a(), b()),
     }
 }
 
+/// Consecutive ranges of `files` of about [`SEGMENT_TEXT_BYTES`] each.
 fn segment_ranges(files: &[(String, StatKey)]) -> Vec<std::ops::Range<usize>> {
     let mut ranges = Vec::new();
     let (mut start, mut bytes) = (0, 0u64);
