@@ -90,8 +90,16 @@ mod linux {
     }
 
     impl Table {
+        /// `path` is watched by `wd`. The kernel gives a directory one descriptor, so a
+        /// directory watched again under a new name is no longer watched under its old
+        /// one (unwatching that name must not remove the new name's watch).
         fn insert(&mut self, path: PathBuf, wd: WatchDescriptor) {
-            self.by_wd.insert(wd.clone(), path.clone());
+            if let Some(old) = self.by_wd.insert(wd.clone(), path.clone())
+                && old != path
+                && self.by_path.get(&old) == Some(&wd)
+            {
+                self.by_path.remove(&old);
+            }
             self.by_path.insert(path, wd);
         }
 
@@ -512,6 +520,23 @@ mod tests {
                     && e.paths == vec![moved.join("y")]),
             "{seen:?}"
         );
+    }
+
+    #[test]
+    fn a_directory_watched_under_a_second_name_keeps_its_watch_when_the_first_is_unwatched() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut backend, rx) = backend();
+        let a = dir.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(dir.path().join("x")).unwrap();
+        backend.watch(&a).unwrap();
+        // The same directory (one kernel descriptor) under another name.
+        let second = dir.path().join("x").join("..").join("a");
+        backend.watch(&second).unwrap();
+        assert!(backend.unwatch(&a).is_err(), "the first name was dropped");
+        std::fs::write(a.join("f"), b"").unwrap();
+        let event = rx.recv_timeout(Duration::from_secs(10)).expect("an event");
+        assert_eq!(event.paths, vec![second.join("f")]);
     }
 
     #[test]
