@@ -11,7 +11,11 @@
 //! `REDCTX_BENCH_SKIP_COLD=1` (for iterating on (b)–(d): reuse the state dir the previous
 //! run persisted and skip (a); the cache-size row then measures that older file),
 //! `REDCTX_BENCH_LARGE` (large files of the large-file tree (e), default 24; 0 skips it),
-//! `REDCTX_BENCH_LARGE_FILES` (its other files, default 20000).
+//! `REDCTX_BENCH_LARGE_FILES` (its other files, default 20000), `REDCTX_BENCH_TREE=DIR`
+//! (serve an existing tree instead of the generated one, under the default policy, for
+//! example the 106k-file corpus of `../shared/spec/perf-anchors.md` exported by
+//! `scripts/export-snapshot.py`; (c) then appends to some of its `.py` files and restores
+//! their bytes).
 //!
 //! The tree is `gen_monorepo.py --files N --seed 7`, generated once into
 //! `<target>/bench-data/daemon-index-<N>-s7/mono` (reruns reuse it), served with a config
@@ -47,6 +51,11 @@
 //!   `gen_monorepo.py --files M --seed 7 --large K` (K text files of 2–16 MB; those over
 //!   the 5 MB per-file limit are listed, not read), indexed cold once: the VmHWM at
 //!   `ready` and once the background passage index is built (target ≤ 250 MB).
+//! - (f) memory after queries: a warm daemon, once its passage index is built (or 60 s
+//!   passed), answers three whole-root retrieves and three whole-root searches; then its
+//!   VmHWM and VmRSS (target ≤ 250 MB). Each thread that redacts keeps matcher caches
+//!   that grow with the text it has seen, and a retrieve redacts the path of every file
+//!   it cites, so this is where they show.
 
 #[path = "../tests/corpus/mod.rs"]
 mod corpus;
@@ -87,13 +96,28 @@ fn main() {
              install it (`apt-get install ripgrep`) for its anchor."
         );
     }
-    let base = target_dir()
-        .join("bench-data")
-        .join(format!("daemon-index-{files}-s{SEED}"));
-    let (root, config) = prepare_tree(&base, files, 0).unwrap_or_else(|e| {
-        eprintln!("daemon_index: cannot prepare the tree: {e}");
-        std::process::exit(1);
-    });
+    let given_tree = std::env::var_os("REDCTX_BENCH_TREE").map(PathBuf::from);
+    let (base, root, config) = match &given_tree {
+        Some(tree) => {
+            let name = tree
+                .file_name()
+                .map_or("tree".into(), |n| n.to_string_lossy());
+            let base = target_dir()
+                .join("bench-data")
+                .join(format!("daemon-index-tree-{name}"));
+            (base, tree.clone(), None)
+        }
+        None => {
+            let base = target_dir()
+                .join("bench-data")
+                .join(format!("daemon-index-{files}-s{SEED}"));
+            let (root, config) = prepare_tree(&base, files, 0).unwrap_or_else(|e| {
+                eprintln!("daemon_index: cannot prepare the tree: {e}");
+                std::process::exit(1);
+            });
+            (base, root, Some(config))
+        }
+    };
     let root = root.canonicalize().expect("canonical root");
     let redctxd = build_redctxd();
     let work = base.join("work");
@@ -157,6 +181,8 @@ fn main() {
     let visible = world.edit_to_visible(edits);
     // (c) re-redaction of one changed file, in-process (library).
     let (reredact, sweep) = world.reredact_in_process(edits);
+    // (f) memory after whole-root queries on a warm daemon.
+    let after_queries = world.memory_after_queries();
     // (e) a tree with large files, cold, once.
     let large_run = (large > 0).then(|| large_tree_run(&world.redctxd, large_files, large));
 
@@ -325,6 +351,12 @@ fn main() {
         "0.50x".to_owned(),
         verdict(index_ratio <= 0.5),
     );
+    row(
+        "(f) VmHWM / VmRSS after whole-root queries, warm (MB), <= 250",
+        format!("{:.0}/{:.0}", mb(after_queries.hwm), mb(after_queries.rss)),
+        "250".to_owned(),
+        verdict(mb(after_queries.hwm) <= 250.0),
+    );
     if let Some((tree_files, tree_bytes, cold, passages_hwm)) = large_run {
         row(
             &format!(
@@ -430,7 +462,7 @@ fn large_tree_run(redctxd: &Path, files: usize, large: usize) -> (u64, u64, Cold
     let world = World {
         redctxd: redctxd.to_path_buf(),
         root: root.canonicalize().expect("canonical root"),
-        config,
+        config: Some(config),
         state: work.join("state"),
         vault: work.join("vault"),
         socket: work.join("redctxd.sock"),
@@ -635,7 +667,8 @@ struct Warm {
 struct World {
     redctxd: PathBuf,
     root: PathBuf,
-    config: PathBuf,
+    /// `None`: the default policy (a tree given by `REDCTX_BENCH_TREE`).
+    config: Option<PathBuf>,
     state: PathBuf,
     vault: PathBuf,
     socket: PathBuf,
@@ -653,7 +686,7 @@ impl World {
     fn spec(&self) -> RootSpec {
         RootSpec {
             path: self.root.clone(),
-            config: Some(self.config.clone()),
+            config: self.config.clone(),
             gitignore: true,
             ..RootSpec::default()
         }
@@ -804,7 +837,7 @@ impl World {
             state_dir: Some(self.vault.clone()),
             ..EnvOverrides::default()
         };
-        let source = PolicySource::new(&self.root, Some(&self.config), None, env, &[])
+        let source = PolicySource::new(&self.root, self.config.as_deref(), None, env, &[])
             .expect("policy source");
         let (policy, _) = source.load().expect("policy loads");
         Arc::new(Engine::new(Arc::new(policy)).expect("engine"))
@@ -890,6 +923,39 @@ impl World {
             .collect();
         let step = (py.len() / count).max(1);
         py.into_iter().step_by(step).take(count).collect()
+    }
+
+    /// (f): a warm daemon's memory after three whole-root retrieves and three whole-root
+    /// searches, asked once its passage index is built (or 60 s passed).
+    fn memory_after_queries(&self) -> Mem {
+        let d = self.start();
+        self.until_ready(&d);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline
+            && self
+                .root_info(&d)
+                .search_index
+                .is_none_or(|s| s.passage_segments < s.segments)
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for query in [
+            "error handling when the file is missing",
+            "configuration value default",
+            "test setup and teardown",
+        ] {
+            let args = serde_json::json!({ "query": query });
+            let (text, is_error) = self.call(&d, "redctx_retrieve", args);
+            assert!(!is_error, "retrieve failed: {text}");
+        }
+        for query in ["return", "TODO", "config"] {
+            let args = serde_json::json!({ "query": query });
+            let (text, is_error) = self.call(&d, "redctx_search", args);
+            assert!(!is_error, "search failed: {text}");
+        }
+        let mem = mem_of(d.child.id());
+        self.stop(d);
+        mem
     }
 
     fn edit_to_visible(&self, count: usize) -> Vec<f64> {

@@ -579,6 +579,7 @@ impl ServedRoot {
             ms = started.elapsed().as_millis() as u64,
             "passage index built"
         );
+        crate::budget::release_free_memory();
     }
 
     /// The cached redacted content of the version `record` describes, if this mode
@@ -805,13 +806,18 @@ impl ServedRoot {
             // policy) leaves content unreferenced; one with nothing changed costs nothing.
             cache.request_sweep();
         }
+        // Nothing was redacted (a warm restart): the engine is warmed after "ready". Else
+        // the pass's listing goes now: the search index lists the files again, and on a
+        // 100k-file root each listing holds tens of megabytes.
+        let warm_up = (snap.files_read == 0).then_some(files);
+        drop(todo);
         // Part of "ready": a warm restart loads the index (file tables only), a pass that
         // changed many files rebuilds it, so the first searches after ready use it.
         self.refresh_search_index();
+        crate::budget::release_free_memory();
         p.running.store(false, Ordering::SeqCst);
         self.mark_finished();
-        if snap.files_read == 0 {
-            // Nothing was redacted (a warm restart): warm the engine after "ready".
+        if let Some(files) = warm_up {
             self.warm_up_engine(&files);
         }
     }
