@@ -61,7 +61,7 @@
 mod corpus;
 
 use redctx_client::daemon::{Endpoint, connect};
-use redctx_daemon::cache::{Cache, SweepReport};
+use redctx_daemon::cache::{Cache, IndexBytes, SweepReport};
 use redctx_daemon::engine::Engine;
 use redctx_daemon::engine::config::EnvOverrides;
 use redctx_daemon::policy_loader::PolicySource;
@@ -349,17 +349,24 @@ fn main() {
         String::new(),
         "",
     );
-    let index_ratio = world.search_index_bytes() as f64 / last.text_bytes.max(1) as f64;
+    let index = world.search_index_bytes();
+    let index_ratio = index.total() as f64 / last.text_bytes.max(1) as f64;
     row(
         "(d) search index in cache.redb / raw text bytes indexed",
         format!(
             "{:.2}x ({:.0}/{:.0})",
             index_ratio,
-            mb(world.search_index_bytes()),
+            mb(index.total()),
             mb(last.text_bytes)
         ),
         "0.50x".to_owned(),
         verdict(index_ratio <= 0.5),
+    );
+    row(
+        "    of which trigrams / passages (MB)",
+        format!("{:.0}/{:.0}", mb(index.grams), mb(index.passages)),
+        String::new(),
+        "",
     );
     row(
         "(f) VmHWM / VmRSS after whole-root queries, warm (MB), <= 250",
@@ -869,17 +876,17 @@ impl World {
 
     /// Bytes of the root's search index (grams and passages) in the persisted cache,
     /// read with no daemon running.
-    fn search_index_bytes(&self) -> u64 {
+    fn search_index_bytes(&self) -> IndexBytes {
         let engine = self.engine();
         let Ok(cache) = Cache::open(&self.state) else {
-            return 0;
+            return IndexBytes::default();
         };
         cache
             .gram_bytes(
                 &redctx_daemon::cache::root_key(&self.root),
                 &redctx_daemon::cache::policy_fingerprint(engine.policy()),
             )
-            .unwrap_or(0)
+            .unwrap_or_default()
     }
 
     fn cold_run(&self) -> Cold {

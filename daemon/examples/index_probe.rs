@@ -202,7 +202,7 @@ fn main() {
                     &root_key,
                     &redctx_daemon::cache::policy_fingerprint(served.engine().policy())
                 )
-                .unwrap_or(0) as f64
+                .map_or(0, |b| b.total()) as f64
                 / 1e6
         );
     }

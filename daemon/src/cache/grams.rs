@@ -58,6 +58,21 @@ impl GramPart {
     }
 }
 
+/// Bytes of a root's index in the database ([`Cache::gram_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexBytes {
+    /// The trigram index: postings and file tables.
+    pub grams: u64,
+    /// The passage index: postings and tables.
+    pub passages: u64,
+}
+
+impl IndexBytes {
+    pub fn total(&self) -> u64 {
+        self.grams + self.passages
+    }
+}
+
 /// Bytes of a `grams` key.
 const GRAM_DB_KEY: usize = 48;
 
@@ -314,21 +329,34 @@ impl Cache {
     }
 
     /// Bytes the root's index takes (keys and values of its current generation), for
-    /// benches and `status`.
-    pub fn gram_bytes(&self, root: &[u8; 32], fingerprint: &[u8; 32]) -> Option<u64> {
+    /// benches and `status`: the trigram index (postings and file tables) and the passage
+    /// index (postings and tables; it grows as the background build completes segments).
+    pub fn gram_bytes(&self, root: &[u8; 32], fingerprint: &[u8; 32]) -> Option<IndexBytes> {
         let head = self.gram_head(root, fingerprint)?;
         let db = self.reader()?;
-        let counted = (|| -> Result<u64, redb::Error> {
+        let counted = (|| -> Result<IndexBytes, redb::Error> {
             let r = db.begin_read()?;
             let t = r.open_table(GRAMS)?;
             let (first, last) = (
                 data_key(root, head.generation, 0, 0),
                 data_key(root, head.generation, u32::MAX, u32::MAX),
             );
-            let mut n = 0u64;
+            let mut n = IndexBytes::default();
             for item in t.range::<&[u8]>(first.as_slice()..=last.as_slice())? {
                 let (k, v) = item?;
-                n += (k.value().len() + v.value().len()) as u64;
+                let bytes = (k.value().len() + v.value().len()) as u64;
+                let part = k
+                    .value()
+                    .get(44..48)
+                    .map_or(0, |p| u32::from_be_bytes(p.try_into().expect("four bytes")));
+                let passage = [GramPart::PassagePostings, GramPart::PassageTable]
+                    .iter()
+                    .any(|g| (g.base()..=g.last()).contains(&part));
+                *if passage {
+                    &mut n.passages
+                } else {
+                    &mut n.grams
+                } += bytes;
             }
             Ok(n)
         })();

@@ -50,7 +50,7 @@ mod writer;
 
 use crate::budget::ByteBudget;
 use crate::engine::Policy;
-pub use grams::{GRAM_CHUNK_BYTES, GramHead, GramPart};
+pub use grams::{GRAM_CHUNK_BYTES, GramHead, GramPart, IndexBytes};
 pub use layout::{
     ContentKey, content_hash, content_hash_key, content_key, file_content_key, policy_fingerprint,
     root_key,

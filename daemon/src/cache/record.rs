@@ -271,6 +271,19 @@ fn with_zstd<R>(
     })
 }
 
+/// `bytes` compressed with this thread's zstd context at [`CONTENT_ZSTD_LEVEL`] (for
+/// other stored blobs than content: the passage index's buckets).
+pub fn zstd_compress(bytes: &[u8]) -> Option<Vec<u8>> {
+    with_zstd(|c, _| c.compress(bytes).ok())?
+}
+
+/// The `size` bytes [`zstd_compress`] made `bytes` from; `None` when they do not
+/// decompress to exactly `size` bytes.
+pub fn zstd_decompress(bytes: &[u8], size: usize) -> Option<Vec<u8>> {
+    let raw = with_zstd(|_, d| d.decompress(bytes, size).ok())??;
+    (raw.len() == size).then_some(raw)
+}
+
 /// Encodes a content record: [`CONTENT_FORMAT`], the length of what follows (u32 LE), the
 /// decoded length of the postcard body (u32 LE), then the body compressed with zstd. The
 /// cache splits the value into page-sized chunks; the first length tells a reader where it

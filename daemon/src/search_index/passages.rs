@@ -12,7 +12,10 @@
 //! file's stat now) are the gram index's.
 //!
 //! Shape of one segment: postings in [`BUCKETS`] buckets by a stable hash of the term; a
-//! bucket value is a run of entries sorted by term,
+//! bucket value is `[0][entries]`, or `[1][length of the entries: varint][the entries,
+//! zstd]` when that is shorter (it halves the passage index of source code, and a
+//! retrieve decompresses only the few buckets its terms fall in); the entries are a run
+//! sorted by term,
 //! `[term length][term][entry length][count][posting…]`, a posting being a varint
 //! `where << 2 | (occurrences > 1) << 1 | new file`, `where` the file gap (then the
 //! passage follows) for a file's first posting, else the passage delta - 1; then, when
@@ -31,7 +34,11 @@ use serde::{Deserialize, Serialize};
 pub const BUCKETS: usize = 4096;
 
 /// Version of the stored shape; a table of another version is rebuilt.
-const PASSAGE_FORMAT: u32 = 3;
+const PASSAGE_FORMAT: u32 = 4;
+
+/// Bytes a bucket's entries may take once decompressed (a damaged length is refused
+/// before anything is allocated).
+const MAX_BUCKET_BYTES: usize = 1 << 28;
 
 /// The bucket of a term: a hash that never changes between runs (it is stored).
 pub fn bucket_of(term: &str) -> usize {
@@ -183,8 +190,12 @@ impl SegmentBuilder {
         let mut blob = Vec::new();
         let mut directory = vec![0u32; BUCKETS + 1];
         let mut entry = Vec::new();
+        let mut entries = Vec::new(); // of the current bucket
         let mut bucket = 0;
         for (b, name, t) in order {
+            if b != bucket {
+                store_bucket(&mut blob, &mut entries);
+            }
             while bucket < b {
                 bucket += 1;
                 directory[bucket] = blob.len() as u32;
@@ -210,11 +221,12 @@ impl SegmentBuilder {
                 }
                 previous = Some((file, passage));
             }
-            push_varint(&mut blob, name.len() as u32);
-            blob.extend_from_slice(name.as_bytes());
-            push_varint(&mut blob, entry.len() as u32);
-            blob.extend_from_slice(&entry);
+            push_varint(&mut entries, name.len() as u32);
+            entries.extend_from_slice(name.as_bytes());
+            push_varint(&mut entries, entry.len() as u32);
+            entries.extend_from_slice(&entry);
         }
+        store_bucket(&mut blob, &mut entries);
         while bucket < BUCKETS {
             bucket += 1;
             directory[bucket] = blob.len() as u32;
@@ -225,6 +237,48 @@ impl SegmentBuilder {
             files: self.files,
         };
         (blob, crate::cache::record::encode(&table))
+    }
+}
+
+/// Appends one bucket's `entries` to `blob` (compressed when that is shorter; see the
+/// module doc) and empties them. An empty bucket takes no bytes.
+fn store_bucket(blob: &mut Vec<u8>, entries: &mut Vec<u8>) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut header = Vec::with_capacity(6);
+    header.push(1);
+    push_varint(&mut header, entries.len() as u32);
+    match crate::cache::record::zstd_compress(entries) {
+        Some(packed) if header.len() + packed.len() < 1 + entries.len() => {
+            blob.extend_from_slice(&header);
+            blob.extend_from_slice(&packed);
+        }
+        _ => {
+            blob.push(0);
+            blob.extend_from_slice(entries);
+        }
+    }
+    entries.clear();
+}
+
+/// A stored bucket's entries (decompressed); `None` when they do not decode.
+fn bucket_entries(bucket: &[u8]) -> Option<std::borrow::Cow<'_, [u8]>> {
+    let Some(&kind) = bucket.first() else {
+        return Some(std::borrow::Cow::Borrowed(bucket)); // an empty bucket: no terms
+    };
+    match kind {
+        0 => Some(std::borrow::Cow::Borrowed(&bucket[1..])),
+        1 => {
+            let mut at = 1;
+            let size = read_varint(bucket, &mut at)? as usize;
+            if size > MAX_BUCKET_BYTES {
+                return None;
+            }
+            let raw = crate::cache::record::zstd_decompress(&bucket[at..], size)?;
+            Some(std::borrow::Cow::Owned(raw))
+        }
+        _ => None,
     }
 }
 
@@ -386,9 +440,14 @@ impl PassageSegment {
     }
 }
 
-/// The postings of `term` in a bucket's bytes (sorted by file, then passage); `None`
+/// The postings of `term` in a stored bucket (sorted by file, then passage); `None`
 /// when the bytes do not decode.
 pub fn postings_of(bucket: &[u8], term: &str) -> Option<Vec<Posting>> {
+    postings_in(&bucket_entries(bucket)?, term)
+}
+
+/// The postings of `term` in a bucket's entries.
+fn postings_in(bucket: &[u8], term: &str) -> Option<Vec<Posting>> {
     let mut at = 0;
     while at < bucket.len() {
         let len = read_varint(bucket, &mut at)? as usize;
@@ -498,6 +557,31 @@ mod tests {
             &hits.hits[second.hits.start as usize..second.hits.end as usize],
             &[(0, 6), (1, 6)]
         );
+    }
+
+    #[test]
+    fn a_large_bucket_is_stored_compressed_and_reads_back_the_same() {
+        // 300 files holding "alpha" in many passages: its bucket is long and repetitive.
+        let text: String = (0..40).map(|i| format!("alpha x{i}\n\n\n\n")).collect();
+        let texts: Vec<Option<&str>> = (0..300).map(|_| Some(text.as_str())).collect();
+        let (blob, seg) = segment(&texts);
+        let (offset, len) = seg.bucket("alpha");
+        let stored = &blob[offset..offset + len];
+        assert_eq!(stored[0], 1, "compressed");
+        // Each file's postings are those of the same text indexed alone (stored raw).
+        let (one_blob, one_seg) = segment(&[Some(text.as_str())]);
+        let alone = lookup(&one_blob, &one_seg, "alpha");
+        assert!(alone.len() > 1);
+        let alpha = lookup(&blob, &seg, "alpha");
+        let expected: Vec<Posting> = (0..300)
+            .flat_map(|file| alone.iter().map(move |p| Posting { file, ..*p }))
+            .collect();
+        assert_eq!(alpha, expected);
+        // Damage is "unknown", never "no postings".
+        assert!(postings_of(&stored[..len - 1], "alpha").is_none());
+        let mut unknown_kind = stored.to_vec();
+        unknown_kind[0] = 2;
+        assert!(postings_of(&unknown_kind, "alpha").is_none());
     }
 
     #[test]
