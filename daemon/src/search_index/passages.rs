@@ -13,7 +13,7 @@
 //!
 //! Shape of one segment: postings in [`BUCKETS`] buckets by a stable hash of the term; a
 //! bucket value is `[0][entries]`, or `[1][length of the entries: varint][the entries,
-//! zstd]` when that is shorter (it halves the passage index of source code, and a
+//! zstd]` when that is shorter (a third smaller on the generated bench tree, and a
 //! retrieve decompresses only the few buckets its terms fall in); the entries are a run
 //! sorted by term,
 //! `[term length][term][entry length][count][posting…]`, a posting being a varint
