@@ -327,13 +327,13 @@ fn main() {
         String::new(),
         "",
     );
-    let ratio = last.cache_bytes as f64 / last.text_bytes.max(1) as f64;
+    let ratio = last.cache.len as f64 / last.text_bytes.max(1) as f64;
     row(
         "(d) cache.redb length / raw text bytes indexed (MB / MB)",
         format!(
             "{:.2}x ({:.0}/{:.0})",
             ratio,
-            mb(last.cache_bytes),
+            mb(last.cache.len),
             mb(last.text_bytes)
         ),
         "1.50x".to_owned(),
@@ -343,8 +343,8 @@ fn main() {
         "    cache.redb on disk (allocated blocks) / raw text bytes",
         format!(
             "{:.2}x ({:.0})",
-            last.cache_disk_bytes as f64 / last.text_bytes.max(1) as f64,
-            mb(last.cache_disk_bytes)
+            last.cache.disk as f64 / last.text_bytes.max(1) as f64,
+            mb(last.cache.disk)
         ),
         String::new(),
         "",
@@ -506,8 +506,7 @@ fn large_tree_run(redctxd: &Path, files: usize, large: usize) -> (u64, u64, Cold
         search_index: world.last_search_index_build(),
         pass: world.last_pass(),
         mem,
-        cache_bytes: file_len(&world.state.join("cache.redb")),
-        cache_disk_bytes: file_blocks(&world.state.join("cache.redb")),
+        cache: CacheFile::of(&world.state),
         text_bytes: info.bytes.unwrap_or(0),
     };
     (tree_files, tree_bytes, cold, passages_hwm)
@@ -634,13 +633,23 @@ fn cpu_of(pid: u32) -> f64 {
     (field(14) + field(15)) / ticks
 }
 
-fn file_len(path: &Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |m| m.len())
+/// `cache.redb`'s size: its length, and the disk blocks it holds. redb grows the file in
+/// steps ahead of use, leaving the rest a hole until written, so the length can be up
+/// to twice what the cache occupies on disk.
+#[derive(Clone, Copy, Default)]
+struct CacheFile {
+    len: u64,
+    disk: u64,
 }
 
-fn file_blocks(path: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).map_or(0, |m| m.blocks() * 512)
+impl CacheFile {
+    fn of(state: &Path) -> CacheFile {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(state.join("cache.redb")).map_or(CacheFile::default(), |m| CacheFile {
+            len: m.len(),
+            disk: m.blocks() * 512,
+        })
+    }
 }
 
 fn mem_of(pid: u32) -> Mem {
@@ -678,11 +687,7 @@ struct Cold {
     search_index: f64,
     pass: Pass,
     mem: Mem,
-    /// `cache.redb`: its length, and the disk blocks it holds. redb grows the file in
-    /// steps ahead of use, leaving the rest a hole until written, so the length can be
-    /// up to twice what the cache occupies on disk.
-    cache_bytes: u64,
-    cache_disk_bytes: u64,
+    cache: CacheFile,
     text_bytes: u64,
 }
 
@@ -897,8 +902,7 @@ impl World {
         let spawned = d.spawned;
         self.stop(d);
         let persisted = spawned.elapsed().as_secs_f64();
-        let cache_bytes = file_len(&self.state.join("cache.redb"));
-        let cache_disk_bytes = file_blocks(&self.state.join("cache.redb"));
+        let cache = CacheFile::of(&self.state);
         Cold {
             ready,
             cpu,
@@ -906,8 +910,7 @@ impl World {
             search_index: self.last_search_index_build(),
             pass: self.last_pass(),
             mem,
-            cache_bytes,
-            cache_disk_bytes,
+            cache,
             text_bytes: info.bytes.unwrap_or(0),
         }
     }
@@ -942,8 +945,7 @@ impl World {
             search_index: f64::NAN,
             pass: Pass::default(),
             mem: Mem::default(),
-            cache_bytes: file_len(&self.state.join("cache.redb")),
-            cache_disk_bytes: file_blocks(&self.state.join("cache.redb")),
+            cache: CacheFile::of(&self.state),
             text_bytes: warm.last().map_or(0, |w| w.text_bytes),
         }
     }

@@ -7,6 +7,8 @@
 //! are served in arrival order, so a large item is not starved by a stream of small
 //! ones. An item larger than the whole budget is admitted alone once nothing else is
 //! held: a queue never deadlocks on one large item, it only runs it by itself.
+//!
+//! [`release_free_memory`] hands what a finished phase freed back to the system.
 
 use std::sync::{Arc, Condvar, Mutex};
 

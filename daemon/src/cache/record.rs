@@ -271,8 +271,8 @@ fn with_zstd<R>(
     })
 }
 
-/// `bytes` compressed with this thread's zstd context at [`CONTENT_ZSTD_LEVEL`] (for
-/// other stored blobs than content: the passage index's buckets).
+/// `bytes` compressed with this thread's zstd context at [`CONTENT_ZSTD_LEVEL`] (content
+/// records, the passage index's buckets).
 pub fn zstd_compress(bytes: &[u8]) -> Option<Vec<u8>> {
     with_zstd(|c, _| c.compress(bytes).ok())?
 }
@@ -309,7 +309,7 @@ pub fn encode_content(value: &ContentRecord) -> Option<Vec<u8>> {
     if body.len() > MAX_DECODED_CONTENT {
         return None;
     }
-    let compressed = with_zstd(|c, _| c.compress(&body).ok())??;
+    let compressed = zstd_compress(&body)?;
     let mut out = Vec::with_capacity(CONTENT_HEADER + compressed.len());
     out.push(CONTENT_FORMAT);
     out.extend_from_slice(&u32::try_from(compressed.len()).ok()?.to_le_bytes());
@@ -338,10 +338,7 @@ pub fn decode_content(bytes: &[u8]) -> Option<ContentRecord> {
     if size > MAX_DECODED_CONTENT {
         return None;
     }
-    let raw = with_zstd(|_, d| d.decompress(&bytes[CONTENT_HEADER..], size).ok())??;
-    if raw.len() != size {
-        return None;
-    }
+    let raw = zstd_decompress(&bytes[CONTENT_HEADER..], size)?;
     let wire: WireRecord<'_> = postcard::from_bytes(&raw).ok()?;
     let preserved = wire.preserved.load()?;
     let plain = match &wire.plain {
