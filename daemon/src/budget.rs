@@ -8,9 +8,11 @@
 //! ones. An item larger than the whole budget is admitted alone once nothing else is
 //! held: a queue never deadlocks on one large item, it only runs it by itself.
 //!
-//! [`release_free_memory`] hands what a finished phase freed back to the system.
+//! [`release_free_memory`] hands what a finished phase freed back to the system, and
+//! [`release_when_quiet`] does so once a burst of large calls is over.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 /// Hands the allocator's free memory back to the system (glibc's `malloc_trim`), after a
 /// phase that allocated and freed hundreds of megabytes (the indexing pass, the search
@@ -24,6 +26,52 @@ pub fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// How long after the last [`release_when_quiet`] the free memory is handed back: a
+/// burst of large calls trims once, after it.
+const QUIET: Duration = Duration::from_millis(250);
+
+/// Asks for [`release_free_memory`] once no call has asked for [`QUIET`], on a thread of
+/// its own (the caller's answer does not wait for it). For calls that read a whole
+/// root: a whole-root `retrieve` of a 100k-file root frees tens of megabytes in the
+/// middle of the heap, which glibc would otherwise keep.
+pub fn release_when_quiet() {
+    static LAST_ASKED: LazyLock<Arc<(Mutex<Option<Instant>>, Condvar)>> = LazyLock::new(|| {
+        let shared: Arc<(Mutex<Option<Instant>>, Condvar)> = Arc::default();
+        let worker = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("redctx-trim".into())
+            .spawn(move || {
+                let (asked, wake) = &*worker;
+                let mut last = asked.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    match *last {
+                        None => last = wake.wait(last).unwrap_or_else(|e| e.into_inner()),
+                        Some(at) if at.elapsed() < QUIET => {
+                            let left = QUIET - at.elapsed();
+                            last = wake
+                                .wait_timeout(last, left)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        Some(_) => {
+                            *last = None;
+                            drop(last);
+                            release_free_memory();
+                            last = asked.lock().unwrap_or_else(|e| e.into_inner());
+                        }
+                    }
+                }
+            });
+        if spawned.is_err() {
+            tracing::warn!("no thread to hand free memory back after large calls");
+        }
+        shared
+    });
+    let (asked, wake) = &**LAST_ASKED;
+    *asked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+    wake.notify_one();
 }
 
 /// A shared count of bytes held, with a cap producers wait on.

@@ -36,6 +36,11 @@ use std::time::{Duration, Instant};
 /// Resources per `resources/list` page.
 const RESOURCE_PAGE: usize = 200;
 
+/// A tool call that took this long read enough to leave freed memory worth handing back
+/// ([`crate::budget::release_when_quiet`]); a whole-root `grep` of a 100k-file root takes
+/// about this, a `read` of one file a hundredth of it.
+const LARGE_CALL: Duration = Duration::from_millis(50);
+
 /// What a client asked for, reduced to what makes two registrations the same root.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct RootKey {
@@ -863,7 +868,8 @@ impl Backend for Service {
         // Read per tool by its contract (`redctx_proto::tools`); not JSON, or not an
         // object, reads as `{}`.
         let args: Value = serde_json::from_str(arguments_json).unwrap_or(Value::Null);
-        match self.with_root(spec, |root| {
+        let started = Instant::now();
+        let answer = match self.with_root(spec, |root| {
             let head = Head::of(root.engine().policy());
             let out = if crate::github::is_github_tool(tool) {
                 Some(
@@ -880,7 +886,11 @@ impl Backend for Service {
         }) {
             Ok(result) => result,
             Err((message, head)) => Self::error(head, message),
+        };
+        if started.elapsed() >= LARGE_CALL {
+            crate::budget::release_when_quiet();
         }
+        answer
     }
 
     fn submit_doc(

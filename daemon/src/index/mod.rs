@@ -341,7 +341,8 @@ impl Index {
         mark_scanned(fresh.node_mut(ROOT), started, self.opts.racy_window_ns);
         fresh.shrink_to_fit();
         *self.write() = fresh;
-        release_freed_memory();
+        // A walk of a large root allocates several times the tree's final size.
+        crate::budget::release_free_memory();
         *self.skips.lock().unwrap_or_else(|e| e.into_inner()) = skips;
         skips
     }
@@ -943,16 +944,6 @@ impl Index {
     /// Whether the index holds only the root.
     pub fn is_empty(&self) -> bool {
         self.len() <= 1
-    }
-}
-
-/// Hands memory freed by a walk's temporaries back to the OS (glibc keeps it otherwise,
-/// and the walk of a large root allocates several times the tree's final size).
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 

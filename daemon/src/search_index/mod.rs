@@ -39,11 +39,12 @@ use std::sync::{Arc, OnceLock};
 pub const INDEX_FORMAT: u32 = 2;
 
 /// Text a segment covers, about (by file size): bounds the memory a build holds at once
-/// (its gram pairs, 8 bytes per distinct gram of each file, about 3 bytes of text each).
+/// (its gram pairs, 4 bytes per distinct gram of each file, and the files' gram lists
+/// as long: about 3 bytes of text each).
 const SEGMENT_TEXT_BYTES: u64 = 8 << 20;
 
-/// Files a segment holds at most.
-const SEGMENT_MAX_FILES: usize = 1 << 16;
+/// Files a segment holds at most (its numbers are 16 bits in the build's pairs).
+const SEGMENT_MAX_FILES: usize = postings::MAX_SEGMENT_FILES;
 
 /// Files changed since the index was built past which it is rebuilt, at least; a root
 /// also rebuilds past 1% of its files. Each such file is read by every whole-root search,
@@ -175,11 +176,12 @@ impl SearchIndex {
         // One file of a segment: path, record, content counts, its grams if text, and
         // whether it is not text.
         type Found = (String, FileRecord, Counts, Option<Vec<Gram>>, bool);
+        let sieve = plan::GramSieve::default();
         let gram_files = |(rel, stat): &(String, StatKey)| -> Option<Found> {
             Some(match read(rel, stat)? {
                 Indexed::Text(record, content) => {
                     let text = &content.preserved;
-                    let grams = plan::text_grams(&text.text);
+                    let grams = sieve.text_grams(&text.text);
                     (rel.clone(), record, text.counts.clone(), Some(grams), false)
                 }
                 Indexed::Opaque(record) => (rel.clone(), record, Counts::default(), None, false),
@@ -194,20 +196,13 @@ impl SearchIndex {
         };
         // Sorts, encodes and stores one segment; false when the database refused.
         let mut store = |found: Vec<Found>| -> bool {
-            let mut pairs: Vec<(Gram, u32)> = Vec::with_capacity(
-                found
-                    .iter()
-                    .filter_map(|f| f.3.as_ref())
-                    .map(Vec::len)
-                    .sum(),
-            );
+            let mut text_grams: Vec<Vec<Gram>> = Vec::new();
             let mut table = Vec::with_capacity(found.len());
             let mut numbers = 0u32..;
             for (rel, record, counts, grams, not_text) in found {
                 let number = grams.map(|grams| {
-                    let number = numbers.next().unwrap_or(u32::MAX);
-                    pairs.extend(grams.into_iter().map(|g| (g, number)));
-                    number
+                    text_grams.push(grams);
+                    numbers.next().unwrap_or(u32::MAX)
                 });
                 table.push(StoredSlot {
                     rel: rel.clone(),
@@ -229,8 +224,8 @@ impl SearchIndex {
                 };
                 index.insert(rel.into_boxed_str(), slot);
             }
-            postings::sort_by_gram(&mut pairs);
-            let buckets = postings::encode_buckets(&pairs);
+            let pairs = postings::GramPairs::sort(text_grams);
+            let buckets = postings::encode_buckets(pairs.iter());
             drop(pairs);
             let mut blob = Vec::with_capacity(buckets.iter().map(|(_, v)| v.len()).sum());
             let mut directory = Vec::with_capacity(buckets.len());

@@ -37,23 +37,25 @@ pub fn folded(text: &str) -> Cow<'_, [u8]> {
     }
 }
 
-/// The distinct grams of a text, in no particular order.
+/// Finds the distinct grams of texts for one index build.
 ///
-/// Deduplicated through a per-thread bitmap of every possible gram (2 MiB), set while
-/// scanning and cleared again for just the grams found: linear in the text, where
-/// sorting every position's gram cost the build most of its time.
-pub fn text_grams(text: &str) -> Vec<Gram> {
-    thread_local! {
-        static SEEN: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    let bytes = folded(text);
-    SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        if seen.is_empty() {
-            seen.resize(1 << 18, 0);
-        }
+/// Deduplicates through a bitmap of every possible gram (2 MiB), set while scanning and
+/// cleared again for just the grams found: linear in the text, where sorting every
+/// position's gram cost the build most of its time. The bitmaps are lent to the build's
+/// threads (one per thread at work) and freed with the sieve, so a daemon holds none
+/// between builds (thread-locals kept 2 MiB on every thread that ever built).
+#[derive(Default)]
+pub struct GramSieve {
+    free: std::sync::Mutex<Vec<Box<[u64]>>>,
+}
+
+impl GramSieve {
+    /// The distinct grams of `text`, in no particular order.
+    pub fn text_grams(&self, text: &str) -> Vec<Gram> {
+        let lent = self.free.lock().ok().and_then(|mut free| free.pop());
+        let mut seen = lent.unwrap_or_else(|| vec![0u64; 1 << 18].into_boxed_slice());
         let mut grams = Vec::new();
-        for w in bytes.windows(3) {
+        for w in folded(text).windows(3) {
             let g = gram_of(w);
             let (word, bit) = ((g >> 6) as usize, 1u64 << (g & 63));
             if seen[word] & bit == 0 {
@@ -64,8 +66,12 @@ pub fn text_grams(text: &str) -> Vec<Gram> {
         for &g in &grams {
             seen[(g >> 6) as usize] = 0;
         }
+        // A bitmap is returned only clean (a panic above drops it instead).
+        if let Ok(mut free) = self.free.lock() {
+            free.push(seen);
+        }
         grams
-    })
+    }
 }
 
 fn gram_of(w: &[u8]) -> Gram {
@@ -166,7 +172,7 @@ mod tests {
     use super::*;
 
     fn has_all(text: &str, plan: &GramPlan) -> bool {
-        let mut grams = text_grams(text);
+        let mut grams = GramSieve::default().text_grams(text);
         grams.sort_unstable();
         plan.alternatives
             .iter()
@@ -221,7 +227,8 @@ mod tests {
 
     #[test]
     fn text_grams_are_each_distinct_gram_once() {
-        let mut grams = text_grams("abcabcABC\nabd");
+        let sieve = GramSieve::default();
+        let mut grams = sieve.text_grams("abcabcABC\nabd");
         grams.sort_unstable();
         let expected: Vec<Gram> = [b"abc", b"bca", b"cab", b"bc\n", b"c\na", b"\nab", b"abd"]
             .iter()
@@ -231,7 +238,8 @@ mod tests {
             .collect();
         assert_eq!(grams, expected);
         // The bitmap is clean for the next text.
-        assert_eq!(text_grams("xyz"), vec![gram_of(b"xyz")]);
+        assert_eq!(sieve.text_grams("xyz"), vec![gram_of(b"xyz")]);
+        assert_eq!(sieve.free.lock().unwrap().len(), 1, "one bitmap, reused");
     }
 
     #[test]

@@ -38,19 +38,17 @@ pub(super) fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u32> {
 
 /// Encodes the postings of one segment from `(gram, file)` pairs sorted by gram then
 /// file (duplicates allowed): one value per bucket, in bucket order.
-pub fn encode_buckets(pairs: &[(Gram, u32)]) -> Vec<(u16, Vec<u8>)> {
+pub fn encode_buckets(pairs: impl IntoIterator<Item = (Gram, u32)>) -> Vec<(u16, Vec<u8>)> {
     let mut out: Vec<(u16, Vec<u8>)> = Vec::new();
-    let mut i = 0;
+    let mut pairs = pairs.into_iter().peekable();
     let mut files = Vec::new();
     let mut entry = Vec::new();
-    while i < pairs.len() {
-        let gram = pairs[i].0;
+    while let Some(&(gram, _)) = pairs.peek() {
         files.clear();
-        while i < pairs.len() && pairs[i].0 == gram {
-            if files.last() != Some(&pairs[i].1) {
-                files.push(pairs[i].1);
+        while let Some((_, file)) = pairs.next_if(|p| p.0 == gram) {
+            if files.last() != Some(&file) {
+                files.push(file);
             }
-            i += 1;
         }
         entry.clear();
         push_varint(&mut entry, files.len() as u32);
@@ -110,27 +108,90 @@ pub fn files_with(bucket: Option<&[u8]>, gram: Gram) -> Option<Vec<u32>> {
     Some(Vec::new())
 }
 
-/// Sorts `(gram, file)` pairs by gram, keeping the order of files within a gram (pairs
-/// are made file by file, so that is file order): a stable radix sort in two passes of
-/// 12 bits, linear where a comparison sort of a segment's millions of pairs was most
-/// of a build's time.
-pub fn sort_by_gram(pairs: &mut Vec<(Gram, u32)>) {
-    let mut other = vec![(0, 0); pairs.len()];
-    for shift in [0u32, 12] {
-        let digit = |g: Gram| ((g >> shift) & 0xfff) as usize;
+/// Files a segment numbers at most: a pair's file takes 16 bits of [`GramPairs`].
+pub const MAX_SEGMENT_FILES: usize = 1 << 16;
+
+/// A segment's (gram, file) pairs sorted by gram, then file: four bytes a pair where
+/// a pair list and its sort buffer took sixteen (the largest buffers of a cold index).
+/// A gram is 24 bits and a file number 16 ([`MAX_SEGMENT_FILES`]): pairs are kept in
+/// runs by the gram's high 12 bits, each pair its low 12 bits and its file.
+pub struct GramPairs {
+    /// Where each run starts in `packed`, and the end of the last.
+    starts: Vec<usize>,
+    packed: Vec<u32>,
+}
+
+impl GramPairs {
+    /// Sorts the pairs of `files`: each file's distinct grams, by file number (the
+    /// number is the place in the list). A file's grams are freed once placed.
+    pub fn sort(files: Vec<Vec<Gram>>) -> GramPairs {
+        assert!(
+            files.len() <= MAX_SEGMENT_FILES,
+            "a segment numbers at most 2^16 files"
+        );
+        let run = |g: Gram| (g >> 12) as usize & 0xfff;
         let mut starts = vec![0usize; 4097];
-        for &(g, _) in pairs.iter() {
-            starts[digit(g) + 1] += 1;
+        for &g in files.iter().flatten() {
+            starts[run(g) + 1] += 1;
         }
-        for d in 0..4096 {
-            starts[d + 1] += starts[d];
+        for r in 0..4096 {
+            starts[r + 1] += starts[r];
         }
-        for &pair in pairs.iter() {
-            let d = digit(pair.0);
-            other[starts[d]] = pair;
-            starts[d] += 1;
+        let mut packed = vec![0u32; starts[4096]];
+        let mut next = starts.clone();
+        for (file, grams) in files.into_iter().enumerate() {
+            for g in grams {
+                let r = run(g);
+                packed[next[r]] = ((g & 0xfff) << 16) | file as u32;
+                next[r] += 1;
+            }
         }
-        std::mem::swap(pairs, &mut other);
+        // Within a run: by the gram's low 12 bits, files staying in order (they were
+        // placed in file order). Two stable 6-bit counting passes through one buffer.
+        let mut scratch = Vec::new();
+        for r in 0..4096 {
+            let run = &mut packed[starts[r]..starts[r + 1]];
+            if run.len() < 64 {
+                // Pairs are distinct, so any sort of the whole value is this order.
+                run.sort_unstable();
+                continue;
+            }
+            scratch.resize(run.len(), 0);
+            for shift in [16u32, 22] {
+                let digit = |v: u32| ((v >> shift) & 0x3f) as usize;
+                let mut at = [0usize; 65];
+                for &v in run.iter() {
+                    at[digit(v) + 1] += 1;
+                }
+                for d in 0..64 {
+                    at[d + 1] += at[d];
+                }
+                for &v in run.iter() {
+                    let d = digit(v);
+                    scratch[at[d]] = v;
+                    at[d] += 1;
+                }
+                run.copy_from_slice(&scratch[..run.len()]);
+            }
+        }
+        GramPairs { starts, packed }
+    }
+
+    /// Pairs in order.
+    pub fn iter(&self) -> impl Iterator<Item = (Gram, u32)> + '_ {
+        (0..4096).flat_map(move |r| {
+            self.packed[self.starts[r]..self.starts[r + 1]]
+                .iter()
+                .map(move |&v| (((r as u32) << 12) | (v >> 16), v & 0xffff))
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.packed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packed.is_empty()
     }
 }
 
@@ -158,7 +219,7 @@ mod tests {
     #[test]
     fn buckets_round_trip() {
         let g = |s: &[u8; 3]| (u32::from(s[0]) << 16) | (u32::from(s[1]) << 8) | u32::from(s[2]);
-        let mut pairs = vec![
+        let mut pairs = [
             (g(b"abc"), 0),
             (g(b"abc"), 7),
             (g(b"abc"), 7),
@@ -167,7 +228,7 @@ mod tests {
             (g(b"xyz"), 100_000),
         ];
         pairs.sort_unstable();
-        let buckets = encode_buckets(&pairs);
+        let buckets = encode_buckets(pairs);
         assert_eq!(buckets.len(), 2);
         let find = |gram| {
             let value = buckets
@@ -186,25 +247,37 @@ mod tests {
     #[test]
     fn damaged_values_are_errors_not_answers() {
         let pairs = vec![(0x616263, 5), (0x616263, 9)];
-        let mut value = encode_buckets(&pairs).remove(0).1;
+        let mut value = encode_buckets(pairs).remove(0).1;
         value.truncate(value.len() - 1);
         assert!(files_with(Some(&value), 0x616263).is_none());
         assert!(files_with(Some(&[0x63, 0xff]), 0x616263).is_none());
     }
 
     #[test]
-    fn radix_sort_orders_by_gram_and_keeps_file_order() {
-        let mut pairs = vec![
-            (0xfff_001, 1),
-            (0x000_fff, 2),
-            (0xfff_001, 0),
-            (0x001_000, 3),
-            (0x000_fff, 1),
-        ];
-        let mut expected = pairs.clone();
-        expected.sort_by_key(|p| p.0); // stable
-        sort_by_gram(&mut pairs);
-        assert_eq!(pairs, expected);
+    fn sorted_pairs_are_by_gram_then_file() {
+        // Grams at both ends of the 24 bits, a run long enough for the counting passes
+        // (and one below it), files up to the last number a segment has.
+        let mut files: Vec<Vec<Gram>> = vec![Vec::new(); MAX_SEGMENT_FILES];
+        files[0] = vec![0xfff_001, 0x000_fff, 0x001_000];
+        files[1] = vec![0x000_fff, 0xfff_001];
+        files[2] = vec![0xabc_000];
+        for file in (3..MAX_SEGMENT_FILES).step_by(997) {
+            files[file] = (0..300)
+                .map(|k| 0x123_000 | ((k * 37 + file as u32) & 0xfff))
+                .collect();
+            files[file].sort_unstable();
+            files[file].dedup();
+        }
+        files[MAX_SEGMENT_FILES - 1] = vec![0xffffff, 0x000000, 0x123_456];
+        let mut expected: Vec<(Gram, u32)> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(file, grams)| grams.iter().map(move |&g| (g, file as u32)))
+            .collect();
+        expected.sort_unstable();
+        let sorted = GramPairs::sort(files);
+        assert_eq!(sorted.len(), expected.len());
+        assert_eq!(sorted.iter().collect::<Vec<_>>(), expected);
     }
 
     #[test]
