@@ -1552,10 +1552,13 @@ struct RootPassages<'a> {
 }
 
 impl PassageIndex for RootPassages<'_> {
-    fn locate(&self, file: &Entry) -> Option<(&Counts, Located)> {
-        let found = self.screen.locate(&self.stats, &file.rel, file.stat)?;
+    fn locate(&self, file: &Entry) -> Option<(&Counts, &RedactedPath, Located)> {
+        let path = || self.root.path(&file.rel);
+        let (counts, path, located) =
+            self.screen
+                .locate(&self.stats, &file.rel, file.stat, path)?;
         self.unread.add(1);
-        Some(found)
+        Some((counts, path, located))
     }
 
     fn hits(&self, located: &[(Located, u32)]) -> Option<IndexedHits> {

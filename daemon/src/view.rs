@@ -273,10 +273,10 @@ pub trait RootView: Send + Sync {
 
 /// What the passage index knows of the files of one retrieve query's scope.
 pub trait PassageIndex: Sync {
-    /// Where the index holds `file`'s text, with its totals and content counts, if it
-    /// holds the text `file` has on disk now (its walk `stat`, else a fresh `lstat`);
-    /// `None`: read it.
-    fn locate(&self, file: &Entry) -> Option<(&Counts, Located)>;
+    /// Where the index holds `file`'s text, with its totals, content counts and redacted
+    /// path, if it holds the text `file` has on disk now (its walk `stat`, else a fresh
+    /// `lstat`); `None`: read it.
+    fn locate(&self, file: &Entry) -> Option<(&Counts, &RedactedPath, Located)>;
 
     /// The passages holding a query term of the files `located` (each with the
     /// caller's doc number); `None` on damage (the caller then reads every file).

@@ -27,6 +27,7 @@ use crate::cache::{
 };
 use crate::engine::Counts;
 use crate::fs::{StatBatch, StatKey};
+use crate::view::RedactedPath;
 use foldhash::HashMap;
 use passages::{FileTerms, IndexedHits, Located, PassageSegment, Posting, SegmentBuilder};
 use plan::{Gram, GramPlan};
@@ -61,6 +62,9 @@ struct Slot {
     not_text: bool,
     record: FileRecord,
     counts: Counts,
+    /// Its redacted path under the index's policy, kept by the first retrieve that
+    /// needed it (whole-root retrieves need every file's: one lookup instead of two).
+    path: OnceLock<RedactedPath>,
 }
 
 /// A file table row as stored.
@@ -131,6 +135,7 @@ impl SearchIndex {
                     not_text: row.not_text,
                     record: row.record,
                     counts: record::load_counts(&row.counts)?,
+                    path: OnceLock::new(),
                 };
                 files.insert(row.rel.into_boxed_str(), slot);
             }
@@ -215,6 +220,7 @@ impl SearchIndex {
                     not_text,
                     record,
                     counts,
+                    path: OnceLock::new(),
                 };
                 index.insert(rel.into_boxed_str(), slot);
             }
@@ -547,15 +553,17 @@ pub struct PassageScreen {
 }
 
 impl PassageScreen {
-    /// Where the index holds `rel`'s text and its totals, with its content counts, if it
-    /// holds the text `rel` has at its current stat (`walked`, else an `lstat` through
-    /// `stats`) and its segment's passages are built; `None`: read it.
+    /// Where the index holds `rel`'s text and its totals, with its content counts and
+    /// redacted path (`path` makes it the first time), if it holds the text `rel` has at
+    /// its current stat (`walked`, else an `lstat` through `stats`) and its segment's
+    /// passages are built; `None`: read it.
     pub fn locate(
         &self,
         stats: &StatBatch,
         rel: &str,
         walked: Option<StatKey>,
-    ) -> Option<(&Counts, Located)> {
+        path: impl FnOnce() -> RedactedPath,
+    ) -> Option<(&Counts, &RedactedPath, Located)> {
         let slot = self.index.files.get(rel)?;
         let number = slot.number?;
         self.postings.get(slot.segment as usize)?.as_ref()?;
@@ -571,7 +579,7 @@ impl PassageScreen {
             passages,
             tokens,
         };
-        Some((&slot.counts, located))
+        Some((&slot.counts, slot.path.get_or_init(path), located))
     }
 
     /// The passages holding a query term of the files `located` (each with the caller's

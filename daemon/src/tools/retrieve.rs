@@ -112,10 +112,11 @@ struct DocScan {
     hits: Vec<(u32, u32)>,
 }
 
-/// One document of the scope: found in the passage index (its content counts are the
-/// index's own), or scanned. Kept small: a whole-root call holds one per file.
+/// One document of the scope: found in the passage index (its content counts and
+/// redacted path are the index's own), or scanned. Kept small: a whole-root call holds
+/// one per file.
 enum Doc<'a> {
-    Indexed(&'a Counts, RedactedPath, Located),
+    Indexed(&'a Counts, &'a RedactedPath, Located),
     Scanned(Box<ScannedDoc>),
 }
 
@@ -123,7 +124,7 @@ impl Doc<'_> {
     /// Adds its content's and path's counts to `sum`.
     fn add_counts(&self, sum: &mut CountsSum) {
         let (counts, path) = match self {
-            Doc::Indexed(counts, path, _) => (*counts, path),
+            Doc::Indexed(counts, path, _) => (*counts, *path),
             Doc::Scanned(scanned) => (&scanned.counts, &scanned.path),
         };
         sum.add(counts);
@@ -359,10 +360,9 @@ fn ranked(
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            if let Some((counts, at)) = index.and_then(|index| index.locate(entry)) {
+            if let Some((counts, path, at)) = index.and_then(|index| index.locate(entry)) {
                 stop.check()?;
-                // The view's path memo: every file's path counts go in the receipt.
-                let doc = Doc::Indexed(counts, view.path(&entry.rel), at);
+                let doc = Doc::Indexed(counts, path, at);
                 sums.with(|sum| doc.add_counts(sum));
                 return Ok(Some(doc));
             }
@@ -412,7 +412,7 @@ fn ranked(
     let paths: Vec<&RedactedPath> = docs
         .iter()
         .map(|doc| match doc {
-            Some(Doc::Indexed(_, path, _)) => path,
+            Some(Doc::Indexed(_, path, _)) => *path,
             Some(Doc::Scanned(scanned)) => &scanned.path,
             None => &no_path,
         })
