@@ -157,13 +157,14 @@ impl SearchIndex {
         })
     }
 
-    /// Builds and publishes an index of `files` (walk order) from what `read` finds in the
-    /// cache, on `pool`. `None` when the database refused a write (searches then scan).
+    /// Builds and publishes an index of `files` (walk order; their paths are moved into
+    /// the index, leaving them empty) from what `read` finds in the cache, on `pool`.
+    /// `None` when the database refused a write (searches then scan).
     pub fn build(
         cache: &Cache,
         root_key: &[u8; 32],
         fingerprint: &[u8; 32],
-        files: &[(String, StatKey)],
+        files: &mut [(String, StatKey)],
         read: &ReadIndexed<'_>,
         pool: Option<&rayon::ThreadPool>,
     ) -> Option<SearchIndex> {
@@ -177,21 +178,27 @@ impl SearchIndex {
         // whether it is not text.
         type Found = (String, FileRecord, Counts, Option<Vec<Gram>>, bool);
         let sieve = plan::GramSieve::default();
-        let gram_files = |(rel, stat): &(String, StatKey)| -> Option<Found> {
+        // The path moves from the listing into the index (one copy of 100k paths, not two).
+        let gram_files = |(rel, stat): &mut (String, StatKey)| -> Option<Found> {
             Some(match read(rel, stat)? {
                 Indexed::Text(record, content) => {
                     let text = &content.preserved;
                     let grams = sieve.text_grams(&text.text);
-                    (rel.clone(), record, text.counts.clone(), Some(grams), false)
+                    let counts = text.counts.clone();
+                    (std::mem::take(rel), record, counts, Some(grams), false)
                 }
-                Indexed::Opaque(record) => (rel.clone(), record, Counts::default(), None, false),
-                Indexed::NotText(record) => (rel.clone(), record, Counts::default(), None, true),
+                Indexed::Opaque(record) => {
+                    (std::mem::take(rel), record, Counts::default(), None, false)
+                }
+                Indexed::NotText(record) => {
+                    (std::mem::take(rel), record, Counts::default(), None, true)
+                }
             })
         };
-        let segment_files = |chunk: std::ops::Range<usize>| -> Vec<Found> {
+        let segment_files = |chunk: &mut [(String, StatKey)]| -> Vec<Found> {
             match pool {
-                Some(_) => files[chunk].par_iter().filter_map(gram_files).collect(),
-                None => files[chunk].iter().filter_map(gram_files).collect(),
+                Some(_) => chunk.par_iter_mut().filter_map(gram_files).collect(),
+                None => chunk.iter_mut().filter_map(gram_files).collect(),
             }
         };
         // Sorts, encodes and stores one segment; false when the database refused.
@@ -252,13 +259,20 @@ impl SearchIndex {
         };
         // The grams of the next segment are gathered while this one is stored (the
         // store is serial: sorting, encoding, one write transaction).
-        let ranges = segment_ranges(files);
-        let gather = |k: usize| ranges.get(k).map(|r| segment_files(r.clone()));
-        let mut next = join_in(pool, || gather(0), || ()).0;
-        for k in 0..ranges.len() {
+        let mut chunks = Vec::new();
+        let mut rest = files;
+        for range in segment_ranges(rest) {
+            let (chunk, after) = rest.split_at_mut(range.len());
+            chunks.push(chunk);
+            rest = after;
+        }
+        let segment_count = chunks.len();
+        let mut chunks = chunks.into_iter();
+        let mut next = join_in(pool, || chunks.next().map(segment_files), || ()).0;
+        for _ in 0..segment_count {
             let found = next.take().unwrap_or_default();
             let stored;
-            (stored, next) = join_in(pool, || store(found), || gather(k + 1));
+            (stored, next) = join_in(pool, || store(found), || chunks.next().map(segment_files));
             if !stored {
                 return None;
             }
