@@ -21,6 +21,7 @@
 pub mod passages;
 pub mod plan;
 pub mod postings;
+mod slots;
 
 use crate::cache::{
     Cache, ContentRecord, FileRecord, GRAM_CHUNK_BYTES, GramHead, GramPart, record,
@@ -28,11 +29,11 @@ use crate::cache::{
 use crate::engine::Counts;
 use crate::fs::{StatBatch, StatKey};
 use crate::view::RedactedPath;
-use foldhash::HashMap;
 use passages::{FileTerms, IndexedHits, Located, PassageSegment, Posting, SegmentBuilder};
 use plan::{Gram, GramPlan};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use slots::SlotTable;
 use std::sync::{Arc, OnceLock};
 
 /// Layout version of stored segments; a head of another format is rebuilt.
@@ -101,7 +102,7 @@ pub enum Indexed {
 pub struct SearchIndex {
     root_key: [u8; 32],
     head: GramHead,
-    files: HashMap<Box<str>, Slot>,
+    files: SlotTable<Slot>,
     /// Per segment, where its buckets lie ([`StoredSegment::directory`]).
     directories: Vec<Vec<(u16, u32, u32)>>,
     /// Per segment, its passage table once the passage index of the segment is built
@@ -121,7 +122,7 @@ impl SearchIndex {
         if head.fingerprint != *fingerprint || head.format != INDEX_FORMAT {
             return None;
         }
-        let mut files = HashMap::default();
+        let mut files = SlotTable::default();
         let mut directories = Vec::with_capacity(head.segments as usize);
         for segment in 0..head.segments {
             let table = cache.gram_part(root_key, head.generation, segment, GramPart::FileTable)?;
@@ -148,6 +149,7 @@ impl SearchIndex {
                 table.map_or_else(OnceLock::new, OnceLock::from)
             })
             .collect();
+        files.shrink_to_fit();
         Some(SearchIndex {
             root_key: *root_key,
             head,
@@ -171,7 +173,7 @@ impl SearchIndex {
         let generation = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64);
-        let mut index = HashMap::default();
+        let mut index = SlotTable::default();
         let mut directories = Vec::new();
         let mut segments = 0u32;
         // One file of a segment: path, record, content counts, its grams if text, and
@@ -286,6 +288,7 @@ impl SearchIndex {
         if !cache.publish_grams(root_key, &head) {
             return None;
         }
+        index.shrink_to_fit();
         Some(SearchIndex {
             root_key: *root_key,
             head,
@@ -308,7 +311,7 @@ impl SearchIndex {
     ) -> usize {
         let mut by_segment: Vec<Vec<(u32, &str, &FileRecord)>> =
             (0..self.head.segments).map(|_| Vec::new()).collect();
-        for (rel, slot) in &self.files {
+        for (rel, slot) in self.files.iter() {
             if let (Some(number), Some(list)) =
                 (slot.number, by_segment.get_mut(slot.segment as usize))
             {
