@@ -56,6 +56,21 @@ impl GramPart {
     fn last(self) -> u32 {
         self.base() + ((1 << 30) - 1)
     }
+
+    /// Whether the blob belongs to the passage index.
+    fn is_passages(self) -> bool {
+        matches!(self, GramPart::PassagePostings | GramPart::PassageTable)
+    }
+
+    /// The blob a part number belongs to (its top two bits).
+    fn of(part: u32) -> GramPart {
+        match part >> 30 {
+            0 => GramPart::Postings,
+            1 => GramPart::PassagePostings,
+            2 => GramPart::FileTable,
+            _ => GramPart::PassageTable,
+        }
+    }
 }
 
 /// Bytes of a root's index in the database ([`Cache::gram_bytes`]).
@@ -110,6 +125,13 @@ fn data_key(root: &[u8; 32], generation: u64, segment: u32, part: u32) -> [u8; G
     key[40..44].copy_from_slice(&segment.to_be_bytes());
     key[44..].copy_from_slice(&part.to_be_bytes());
     key
+}
+
+/// The part number of a [`data_key`].
+fn part_of(key: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(
+        key.get(44..GRAM_DB_KEY)?.try_into().ok()?,
+    ))
 }
 
 impl Cache {
@@ -283,7 +305,7 @@ impl Cache {
                 .enumerate()
             {
                 let (k, v) = item?;
-                if k.value()[44..] != (part.base() + n as u32).to_be_bytes() {
+                if part_of(k.value()) != Some(part.base() + n as u32) {
                     return Ok(None);
                 }
                 table.extend_from_slice(v.value());
@@ -345,13 +367,7 @@ impl Cache {
             for item in t.range::<&[u8]>(first.as_slice()..=last.as_slice())? {
                 let (k, v) = item?;
                 let bytes = (k.value().len() + v.value().len()) as u64;
-                let part = k
-                    .value()
-                    .get(44..48)
-                    .map_or(0, |p| u32::from_be_bytes(p.try_into().expect("four bytes")));
-                let passage = [GramPart::PassagePostings, GramPart::PassageTable]
-                    .iter()
-                    .any(|g| (g.base()..=g.last()).contains(&part));
+                let passage = part_of(k.value()).is_some_and(|p| GramPart::of(p).is_passages());
                 *if passage {
                     &mut n.passages
                 } else {
@@ -388,4 +404,29 @@ fn put_chunks(
         t.insert(key.as_slice(), chunk)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keys_part_number_names_its_blob() {
+        let parts = [
+            GramPart::Postings,
+            GramPart::PassagePostings,
+            GramPart::FileTable,
+            GramPart::PassageTable,
+        ];
+        for part in parts {
+            for number in [part.base(), part.base() + 7, part.last()] {
+                let key = data_key(&[9; 32], 3, 5, number);
+                assert_eq!(part_of(&key), Some(number));
+                assert_eq!(GramPart::of(number), part);
+            }
+        }
+        assert_eq!(part_of(&[0; 40]), None);
+        let passages: Vec<bool> = parts.iter().map(|p| p.is_passages()).collect();
+        assert_eq!(passages, [false, true, false, true]);
+    }
 }
