@@ -140,6 +140,14 @@ const PREFETCH_BYTES: u64 = 16 << 20;
 /// Of a file whose suffix is not a text one, the prefetcher asks for at most this much:
 /// all of nearly every source file, the head of a large binary.
 const PREFETCH_SNIFFED_BYTES: u64 = 256 << 10;
+/// The prefetcher looks at only one file in [`PREFETCH_PROBE_EVERY`] once this many in a
+/// row had their first page in memory (a warm tree), until one does not.
+const PREFETCH_WARM_AFTER: usize = 256;
+const PREFETCH_PROBE_EVERY: usize = 32;
+/// A file whose suffix is not a text one and is larger than this has its prefix sniffed
+/// before it is read: a large binary is not read whole to be refused. The prefetcher
+/// read at most this much of it ahead.
+const SNIFF_FIRST_ABOVE: u64 = PREFETCH_SNIFFED_BYTES;
 
 /// Raw bytes of the files a pass's workers read and redact at once: each holds its file,
 /// its decoded text and the engine's work on it until the record is queued, so more
@@ -848,6 +856,11 @@ impl ServedRoot {
         let mut ahead = 0; // next position to advise
         let mut start = 0; // first position still counted in `bytes`
         let mut bytes = 0u64; // advised and not yet taken: positions start..ahead
+        // Files in a row found in memory already. On a warm tree the advice is wasted
+        // work (an open, a stat and a page-cache walk per file), so past
+        // `PREFETCH_WARM_AFTER` of them only every `PREFETCH_PROBE_EVERY`-th file is
+        // looked at; one found on disk brings back advice for every file.
+        let mut in_memory = 0usize;
         while ahead < todo.len() {
             let at = cursor.load(Ordering::Relaxed);
             if at >= todo.len() {
@@ -866,8 +879,11 @@ impl ServedRoot {
                 continue;
             }
             let size = advised(ahead);
-            if size > 0 {
-                fs::prefetch(&self.root, &files[todo[ahead]].0, size);
+            if size > 0 && (in_memory < PREFETCH_WARM_AFTER || ahead % PREFETCH_PROBE_EVERY == 0) {
+                match fs::prefetch(&self.root, &files[todo[ahead]].0, size) {
+                    Some(true) => in_memory += 1,
+                    _ => in_memory = 0,
+                }
             }
             bytes += size;
             ahead += 1;
@@ -1057,26 +1073,14 @@ impl ServedRoot {
         if self.never_read(kind, stat) {
             return Outcome::Skipped;
         }
-        // The cache was consulted for this file by `reuse_cached`; `load` consults it
-        // again (a tool call may have stored it since) and says whether it read.
-        if kind.text_by_name().is_none() {
-            let observed = now_ns();
-            // Binary in every mode: recorded from the prefix. Wide text this mode does not
-            // read goes through `load`, which records its encoding for the modes that do.
-            if content::classify_file(&fs::abs_path(&self.root, rel)).is_none() {
-                if let Some(cache) = &self.cache {
-                    let settled = is_settled(stat, observed, self.racy_window_ns);
-                    cache.put(
-                        &self.root_key,
-                        rel,
-                        FileRecord::new(stat, settled, None),
-                        None,
-                    );
-                }
-                return Outcome::Skipped;
-            }
-        }
-        match self.load(rel) {
+        // The cache was consulted for this file by `reuse_cached`; the load consults it
+        // again (a tool call may have stored it since) and says whether it read. A torn
+        // read is tried once more, as `load` does.
+        let loaded = match self.load_listed(rel, kind) {
+            Err(ViewError::ChangedDuringRead) => self.load_listed(rel, kind),
+            other => other,
+        };
+        match loaded {
             Ok(loaded) => Outcome::Indexed { read: loaded.read },
             Err(ViewError::NotText)
             | Err(ViewError::FileByteLimit)
@@ -1095,12 +1099,17 @@ impl ServedRoot {
     /// The current stat of `rel` once its path has no symlink, it is a regular file, and
     /// the index admits it (not excluded, not a link to a protected file).
     fn admitted_stat(&self, rel: &str) -> Result<StatKey, ViewError> {
-        let meta = fs::validate_components(&self.root, rel)?;
-        let stat = StatKey::of(&meta);
+        self.admit(rel, &fs::validate_components(&self.root, rel)?)
+    }
+
+    /// The checks of [`ServedRoot::admitted_stat`] on the metadata of `rel`, taken from
+    /// its path or from the file opened there.
+    fn admit(&self, rel: &str, meta: &std::fs::Metadata) -> Result<StatKey, ViewError> {
+        let stat = StatKey::of(meta);
         if !stat.is_regular() {
             return Err(ViewError::NotAFile);
         }
-        if !self.index.admitted(rel, false) || fs::protected::is_link_to_protected(&meta) {
+        if !self.index.admitted(rel, false) || fs::protected::is_link_to_protected(meta) {
             return Err(ViewError::Excluded);
         }
         Ok(stat)
@@ -1109,7 +1118,10 @@ impl ServedRoot {
     /// [`ServedRoot::admitted_stat`] within the per-file byte limit: the checks every
     /// content answer makes.
     fn servable_stat(&self, rel: &str) -> Result<StatKey, ViewError> {
-        let stat = self.admitted_stat(rel)?;
+        self.within_limit(self.admitted_stat(rel)?)
+    }
+
+    fn within_limit(&self, stat: StatKey) -> Result<StatKey, ViewError> {
         if stat.size > self.limits.max_raw_bytes_per_file {
             return Err(ViewError::FileByteLimit);
         }
@@ -1151,6 +1163,67 @@ impl ServedRoot {
 
     fn load_once(&self, rel: &str) -> Result<Loaded, ViewError> {
         let stat = self.servable_stat(rel)?;
+        self.load_checked(rel, stat, || {
+            fs::read_verified(
+                &fs::abs_path(&self.root, rel),
+                self.limits.max_raw_bytes_per_file,
+            )
+        })
+    }
+
+    /// The indexing pass's load of a listed file of `kind`: the file is opened once, and
+    /// the checks, the sniff of a file not text by its name, and the read all use that
+    /// descriptor (the path route where `openat2` is unavailable). A file whose prefix is
+    /// binary is recorded as such without reading the rest (`NotText`).
+    fn load_listed(&self, rel: &str, kind: ContentKind) -> Result<Loaded, ViewError> {
+        let observed = now_ns();
+        let opened = match fs::open_beneath(&self.root, rel) {
+            Some(file) => Some(fs::OpenedFile::of(file?)?),
+            None => None,
+        };
+        let stat = match &opened {
+            Some(opened) => self.within_limit(self.admit(rel, opened.meta())?)?,
+            None => self.servable_stat(rel)?,
+        };
+        // A small file is read whole and sniffed on the bytes read (`load_checked`
+        // records a binary one the same way); a larger one is sniffed first.
+        if kind.text_by_name().is_none() && (opened.is_none() || stat.size > SNIFF_FIRST_ABOVE) {
+            // Binary in every mode: recorded from the prefix. Wide text this mode does not
+            // read is loaded, which records its encoding for the modes that do.
+            let binary = match &opened {
+                Some(opened) => opened
+                    .prefix(content::SNIFF_BYTES)
+                    .and_then(|prefix| content::classify(&prefix))
+                    .is_none(),
+                None => content::classify_file(&fs::abs_path(&self.root, rel)).is_none(),
+            };
+            if binary {
+                if let Some(cache) = &self.cache {
+                    let settled = is_settled(&stat, observed, self.racy_window_ns);
+                    let file = FileRecord::new(&stat, settled, None);
+                    cache.put(&self.root_key, rel, file, None);
+                }
+                return Err(ViewError::NotText);
+            }
+        }
+        let max_bytes = self.limits.max_raw_bytes_per_file;
+        match opened {
+            Some(opened) => self.load_checked(rel, stat, || opened.read_whole(max_bytes)),
+            None => self.load_checked(rel, stat, || {
+                fs::read_verified(&fs::abs_path(&self.root, rel), max_bytes)
+            }),
+        }
+    }
+
+    /// The rest of a load once `rel` passed the checks with `stat`: its content from the
+    /// cache when its record is trusted for `stat`, else from the bytes `read` returns
+    /// (with the stat after reading), redacted and stored.
+    fn load_checked(
+        &self,
+        rel: &str,
+        stat: StatKey,
+        read: impl FnOnce() -> Result<(Vec<u8>, StatKey), ViewError>,
+    ) -> Result<Loaded, ViewError> {
         self.index.note(rel, stat);
         if let Some(cache) = &self.cache
             && let Some((rec, content)) = cache.get_file_and_content(&self.root_key, rel, |rec| {
@@ -1178,10 +1251,7 @@ impl ServedRoot {
             }
         }
         let observed = now_ns();
-        let (bytes, stat) = fs::read_verified(
-            &fs::abs_path(&self.root, rel),
-            self.limits.max_raw_bytes_per_file,
-        )?;
+        let (bytes, stat) = read()?;
         self.counters.content_reads.fetch_add(1, Ordering::Relaxed);
         self.index.note(rel, stat);
         let settled = is_settled(&stat, observed, self.racy_window_ns);

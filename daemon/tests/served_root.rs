@@ -520,14 +520,15 @@ fn a_pass_over_more_files_than_the_read_ahead_window_reads_each_exactly_once() {
         (p.files_seen, p.files_indexed, p.files_read, p.files_skipped),
         (texts + 2, texts, texts, 2)
     );
-    // Each file was read once: none twice, none left for the first call.
-    assert_eq!(view.counters().content_reads.load(Relaxed), texts);
+    // Each file was read once: none twice, none left for the first call (the small
+    // binary is read whole and refused on its bytes; the one over the limit not at all).
+    assert_eq!(view.counters().content_reads.load(Relaxed), texts + 1);
     let entry = view.resolve("pkg19/m1499.py").unwrap();
     assert_eq!(
         view.content(&entry, true).unwrap().text.as_ref(),
         expected(&view, "api_key_1499 = 1499\n", "pkg19/m1499.py", true)
     );
-    assert_eq!(view.counters().content_reads.load(Relaxed), texts);
+    assert_eq!(view.counters().content_reads.load(Relaxed), texts + 1);
 }
 
 #[test]
@@ -884,6 +885,50 @@ fn oversized_and_binary_files_are_metadata_only() {
         view.content(&view.resolve(".").unwrap(), true),
         Err(ViewError::NotAFile)
     );
+}
+
+#[test]
+fn the_indexing_pass_reads_each_file_once_and_never_through_a_symlink() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    write(
+        &root,
+        "notes.txt",
+        "password = \"Hunter2-Very-Secret-99\"\n",
+    );
+    write(&root, "src/code.rs", "let token = \"abc\";\n");
+    write(&root, "small.bin", "\u{0}\u{1}binary\u{0}");
+    // Larger than the pass reads before sniffing: refused from its first page.
+    let mut large = vec![0u8; 300 << 10];
+    large[..4].copy_from_slice(b"\x7fELF");
+    std::fs::write(root.join("large.bin"), &large).unwrap();
+    write(&root, "swapped.rs", "fn main() {}\n");
+    std::fs::write(dir.path().join("outside.rs"), "OUTSIDE-RAW-CONTENT\n").unwrap();
+    let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
+    let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
+    // Listed as a file, then replaced by a symlink out of the root before the pass.
+    std::fs::remove_file(root.join("swapped.rs")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("outside.rs"), root.join("swapped.rs")).unwrap();
+    view.index_all();
+    cache.flush();
+    let p = view.progress();
+    assert_eq!((p.files_read, p.files_skipped, p.files_failed), (2, 2, 1));
+    // The two texts and the small binary were read whole; the large binary only sniffed.
+    assert_eq!(view.counters().content_reads.load(Relaxed), 3);
+    let key = redctx_daemon::cache::root_key(view.root());
+    for rel in ["small.bin", "large.bin"] {
+        let rec = cache.get_file(&key, rel).expect("binary recorded");
+        assert!(rec.text.is_none(), "{rel} recorded as not text");
+    }
+    assert!(cache.get_file(&key, "swapped.rs").is_none());
+    // What the pass stored is served without reading again, and redacted.
+    let notes = view
+        .content(&view.resolve("notes.txt").unwrap(), true)
+        .unwrap()
+        .text;
+    assert!(!notes.contains("Hunter2"), "{notes}");
+    assert_eq!(view.counters().content_reads.load(Relaxed), 3);
 }
 
 #[test]

@@ -92,11 +92,34 @@ impl std::fmt::Display for Category {
 }
 
 /// Full Unicode case folding, as Python's `str.casefold()` (`ß` → `ss`).
+///
+/// Folding maps each character on its own, and an ASCII character to its lower case, so
+/// runs of ASCII are lower-cased in bulk and only the other characters go through
+/// `caseless`'s tables: source text is mostly ASCII even where it is not all ASCII (a
+/// name in a comment, a `©`), and folding it character by character was a visible part
+/// of indexing such trees.
 pub fn casefold(value: &str) -> String {
+    use caseless::Caseless;
     if value.is_ascii() {
         return value.to_ascii_lowercase();
     }
-    caseless::default_case_fold_str(value)
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while !rest.is_empty() {
+        let ascii = rest
+            .bytes()
+            .position(|b| !b.is_ascii())
+            .unwrap_or(rest.len());
+        let start = out.len();
+        out.push_str(&rest[..ascii]);
+        out[start..].make_ascii_lowercase();
+        rest = &rest[ascii..];
+        if let Some(c) = rest.chars().next() {
+            out.extend(std::iter::once(c).default_case_fold());
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
 }
 
 /// The normal form a placeholder digest is computed over: trimmed (Python `strip`),
@@ -334,6 +357,27 @@ mod tests {
             github_user_alias("spec-salt", "context", "octocat"),
             "user_bee0b53dc265edd4"
         );
+    }
+
+    #[test]
+    fn casefold_equals_the_full_fold_of_the_whole_text() {
+        // ASCII runs around characters that fold to several (ß, ŉ), into ASCII (K, ſ),
+        // or not at all (CJK, emoji), at the start, middle and end.
+        for text in [
+            "Straße",
+            "ßHELLO ſ World \u{212a}elvin",
+            "ABC\u{149}DEF",
+            "日本語 Text 😀 MiXeD",
+            "Ǆ ǅ ǆ ΣΑΣ",
+            "trailing é",
+            "é",
+        ] {
+            assert_eq!(
+                casefold(text),
+                caseless::default_case_fold_str(text),
+                "{text}"
+            );
+        }
     }
 
     #[test]

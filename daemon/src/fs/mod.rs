@@ -17,7 +17,7 @@ pub mod statat;
 
 pub use content::{ContentKind, DocumentFormat};
 pub use gitignore::GitignoreRules;
-pub use paths::{PathInput, abs_path, parse_input, validate_components};
-pub use read::{StatKey, prefetch, read_verified};
+pub use paths::{PathInput, abs_path, open_beneath, parse_input, validate_components};
+pub use read::{OpenedFile, StatKey, prefetch, read_verified};
 pub use rules::{FsRules, is_prose_path, reference_order_key};
 pub use statat::StatBatch;

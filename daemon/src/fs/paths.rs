@@ -168,8 +168,17 @@ pub fn validate_components(root: &Path, rel: &str) -> Result<Metadata, ViewError
 /// it cannot be opened that way, or `openat2` is unavailable: for callers, such as the
 /// read-ahead, that may simply skip the file.
 pub fn open_for_read_no_symlinks(root: &Path, rel: &str) -> Option<std::fs::File> {
+    open_beneath(root, rel)?.ok()
+}
+
+/// `root/rel` opened for reading, refusing a symlink at any component, as
+/// [`validate_components`] answers: `Refusing unsafe path.` for a symlink, `Path does not
+/// exist.` for a missing component. Opens without blocking on a FIFO or taking a
+/// terminal. `None` where `openat2` is unavailable: the caller then validates by path
+/// and reads with [`super::read_verified`].
+pub fn open_beneath(root: &Path, rel: &str) -> Option<Result<std::fs::File, ViewError>> {
     #[cfg(target_os = "linux")]
-    return beneath::open_for_read(root, rel);
+    return beneath::open_checked(root, rel);
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (root, rel);
@@ -263,14 +272,21 @@ mod beneath {
         Some(Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd as i32) })))
     }
 
+    /// [`open_no_symlinks`] with its error as the client's fixed message: a symlink
+    /// anywhere is `Unsafe` (`ELOOP`).
+    fn open_or_refuse(root: &Path, rel: &str, flags: i32) -> Option<Result<File, ViewError>> {
+        Some(match open_no_symlinks(root, rel, flags)? {
+            Ok(file) => Ok(file),
+            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => Err(ViewError::Unsafe),
+            Err(err) => Err(component_error(&err)),
+        })
+    }
+
     /// `None` when `openat2` cannot be used here (the caller falls back).
     pub(super) fn validate(root: &Path, rel: &str) -> Option<Result<Metadata, ViewError>> {
-        let file = match open_no_symlinks(root, rel, libc::O_PATH)? {
+        let file = match open_or_refuse(root, rel, libc::O_PATH)? {
             Ok(file) => file,
-            Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
-                return Some(Err(ViewError::Unsafe));
-            }
-            Err(err) => return Some(Err(component_error(&err))),
+            Err(err) => return Some(Err(err)),
         };
         Some(match file.metadata() {
             Ok(meta) if meta.file_type().is_symlink() => Err(ViewError::Unsafe),
@@ -280,14 +296,13 @@ mod beneath {
     }
 
     /// `root/rel` opened for reading without following a symlink at any component and
-    /// without blocking or taking a terminal; `None` when that cannot be done.
-    pub(super) fn open_for_read(root: &Path, rel: &str) -> Option<File> {
-        open_no_symlinks(
+    /// without blocking or taking a terminal; `None` when `openat2` cannot be used here.
+    pub(super) fn open_checked(root: &Path, rel: &str) -> Option<Result<File, ViewError>> {
+        open_or_refuse(
             root,
             rel,
             libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
-        )?
-        .ok()
+        )
     }
 }
 

@@ -65,22 +65,49 @@ impl StatKey {
 /// cache and returns without waiting (`POSIX_FADV_WILLNEED`). Source files are small, so
 /// the kernel's own read-ahead never reaches from one into the next, and a worker reading
 /// a cold file waits for the disk with its core idle; the indexing pass calls this a
-/// window ahead of its workers so their reads find the pages there. Reads nothing into
-/// this process, opens like the content path (no symlink at any component), advises
-/// only a regular file, and ignores failures (the verified read decides).
-pub fn prefetch(root: &Path, rel: &str, len: u64) {
+/// window ahead of its workers so their reads find the pages there. Reads at most one
+/// byte into this process, opens like the content path (no symlink at any component),
+/// advises only a regular file, and ignores failures (the verified read decides).
+///
+/// Returns whether the file's first page was in memory already (a read of one byte
+/// that may not wait for the disk, `RWF_NOWAIT`), so the caller can tell a warm tree,
+/// where advice is wasted work, from a cold one; `None` when it could not tell. A file
+/// whose first page is in memory is not advised: the rest of it nearly always is too.
+pub fn prefetch(root: &Path, rel: &str, len: u64) -> Option<bool> {
     #[cfg(target_os = "linux")]
-    if let Some(file) = super::paths::open_for_read_no_symlinks(root, rel)
-        && file.metadata().is_ok_and(|m| m.is_file())
     {
         use std::os::fd::AsRawFd;
-        let len = libc::off_t::try_from(len).unwrap_or(0); // 0: to the end
-        // SAFETY: the descriptor is open for the duration of the call; the advice
-        // only schedules reads into the page cache.
-        unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED) };
+        let file = super::paths::open_for_read_no_symlinks(root, rel)?;
+        if !file.metadata().ok()?.is_file() {
+            return None;
+        }
+        let mut byte = [0u8; 1];
+        let iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        // SAFETY: one iovec over a live one-byte buffer, on a descriptor open for the
+        // duration of the call.
+        let got = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+        let cached = (got >= 0).then_some(true).or_else(|| {
+            // EAGAIN: the page is not in memory; anything else (an old kernel) tells
+            // nothing, and the file is advised.
+            let err = std::io::Error::last_os_error();
+            (err.raw_os_error() == Some(libc::EAGAIN)).then_some(false)
+        });
+        if cached != Some(true) {
+            let len = libc::off_t::try_from(len).unwrap_or(0); // 0: to the end
+            // SAFETY: the descriptor is open for the duration of the call; the advice
+            // only schedules reads into the page cache.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, len, libc::POSIX_FADV_WILLNEED) };
+        }
+        cached
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = (root, rel, len);
+    {
+        let _ = (root, rel, len);
+        None
+    }
 }
 
 /// Reads a whole regular file, refusing a torn read: the `lstat` before, the opened
@@ -111,7 +138,7 @@ pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), 
     if before.size > max_bytes {
         return Err(ViewError::FileByteLimit);
     }
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
@@ -122,20 +149,73 @@ pub fn read_verified(path: &Path, max_bytes: u64) -> Result<(Vec<u8>, StatKey), 
                 ViewError::ReadFailed
             }
         })?;
-    let opened = file.metadata().map_err(|_| ViewError::ReadFailed)?;
-    if crate::fs::protected::is_link_to_protected(&opened) {
+    let opened = OpenedFile::of(file)?;
+    if crate::fs::protected::is_link_to_protected(&opened.meta) {
         return Err(ViewError::Excluded);
     }
-    if !StatKey::of(&opened).same_version(&before) {
+    if !opened.stat().same_version(&before) {
         return Err(ViewError::ChangedDuringRead);
     }
-    let data = read_bounded(&mut file, before.size, max_bytes)?;
-    let after = file.metadata().map_err(|_| ViewError::ReadFailed)?;
-    let after = StatKey::of(&after);
-    if !after.same_version(&before) || data.len() as u64 != before.size {
-        return Err(ViewError::ChangedDuringRead);
+    opened.read_whole(max_bytes)
+}
+
+/// A file opened for reading with its `fstat`: the indexing pass opens each file once
+/// (`paths::open_beneath`, no symlink at any component) and answers the admission
+/// checks, the content sniff and the read from that one descriptor, where the path-based
+/// route costs three opens and six stats per file.
+pub struct OpenedFile {
+    file: File,
+    meta: Metadata,
+}
+
+impl OpenedFile {
+    /// `file` with its current `fstat`.
+    pub fn of(file: File) -> Result<OpenedFile, ViewError> {
+        let meta = file.metadata().map_err(|_| ViewError::ReadFailed)?;
+        Ok(OpenedFile { file, meta })
     }
-    Ok((data, after))
+
+    /// The `fstat` taken when it was opened.
+    pub fn meta(&self) -> &Metadata {
+        &self.meta
+    }
+
+    /// [`StatKey`] of [`OpenedFile::meta`].
+    pub fn stat(&self) -> StatKey {
+        StatKey::of(&self.meta)
+    }
+
+    /// Up to the first `len` bytes, read at offset 0 (the position is left alone);
+    /// `None` when the read fails.
+    pub fn prefix(&self, len: usize) -> Option<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut prefix = vec![0; len];
+        let mut filled = 0;
+        while filled < len {
+            match self.file.read_at(&mut prefix[filled..], filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        prefix.truncate(filled);
+        Some(prefix)
+    }
+
+    /// The whole file, refusing a torn read: its `fstat` after the read must show the
+    /// version it had when opened, and the size read must be that version's. Returns the
+    /// bytes with the stat after the read.
+    pub fn read_whole(mut self, max_bytes: u64) -> Result<(Vec<u8>, StatKey), ViewError> {
+        let before = self.stat();
+        let data = read_bounded(&mut self.file, before.size, max_bytes)?;
+        let after = self.file.metadata().map_err(|_| ViewError::ReadFailed)?;
+        let after = StatKey::of(&after);
+        if !after.same_version(&before) || data.len() as u64 != before.size {
+            return Err(ViewError::ChangedDuringRead);
+        }
+        Ok((data, after))
+    }
 }
 
 fn read_bounded(file: &mut File, expected: u64, max_bytes: u64) -> Result<Vec<u8>, ViewError> {
@@ -162,4 +242,50 @@ pub fn read_prefix(path: &Path, len: usize) -> Option<Vec<u8>> {
     let mut prefix = Vec::with_capacity(len);
     file.take(len as u64).read_to_end(&mut prefix).ok()?;
     Some(prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn an_opened_file_reads_whole_after_its_prefix_and_refuses_a_torn_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "0123456789").unwrap();
+        let open = || OpenedFile::of(File::open(&path).unwrap()).unwrap();
+        let opened = open();
+        assert_eq!(opened.prefix(4).as_deref(), Some(&b"0123"[..]));
+        assert_eq!(opened.prefix(64).as_deref(), Some(&b"0123456789"[..]));
+        // The prefix left the position at the start: the whole file is read.
+        let (bytes, stat) = opened.read_whole(1 << 20).unwrap();
+        assert_eq!(bytes, b"0123456789");
+        assert_eq!(stat.size, 10);
+        // Written between the open and the read: not a version of the file.
+        let opened = open();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"more")
+            .unwrap();
+        assert_eq!(
+            opened.read_whole(1 << 20).unwrap_err(),
+            ViewError::ChangedDuringRead
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn prefetch_tells_a_file_in_memory_and_skips_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("warm.txt"), "just written").unwrap();
+        std::os::unix::fs::symlink(root.join("warm.txt"), root.join("link.txt")).unwrap();
+        // Just written: its page is in memory.
+        assert_eq!(prefetch(root, "warm.txt", 12), Some(true));
+        assert_eq!(prefetch(root, "link.txt", 12), None);
+        assert_eq!(prefetch(root, "missing.txt", 12), None);
+    }
 }
