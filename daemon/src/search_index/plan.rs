@@ -54,8 +54,13 @@ impl GramSieve {
     pub fn text_grams(&self, text: &str) -> Vec<Gram> {
         let lent = self.free.lock().ok().and_then(|mut free| free.pop());
         let mut seen = lent.unwrap_or_else(|| vec![0u64; 1 << 18].into_boxed_slice());
-        let mut grams = Vec::new();
-        for w in folded(text).windows(3) {
+        let text = folded(text);
+        // Room for every gram a source file can hold (a large text grows from there),
+        // given back below: one allocation and one shrink, where growing by doubling
+        // reallocates a dozen times per file, each taking the allocator's lock that the
+        // build's other thread contends for.
+        let mut grams = Vec::with_capacity(text.len().saturating_sub(2).min(1 << 16));
+        for w in text.windows(3) {
             let g = gram_of(w);
             let (word, bit) = ((g >> 6) as usize, 1u64 << (g & 63));
             if seen[word] & bit == 0 {
@@ -66,6 +71,7 @@ impl GramSieve {
         for &g in &grams {
             seen[(g >> 6) as usize] = 0;
         }
+        grams.shrink_to_fit();
         // A bitmap is returned only clean (a panic above drops it instead).
         if let Ok(mut free) = self.free.lock() {
             free.push(seen);
