@@ -305,7 +305,9 @@ pub fn encode_content(value: &ContentRecord) -> Option<Vec<u8>> {
             PlainVariant::Different(plain) => WirePlain::Different(text(plain)),
         },
     };
-    let body = postcard::to_allocvec(&wire).ok()?;
+    // Sized for the texts up front: growing by doubling copies a large text several
+    // times, and each growth takes the allocator lock other threads contend for.
+    let body = postcard::to_extend(&wire, Vec::with_capacity(value.text_bytes() + 256)).ok()?;
     if body.len() > MAX_DECODED_CONTENT {
         return None;
     }
