@@ -249,6 +249,27 @@ mod tests {
     }
 
     #[test]
+    fn text_grams_of_a_long_mixed_case_text_are_its_distinct_folded_windows() {
+        let mut text = String::new();
+        let mut n = 7u32;
+        while text.len() < 200_000 {
+            n = n.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            text.push(char::from(b'!' + (n >> 16) as u8 % 90));
+        }
+        let mut grams = GramSieve::default().text_grams(&text);
+        grams.sort_unstable();
+        let expected: Vec<Gram> = text
+            .to_lowercase()
+            .as_bytes()
+            .windows(3)
+            .map(gram_of)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(grams, expected);
+    }
+
+    #[test]
     fn long_strings_use_a_spread_of_their_grams() {
         let query = "abcdefghijklmnopqrstuvwxyz0123456789";
         let plan = GramPlan::literal(query).unwrap();
