@@ -1173,8 +1173,9 @@ impl ServedRoot {
 
     /// The indexing pass's load of a listed file of `kind`: the file is opened once, and
     /// the checks, the sniff of a file not text by its name, and the read all use that
-    /// descriptor (the path route where `openat2` is unavailable). A file whose prefix is
-    /// binary is recorded as such without reading the rest (`NotText`).
+    /// descriptor (the path route where `openat2` is unavailable). Binary content is
+    /// recorded as such and answered `NotText`; a file over [`SNIFF_FIRST_ABOVE`] bytes
+    /// is sniffed on its first page, so a large binary is not read whole.
     fn load_listed(&self, rel: &str, kind: ContentKind) -> Result<Loaded, ViewError> {
         let observed = now_ns();
         let opened = match fs::open_beneath(&self.root, rel) {
