@@ -888,7 +888,7 @@ fn oversized_and_binary_files_are_metadata_only() {
 }
 
 #[test]
-fn the_indexing_pass_reads_each_file_once_and_never_through_a_symlink() {
+fn the_indexing_pass_reads_each_file_once_without_following_a_symlink_or_waiting_on_a_fifo() {
     use std::sync::atomic::Ordering::Relaxed;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
@@ -904,16 +904,31 @@ fn the_indexing_pass_reads_each_file_once_and_never_through_a_symlink() {
     large[..4].copy_from_slice(b"\x7fELF");
     std::fs::write(root.join("large.bin"), &large).unwrap();
     write(&root, "swapped.rs", "fn main() {}\n");
+    write(&root, "pipe.txt", "listed as a file\n");
     std::fs::write(dir.path().join("outside.rs"), "OUTSIDE-RAW-CONTENT\n").unwrap();
     let cache = Arc::new(Cache::open(&dir.path().join("state")).unwrap());
-    let view = ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap();
-    // Listed as a file, then replaced by a symlink out of the root before the pass.
+    let view =
+        Arc::new(ServedRoot::open(&root, engine(), Some(cache.clone()), opts(true, 0)).unwrap());
+    // Listed as files, then replaced before the pass: by a symlink out of the root, and
+    // by a FIFO nobody writes to (opening it for reading must not wait for a writer).
     std::fs::remove_file(root.join("swapped.rs")).unwrap();
     std::os::unix::fs::symlink(dir.path().join("outside.rs"), root.join("swapped.rs")).unwrap();
-    view.index_all();
+    std::fs::remove_file(root.join("pipe.txt")).unwrap();
+    let fifo = std::ffi::CString::new(root.join("pipe.txt").into_os_string().into_encoded_bytes())
+        .unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let (done, finished) = std::sync::mpsc::channel();
+    let pass = view.clone();
+    std::thread::spawn(move || {
+        pass.index_all();
+        let _ = done.send(());
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the pass finishes");
     cache.flush();
     let p = view.progress();
-    assert_eq!((p.files_read, p.files_skipped, p.files_failed), (2, 2, 1));
+    assert_eq!((p.files_read, p.files_skipped, p.files_failed), (2, 3, 1));
     // The two texts and the small binary were read whole; the large binary only sniffed.
     assert_eq!(view.counters().content_reads.load(Relaxed), 3);
     let key = redctx_daemon::cache::root_key(view.root());
