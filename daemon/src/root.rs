@@ -915,10 +915,7 @@ impl ServedRoot {
                 break;
             }
             budget -= stat.size;
-            let Ok((bytes, _)) = fs::read_verified(
-                &fs::abs_path(&self.root, rel),
-                self.limits.max_raw_bytes_per_file,
-            ) else {
+            let Ok((bytes, _)) = self.read_verified(rel) else {
                 continue;
             };
             let Some(encoding) = content::text_encoding(&bytes, self.decoding) else {
@@ -1121,6 +1118,15 @@ impl ServedRoot {
         self.within_limit(self.admitted_stat(rel)?)
     }
 
+    /// [`fs::read_verified`] of `rel` within the per-file byte limit: the path-based read
+    /// of a file's raw bytes.
+    fn read_verified(&self, rel: &str) -> Result<(Vec<u8>, StatKey), ViewError> {
+        fs::read_verified(
+            &fs::abs_path(&self.root, rel),
+            self.limits.max_raw_bytes_per_file,
+        )
+    }
+
     fn within_limit(&self, stat: StatKey) -> Result<StatKey, ViewError> {
         if stat.size > self.limits.max_raw_bytes_per_file {
             return Err(ViewError::FileByteLimit);
@@ -1163,12 +1169,7 @@ impl ServedRoot {
 
     fn load_once(&self, rel: &str) -> Result<Loaded, ViewError> {
         let stat = self.servable_stat(rel)?;
-        self.load_checked(rel, stat, || {
-            fs::read_verified(
-                &fs::abs_path(&self.root, rel),
-                self.limits.max_raw_bytes_per_file,
-            )
-        })
+        self.load_checked(rel, stat, || self.read_verified(rel))
     }
 
     /// The indexing pass's load of a listed file of `kind`: the file is opened once, and
@@ -1207,12 +1208,11 @@ impl ServedRoot {
                 return Err(ViewError::NotText);
             }
         }
-        let max_bytes = self.limits.max_raw_bytes_per_file;
         match opened {
-            Some(opened) => self.load_checked(rel, stat, || opened.read_whole(max_bytes)),
-            None => self.load_checked(rel, stat, || {
-                fs::read_verified(&fs::abs_path(&self.root, rel), max_bytes)
+            Some(opened) => self.load_checked(rel, stat, || {
+                opened.read_whole(self.limits.max_raw_bytes_per_file)
             }),
+            None => self.load_checked(rel, stat, || self.read_verified(rel)),
         }
     }
 
@@ -1428,10 +1428,7 @@ impl ServedRoot {
     /// values for one call.
     pub fn record_raw(&self, rel: &str, record: &mut dyn Record) -> Result<(), ViewError> {
         self.servable_stat(rel)?;
-        let (bytes, _) = fs::read_verified(
-            &fs::abs_path(&self.root, rel),
-            self.limits.max_raw_bytes_per_file,
-        )?;
+        let (bytes, _) = self.read_verified(rel)?;
         let Some(encoding) = content::text_encoding(&bytes, self.decoding) else {
             return Err(ViewError::NotText);
         };
@@ -1453,10 +1450,7 @@ impl ServedRoot {
     /// the file was longer, and the SHA-256 of the whole file. Nothing is cached.
     pub fn raw_sample(&self, rel: &str, max: usize) -> Result<RawSample, ViewError> {
         self.servable_stat(rel)?;
-        let (bytes, _) = fs::read_verified(
-            &fs::abs_path(&self.root, rel),
-            self.limits.max_raw_bytes_per_file,
-        )?;
+        let (bytes, _) = self.read_verified(rel)?;
         let sha256 = crate::discover::sha256_hex(&bytes);
         let name = rel.rsplit('/').next().unwrap_or(rel);
         if let ContentKind::Document(format) = ContentKind::of_name(name) {
