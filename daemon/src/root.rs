@@ -573,6 +573,7 @@ impl ServedRoot {
         if index.passages_built() {
             return;
         }
+        let _bulk = crate::budget::bulk_phase();
         let started = std::time::Instant::now();
         let pool = self.background_pool("redctx-passages");
         let built = index.build_passages(
@@ -623,6 +624,7 @@ impl ServedRoot {
     /// Builds and publishes the search index of `files` (the index's listing, its paths
     /// moved into the search index).
     fn build_search_index(&self, cache: &Cache, files: &mut [(String, StatKey)]) {
+        let _bulk = crate::budget::bulk_phase();
         let started = std::time::Instant::now();
         let read = |rel: &str, stat: &StatKey| {
             if self.never_read(ContentKind::of_path(rel), stat) {
@@ -744,6 +746,7 @@ impl ServedRoot {
         if p.running.swap(true, Ordering::SeqCst) {
             return;
         }
+        let _bulk = crate::budget::bulk_phase();
         let started = std::time::Instant::now();
         let files = self.index.files();
         for counter in [
