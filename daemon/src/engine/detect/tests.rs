@@ -2045,6 +2045,32 @@ fn base64_of_a_placeholder_pair_a_url_or_a_non_pair_is_no_credential() {
     }
 }
 
+/// The pair's bounds: a user of up to 64 characters (Unicode letters too) and a
+/// password of up to 128; a longer run is data encoded, not a login.
+#[test]
+fn an_encoded_pair_is_a_credential_only_within_its_length_bounds() {
+    let user64 = "u".repeat(63) + "é";
+    let pass128 = "Zq8-".repeat(32);
+    for (user, pass, found) in [
+        (user64.as_str(), "Wq7pZt2x", true),
+        ("søren", pass128.as_str(), true),
+        (&*format!("{user64}x"), "Wq7pZt2x", false),
+        ("alice", &*format!("{pass128}9"), false),
+    ] {
+        let pair = format!("{user}:{pass}");
+        for line in [
+            format!("h = base64.b64encode(b'{pair}')"),
+            format!("h = Buffer.from('{pair}').toString('base64')"),
+        ] {
+            if found {
+                assert_finds(&[("t.js", &line, &pair)]);
+            } else {
+                assert_no_span("t.js", &line, "S5.basic");
+            }
+        }
+    }
+}
+
 /// Names that configure how a secret is checked are not secrets: etcd's
 /// `initial-cluster-token` (a name that keeps bootstrapping clusters apart) and
 /// authentication mechanism names; a cluster's join token still is one.

@@ -84,6 +84,13 @@ pub struct PyPattern {
     /// unless the match reaches the end of the haystack, so captures (slow on large
     /// alternations) are only needed there.
     one_char_tail: bool,
+    /// Where the span ends within the regex's match text, when the consumed look-ahead
+    /// can be told from the text alone: no captures (whose caches grow with the
+    /// pattern's size in every thread) are needed then.
+    trim: Option<fn(&str) -> usize>,
+    /// A condition on the span itself (a bound the regex leaves out, as counted
+    /// repetitions make large automata); on failure the candidate is skipped.
+    within: Option<fn(&str) -> bool>,
     /// A condition on the text after the match; on failure the candidate is skipped.
     /// Only used where Python could not find a shorter match at the same start.
     after: Option<fn(&str) -> bool>,
@@ -104,9 +111,26 @@ impl PyPattern {
             end_groups: Vec::new(),
             needs_captures: false,
             one_char_tail: false,
+            trim: None,
+            within: None,
             after: None,
             word_boundary: source.contains(r"\b"),
             barriers: window_barriers(source),
+        }
+    }
+
+    /// A pattern that ends with a consumed look-ahead whose length `trim` tells from the
+    /// match's text: the span is the match cut to `trim(match)` bytes. Equivalent to
+    /// [`PyPattern::with_end_groups`] with the group the look-ahead follows, when `trim`
+    /// is exact, without the captures.
+    pub fn with_trimmed_lookahead(
+        source: &str,
+        guard: Guard,
+        trim: fn(&str) -> usize,
+    ) -> PyPattern {
+        PyPattern {
+            trim: Some(trim),
+            ..PyPattern::new(source, guard)
         }
     }
 
@@ -119,6 +143,8 @@ impl PyPattern {
             end_groups: end_groups.to_vec(),
             needs_captures: true,
             one_char_tail: false,
+            trim: None,
+            within: None,
             after: None,
             word_boundary: source.contains(r"\b"),
             barriers: window_barriers(source),
@@ -132,6 +158,15 @@ impl PyPattern {
             one_char_tail: true,
             ..PyPattern::with_end_groups(source, guard, &[1])
         }
+    }
+
+    /// Adds a check on a match's span. Exact as a bound of the pattern where the
+    /// pattern without the bound matches at a start only where it matches with it or
+    /// with a span the check refuses (then the search goes on at the next start, as
+    /// the bounded pattern's would).
+    pub fn with_span_check(mut self, within: fn(&str) -> bool) -> PyPattern {
+        self.within = Some(within);
+        self
     }
 
     /// Adds a check on the text following a match.
@@ -149,6 +184,10 @@ impl PyPattern {
             Anchored::No
         };
         let input = Input::new(hay).span(at..hay.len()).anchored(mode);
+        if let Some(trim) = self.trim {
+            let m = self.re.search(&input)?;
+            return Some((m.start(), m.start() + trim(&hay[m.range()])));
+        }
         if self.one_char_tail {
             let m = self.re.search(&input)?;
             // Before the end of the haystack the tail consumed exactly one character.
@@ -171,10 +210,12 @@ impl PyPattern {
         self.re.search(&input).map(|m| (m.start(), m.end()))
     }
 
-    /// Whether a candidate found by the regex is one Python reports (its guard and
-    /// after-check hold).
+    /// Whether a candidate found by the regex is one Python reports (its guard, span
+    /// and after checks hold).
     fn accepts(&self, hay: &str, (s, e): (usize, usize)) -> bool {
-        self.guard.allows(hay[..s].chars().next_back()) && self.after.is_none_or(|f| f(&hay[e..]))
+        self.guard.allows(hay[..s].chars().next_back())
+            && self.within.is_none_or(|f| f(&hay[s..e]))
+            && self.after.is_none_or(|f| f(&hay[e..]))
     }
 
     /// The next match at or after byte `start`, as Python would find it.

@@ -5,7 +5,7 @@ use crate::engine::placeholder::Category;
 use crate::engine::prepass::byteclass::{ALNUM, ByteClass, DIGITS, run_extent};
 use crate::engine::prepass::{GateWords, Shape};
 use crate::engine::python::re::{
-    Alternation, FindCache, Finder, Guard, MatchAt, PY_SPACE, PyPattern,
+    Alternation, FindCache, Finder, Guard, MatchAt, PY_SPACE, PyPattern, is_ci_letter_extra,
 };
 use crate::engine::stages::gate::{LiteralGated, RunGated, find_in_run};
 use crate::engine::wordlists::{COUNTRY_TLDS, FILE_LIKE_TLDS, GENERIC_TLDS};
@@ -295,7 +295,26 @@ fn phone() -> PyPattern {
     )
 }
 
+/// The reference's domain pattern, searched without its label bound (a label is 1–63
+/// characters): `{0,61}` repeated under IGNORECASE made a lazy DFA that filled its
+/// 8 MiB cache in every thread that searched with it. [`labels_within_bound`] puts the
+/// bound back on the span. Exact: the labels' dots are fixed by the text, and the
+/// bounded pattern cannot stop short of a long label at the same start (a TLD must be
+/// followed by a character that is neither `.` nor a letter), so at each start it
+/// matches exactly when the unbounded one does with every label within the bound.
 pub fn domain() -> PyPattern {
+    PyPattern::with_trimmed_lookahead(&domain_source("*"), Guard::NotDomainContext, domain_end)
+        .with_span_check(labels_within_bound)
+}
+
+/// Whether every label of a domain span is at most 63 characters long (RFC 1035).
+fn labels_within_bound(span: &str) -> bool {
+    span.split('.').all(|label| label.chars().nth(63).is_none())
+}
+
+/// The domain regex with `label_run` as the repetition of a label's inner characters:
+/// group 1 a generic TLD, group 2 a country's, each followed by its consumed look-ahead.
+fn domain_source(label_run: &str) -> String {
     let generic = GENERIC_TLDS.join("|");
     let mut cc: Vec<&str> = COUNTRY_TLDS
         .iter()
@@ -307,13 +326,33 @@ pub fn domain() -> PyPattern {
     // (?![\w-]|\.[\w-]) as consuming alternatives; the ccTLD branch also refuses ( and [.
     let end_generic = r"(?:[^\p{L}\p{N}_.-]|\z|\.(?:[^\p{L}\p{N}_-]|\z))";
     let end_cc = r"(?:[^\p{L}\p{N}_.(\[-]|\z|\.(?:[^\p{L}\p{N}_-]|\z))";
-    PyPattern::with_end_groups(
-        &format!(
-            r"(?i)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+(?:({generic}){end_generic}|(?-i:({cc})){end_cc})"
-        ),
-        Guard::NotDomainContext,
-        &[1, 2],
+    format!(
+        r"(?i)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{label_run}[A-Za-z0-9])?\.)+(?:({generic}){end_generic}|(?-i:({cc})){end_cc})"
     )
+}
+
+/// Where a [`domain`] match's TLD ends: before its consumed look-ahead, which is
+/// nothing at the end of the text, one character that is not a letter, digit, `_`, `.`
+/// or `-`, a `.` alone at the end, or a `.` and one character that is not a letter,
+/// digit, `_` or `-`. A TLD ends in an ASCII letter or digit (or in one of the letters
+/// IGNORECASE equates with ASCII ones, should a generic TLD ending in `i`, `k` or `s`
+/// be listed); no character of the look-ahead is one of those,
+/// and a TLD does not end in `.`. So the match's last character belongs to the TLD or
+/// to the look-ahead by what it is, and a `.` before a look-ahead character belongs to
+/// the look-ahead. (The pattern's captures told the same at a cost: their cache, sized
+/// by the pattern's thousands of states, took 17 MB across a cold index's threads.)
+fn domain_end(matched: &str) -> usize {
+    let in_tld = |c: char| c.is_ascii_alphanumeric() || is_ci_letter_extra(c);
+    let mut end = matched.len();
+    if let Some(last) = matched.chars().next_back()
+        && !in_tld(last)
+    {
+        end -= last.len_utf8();
+        if matched[..end].ends_with('.') {
+            end -= 1;
+        }
+    }
+    end
 }
 
 /// [`domain`], searched only around dots followed by a segment that can be a TLD of
@@ -965,6 +1004,72 @@ pub(crate) mod tests {
             })
             .collect();
         Some(starts)
+    }
+
+    /// The domain pattern's span cut by [`domain_end`] is the span its TLD groups give,
+    /// from every start: TLDs of both kinds followed by every kind of look-ahead (none,
+    /// a dot, punctuation, brackets, Unicode letters and spaces, `K` and `ſ`).
+    #[test]
+    fn domain_spans_cut_by_the_text_equal_the_spans_of_its_tld_groups() {
+        let by_groups =
+            PyPattern::with_end_groups(&domain_source("{0,61}"), Guard::NotDomainContext, &[1, 2]);
+        let by_text = domain();
+        let pieces = [
+            "example",
+            "mail",
+            "a-b",
+            "x1",
+            ".",
+            "..",
+            ".com",
+            ".de",
+            ".io",
+            ".uk",
+            ".org",
+            ".ſite",
+            ".wor\u{212A}s",
+            ".net",
+            ".DE",
+            ".Com",
+            "-",
+            "_",
+            "(",
+            "[",
+            ")",
+            "/",
+            "@",
+            " ",
+            "\n",
+            "é",
+            "\u{a0}",
+            "\u{2003}",
+            "1",
+            "md",
+            ".md",
+            "\u{345}",
+            "\u{300}",
+            "ü",
+            "٣",
+            ":",
+            ",",
+            "'",
+            "example.com",
+            "mail.a-b.de",
+            "x.io",
+            "ſ.uk",
+            // Labels at and past the 63-character bound, alone and run together.
+            "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz0123456789a",
+            "mnopqrstuvwxyz0123456789mnopqrstuvwxyz",
+        ];
+        let mut found = 0;
+        for text in crate::engine::testgen::texts(&pieces, 20000, 10, 33) {
+            for at in (0..=text.len()).filter(|&at| text.is_char_boundary(at)) {
+                let want = by_groups.find_at(&text, at);
+                assert_eq!(by_text.find_at(&text, at), want, "{text:?} from {at}");
+                found += usize::from(want.is_some());
+            }
+        }
+        assert!(found > 15_000, "{found} matches compared");
     }
 
     /// A stage that its gate words rule out of a text finds nothing there, in the text or
