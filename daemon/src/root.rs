@@ -607,7 +607,7 @@ impl ServedRoot {
     /// Blocks until done. Without a cache there is no index (searches read every file).
     pub fn refresh_search_index(&self) {
         let Some(cache) = &self.cache else { return };
-        let mut files = self.index.files();
+        let files = self.index.files();
         let current = self
             .search_index()
             .or_else(|| SearchIndex::load(cache, &self.root_key, &self.fingerprint).map(Arc::new));
@@ -618,12 +618,12 @@ impl ServedRoot {
             self.set_search_index(Some(index));
             return;
         }
-        self.build_search_index(cache, &mut files);
+        self.build_search_index(cache, files);
     }
 
     /// Builds and publishes the search index of `files` (the index's listing, its paths
     /// moved into the search index).
-    fn build_search_index(&self, cache: &Cache, files: &mut [(String, StatKey)]) {
+    fn build_search_index(&self, cache: &Cache, files: Vec<(String, StatKey)>) {
         let _bulk = crate::budget::bulk_phase();
         let started = std::time::Instant::now();
         let read = |rel: &str, stat: &StatKey| {
