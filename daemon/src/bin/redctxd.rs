@@ -71,7 +71,8 @@ fn main() -> ExitCode {
 /// (e), two cores) peak RSS after the passage build was 304 MB by default and 222 MB with
 /// two arenas, at the same query latency. Mapping every allocation of 1 MiB or more on its
 /// own (`M_MMAP_THRESHOLD`) bounded memory about as well but made a whole-root retrieve
-/// 30% slower: each call's large vectors were mapped and faulted in again.
+/// 30% slower: each call's large vectors were mapped and faulted in again. So that is
+/// done only while a root is indexed (`budget::bulk_phase`).
 fn limit_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
