@@ -50,9 +50,9 @@ static BULK_PHASES: Mutex<usize> = Mutex::new(0);
 /// 106k-file corpus with files up to 4 MB the cold index peaked at 337–342 MB RSS that
 /// way and at 291–296 MB with the threshold held. The cost is system time, about 1 s of
 /// page faults in a 21 s cold index of that corpus (a threshold of 1 MiB saved half of
-/// it and kept 10 MB more). Calls are not slowed: mapping each large vector anew made
-/// whole-root searches and retrieves 25–38% slower, so the threshold goes back up when
-/// the phase ends.
+/// it and kept 10 MB more). Calls made outside indexing are not slowed: mapping each
+/// large vector anew made whole-root searches and retrieves 25–38% slower, so the
+/// threshold goes back up when the phase ends.
 #[must_use = "the phase ends when the guard is dropped"]
 pub struct BulkPhase(());
 

@@ -601,7 +601,11 @@ impl PassageScreen {
             passages,
             tokens,
         };
-        Some((&slot.counts, slot.path.get_or_init(|| Box::new(path())), located))
+        Some((
+            &slot.counts,
+            slot.path.get_or_init(|| Box::new(path())),
+            located,
+        ))
     }
 
     /// The passages holding a query term of the files `located` (each with the caller's

@@ -160,10 +160,11 @@ impl PyPattern {
         }
     }
 
-    /// Adds a check on a match's span. Exact as a bound of the pattern where the
-    /// pattern without the bound matches at a start only where it matches with it or
-    /// with a span the check refuses (then the search goes on at the next start, as
-    /// the bounded pattern's would).
+    /// Adds a check on a match's span: a bound left out of the regex, as counted
+    /// repetitions make large automata. Exact when, at each start, the regex without
+    /// the bound either matches what the bounded one would, or matches a span the check
+    /// refuses where the bounded one has no match; a refused candidate sends the search
+    /// on to the next start, as the bounded one's failure would.
     pub fn with_span_check(mut self, within: fn(&str) -> bool) -> PyPattern {
         self.within = Some(within);
         self

@@ -1006,9 +1006,11 @@ pub(crate) mod tests {
         Some(starts)
     }
 
-    /// The domain pattern's span cut by [`domain_end`] is the span its TLD groups give,
-    /// from every start: TLDs of both kinds followed by every kind of look-ahead (none,
-    /// a dot, punctuation, brackets, Unicode letters and spaces, `K` and `ſ`).
+    /// The domain pattern searched without its label bound and cut by [`domain_end`]
+    /// gives the spans of the bounded pattern's TLD groups, searched from every start
+    /// and anchored at it: TLDs of both kinds followed by every kind of look-ahead
+    /// (none, a dot, punctuation, brackets, Unicode letters and spaces, `K` and `ſ`),
+    /// labels at and past 63 characters.
     #[test]
     fn domain_spans_cut_by_the_text_equal_the_spans_of_its_tld_groups() {
         let by_groups =
@@ -1067,6 +1069,8 @@ pub(crate) mod tests {
                 let want = by_groups.find_at(&text, at);
                 assert_eq!(by_text.find_at(&text, at), want, "{text:?} from {at}");
                 found += usize::from(want.is_some());
+                let want = by_groups.match_at(&text, at);
+                assert_eq!(by_text.match_at(&text, at), want, "{text:?} at {at}");
             }
         }
         assert!(found > 15_000, "{found} matches compared");
