@@ -336,10 +336,9 @@ fn domain_source(label_run: &str) -> String {
 /// or `-`, a `.` alone at the end, or a `.` and one character that is not a letter,
 /// digit, `_` or `-`. A TLD ends in an ASCII letter or digit (or in one of the letters
 /// IGNORECASE equates with ASCII ones, should a generic TLD ending in `i`, `k` or `s`
-/// be listed); no character of the look-ahead is one of those,
-/// and a TLD does not end in `.`. So the match's last character belongs to the TLD or
-/// to the look-ahead by what it is, and a `.` before a look-ahead character belongs to
-/// the look-ahead. (The pattern's captures told the same at a cost: their cache, sized
+/// be listed); no character of the look-ahead is one of those, and a TLD does not end
+/// in `.`. So the match's last character belongs to the TLD or to the look-ahead by
+/// what it is, and a `.` before a look-ahead character belongs to the look-ahead. (The pattern's captures told the same at a cost: their cache, sized
 /// by the pattern's thousands of states, took 17 MB across a cold index's threads.)
 fn domain_end(matched: &str) -> usize {
     let in_tld = |c: char| c.is_ascii_alphanumeric() || is_ci_letter_extra(c);
