@@ -1152,3 +1152,39 @@ fn code_mode_pem_blocks_hold_key_material_not_code() {
         .text;
     assert!(!strict.contains("wordwrap"), "{strict}");
 }
+
+#[test]
+fn category_counts_hold_what_a_sorted_map_would() {
+    use std::collections::BTreeMap;
+    let categories = [
+        Category::PHONE,
+        Category::CLIENT,
+        Category::SECRET,
+        Category::EMAIL,
+        Category::PERSON,
+        Category::URL,
+    ];
+    // A fixed pseudo-random sequence of additions, in every order of first appearance.
+    let mut state = 7u64;
+    for _ in 0..200 {
+        let mut counts = Counts::default();
+        let mut map: BTreeMap<Category, u64> = BTreeMap::new();
+        for _ in 0..12 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let category = categories[(state >> 33) as usize % categories.len()];
+            let n = (state >> 40) % 3;
+            counts.add(category, n);
+            if n > 0 {
+                *map.entry(category).or_default() += n;
+            }
+        }
+        let held: Vec<(Category, u64)> = counts.0.iter().map(|(c, n)| (*c, *n)).collect();
+        let want: Vec<(Category, u64)> = map.iter().map(|(c, n)| (*c, *n)).collect();
+        assert_eq!(held, want);
+        for category in categories {
+            assert_eq!(counts.0.get(&category), map.get(&category));
+        }
+    }
+}
