@@ -21,6 +21,7 @@ use crate::view::{
     ViewError,
 };
 use crate::watch::Synced;
+use std::sync::Arc;
 
 /// A [`ServedRoot`] as an agent may address it: ids as usual, paths only where they hold
 /// nothing that would be redacted (see the module doc). Everything else is the root's.
@@ -68,7 +69,7 @@ impl RootView for AgentView<'_> {
         self.0.watch_sync()
     }
 
-    fn synced_children(&self, dir: &Entry, proof: &Synced) -> Result<Vec<Entry>, ViewError> {
+    fn synced_children(&self, dir: &Entry, proof: &Synced) -> Result<Arc<[Entry]>, ViewError> {
         self.0.synced_children(dir, proof)
     }
 

@@ -16,7 +16,7 @@ use crate::documents::{self, backlog::Backlog, backlog::DocumentCounts, backlog:
 use crate::engine::{Counts, Engine, Mode, Record, RedactOptions};
 use crate::fs::content::{Decoding, Encoding};
 use crate::fs::{self, ContentKind, StatKey, content, is_prose_path};
-use crate::index::{Index, IndexOptions, is_settled, now_ns};
+use crate::index::{Index, IndexOptions, ListedFiles, is_settled, now_ns};
 use crate::memo::Memo;
 use crate::search_index::passages::{IndexedHits, Located};
 use crate::search_index::plan::GramPlan;
@@ -748,7 +748,8 @@ impl ServedRoot {
         }
         let _bulk = crate::budget::bulk_phase();
         let started = std::time::Instant::now();
-        let files = self.index.files();
+        let listed = self.index.listed_files();
+        let files = &listed.files;
         for counter in [
             &p.files_indexed,
             &p.files_read,
@@ -762,9 +763,9 @@ impl ServedRoot {
         p.files_pending.store(files.len() as u64, Ordering::Relaxed);
         if self.documents {
             // Counted (as pending) from the start; extracted after the pass.
-            self.backlog.relist(self.listed_documents(&files));
+            self.backlog.relist(self.listed_documents(files));
         }
-        let todo = self.reuse_cached(&files);
+        let todo = self.reuse_cached(&listed);
         let verified = started.elapsed();
         self.set_warm_check(false);
         let in_flight = ByteBudget::new(PASS_TEXT_BYTES);
@@ -787,7 +788,7 @@ impl ServedRoot {
             std::thread::scope(|scope| {
                 let _ = std::thread::Builder::new()
                     .name("redctx-prefetch".into())
-                    .spawn_scoped(scope, || self.prefetch_ahead(&files, &todo, &cursor));
+                    .spawn_scoped(scope, || self.prefetch_ahead(files, &todo, &cursor));
                 // Past the end however the workers stop (a panic included): the
                 // prefetcher sees it and returns, so the scope can end.
                 let _stop_prefetch = CursorToEnd(&cursor, todo.len());
@@ -830,7 +831,7 @@ impl ServedRoot {
         p.running.store(false, Ordering::SeqCst);
         self.mark_finished();
         if let Some(files) = warm_up {
-            self.warm_up_engine(&files);
+            self.warm_up_engine(files);
         }
     }
 
@@ -970,7 +971,8 @@ impl ServedRoot {
     /// is trusted to have its content (a content record that went missing is recomputed
     /// when used); records from another policy have their content keys checked in one
     /// read transaction.
-    fn reuse_cached(&self, files: &[(String, StatKey)]) -> Vec<usize> {
+    fn reuse_cached(&self, listed: &ListedFiles) -> Vec<usize> {
+        let files = &listed.files;
         let Some(cache) = &self.cache else {
             return (0..files.len()).collect();
         };
@@ -979,6 +981,9 @@ impl ServedRoot {
         let mut todo = Vec::new();
         let mut check: Vec<(usize, ContentKey, FileRecord)> = Vec::new();
         let mut stale: Vec<String> = Vec::new();
+        // The text decision of every file whose record holds for its stat, as
+        // `is_text` would make it from the record.
+        let mut text_flags: Vec<(usize, bool)> = Vec::new();
         let mut next = 0;
         let complete = cache.scan_root_files(&self.root_key, |rel, rec| {
             while next < order.len() && files[order[next]].0.as_str() < rel {
@@ -992,6 +997,10 @@ impl ServedRoot {
             let i = order[next];
             next += 1;
             let stat = &files[i].1;
+            if rec.trusted_for(stat) {
+                let flag = rec.text.is_some_and(|t| self.decoding.reads(t.encoding));
+                text_flags.push((i, flag));
+            }
             if !rec.trusted_for(stat) || self.never_read(ContentKind::of_path(rel), stat) {
                 // Changed, or metadata only (index_one says so without reading).
                 todo.push(i);
@@ -1009,6 +1018,7 @@ impl ServedRoot {
             }
         });
         todo.extend(order[next..].iter().copied());
+        self.index.set_listed_text_flags(listed, &text_flags);
         if !check.is_empty() {
             // Content this policy stored before (a policy changed back): the records are
             // stored again naming this policy, so that a sweep keeps that content.
@@ -1556,6 +1566,18 @@ impl ServedRoot {
     /// `value` through the path redactor, with its id. `Err` is what to answer when the
     /// engine failed, not to be memoized: the opaque id stands in for the text, never
     /// the raw value.
+    /// [`RootView::path`] for a caller that keeps the path itself: the memo's value if it
+    /// holds one, else redacted without adding it (a whole-root retrieve would double
+    /// every indexed file's path in memory).
+    fn path_unmemoized(&self, rel: &str) -> RedactedPath {
+        match self.paths.get(rel) {
+            Some(found) => found,
+            None => self
+                .redact_path_value(rel)
+                .unwrap_or_else(|stand_in| stand_in),
+        }
+    }
+
     fn redact_path_value(&self, value: &str) -> Result<RedactedPath, RedactedPath> {
         let id: Arc<str> = Arc::from(self.engine.path_id(value));
         match self.engine.redact_path(value) {
@@ -1622,7 +1644,8 @@ struct RootPassages<'a> {
 
 impl PassageIndex for RootPassages<'_> {
     fn locate(&self, file: &Entry) -> Option<(&Counts, &RedactedPath, Located)> {
-        let path = || self.root.path(&file.rel);
+        // The slot keeps the path it is given: the root's memo need not hold it too.
+        let path = || self.root.path_unmemoized(&file.rel);
         let (counts, path, located) =
             self.screen
                 .locate(&self.stats, &file.rel, file.stat, path)?;
@@ -1723,7 +1746,7 @@ impl RootView for ServedRoot {
         Some(synced)
     }
 
-    fn synced_children(&self, dir: &Entry, _proof: &Synced) -> Result<Vec<Entry>, ViewError> {
+    fn synced_children(&self, dir: &Entry, _proof: &Synced) -> Result<Arc<[Entry]>, ViewError> {
         if dir.kind != EntryKind::Dir {
             return Err(ViewError::NotADirectory);
         }
@@ -1738,7 +1761,7 @@ impl RootView for ServedRoot {
             .flatten()
         {
             Some(children) => Ok(children),
-            None => self.index.children(&dir.rel),
+            None => self.index.children(&dir.rel).map(Arc::from),
         }
     }
 

@@ -43,6 +43,38 @@ impl Entry {
     }
 }
 
+/// An entry held through the directory listing it came from: a whole-root file list is
+/// a pointer and a position per file instead of a copy of each entry, and the listings
+/// themselves are the ones the index keeps for the next walk.
+#[derive(Clone, Debug)]
+pub struct ListedEntry {
+    list: Arc<[Entry]>,
+    at: usize,
+}
+
+impl ListedEntry {
+    /// Entry `at` of `list`; `None` past its end.
+    pub fn new(list: Arc<[Entry]>, at: usize) -> Option<ListedEntry> {
+        (at < list.len()).then_some(ListedEntry { list, at })
+    }
+
+    /// An entry that came from no listing (a walk's start).
+    pub fn alone(entry: Entry) -> ListedEntry {
+        ListedEntry {
+            list: Arc::from([entry]),
+            at: 0,
+        }
+    }
+}
+
+impl std::ops::Deref for ListedEntry {
+    type Target = Entry;
+
+    fn deref(&self) -> &Entry {
+        &self.list[self.at]
+    }
+}
+
 /// The 48 bits of an opaque path id `@p_<12hex>`, held as a number so a listing of
 /// thousands of entries carries its ids without one string allocation each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -222,7 +254,7 @@ pub trait RootView: Send + Sync {
     /// [`RootView::children`], the same entries in the same order, from the index alone:
     /// each file's `stat` is the one the watcher last saw, which `proof` makes as good
     /// as an `lstat` now.
-    fn synced_children(&self, dir: &Entry, proof: &Synced) -> Result<Vec<Entry>, ViewError>;
+    fn synced_children(&self, dir: &Entry, proof: &Synced) -> Result<Arc<[Entry]>, ViewError>;
 
     /// The children of `children`, in the same order and as fresh in membership and
     /// kinds, each with its id and redacted name: what `tree` prints. A tree shows no

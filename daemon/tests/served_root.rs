@@ -490,6 +490,13 @@ fn a_restart_reuses_the_cache_without_reading_content() {
         Err(ViewError::NotText)
     );
     assert_eq!(view.counters().content_reads.load(Relaxed), 0);
+    // The restart left each reused file's text decision in the index: the first
+    // whole-root call lists them decided instead of looking each up in the cache.
+    let index = view.index();
+    for (rel, text) in [("src/m7.py", true), ("bin/blob.dat", false)] {
+        let stat = index.indexed_stat(rel).unwrap();
+        assert_eq!(index.text_flag(rel, &stat), Some(text), "{rel}");
+    }
 }
 
 #[test]

@@ -107,6 +107,14 @@ pub struct Index {
     listings: Mutex<Listings>,
 }
 
+/// Every indexed file with its stat, as one read of the tree found them
+/// ([`Index::listed_files`]).
+pub struct ListedFiles {
+    generation: u64,
+    pub files: Vec<(String, StatKey)>,
+    nodes: Vec<NodeId>,
+}
+
 /// Directory listings of one tree generation.
 #[derive(Default)]
 struct Listings {
@@ -182,6 +190,18 @@ fn listing_in<T>(
             })
             .collect(),
     )
+}
+
+/// Records a text decision on a node still at `stat`.
+fn set_text_bits(n: &mut tree::Node, stat: &StatKey, is_text: bool) {
+    if n.stat == *stat && !n.is_dir() {
+        n.flags |= flags::TEXT_KNOWN;
+        if is_text {
+            n.flags |= flags::TEXT;
+        } else {
+            n.flags &= !flags::TEXT;
+        }
+    }
 }
 
 fn parent_rel(rel: &str) -> &str {
@@ -406,8 +426,37 @@ impl Index {
 
     /// Every indexed non-directory entry with its indexed stat (for background indexing).
     pub fn files(&self) -> Vec<(String, StatKey)> {
+        let mut out = Vec::with_capacity(self.file_count());
+        self.each_file(|rel, stat, _| out.push((rel, stat)));
+        out
+    }
+
+    /// [`Index::files`], with what [`Index::set_listed_text_flags`] needs to find them
+    /// again without a lookup.
+    pub fn listed_files(&self) -> ListedFiles {
+        let count = self.file_count();
+        let (mut files, mut nodes) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        let generation = self.each_file(|rel, stat, node| {
+            files.push((rel, stat));
+            nodes.push(node);
+        });
+        ListedFiles {
+            generation,
+            files,
+            nodes,
+        }
+    }
+
+    /// How many files the tree holds now (a capacity hint: it may change before a walk).
+    fn file_count(&self) -> usize {
+        self.read().files as usize
+    }
+
+    /// Calls `each` for every indexed non-directory entry under one read lock; returns
+    /// the generation of the tree it saw.
+    fn each_file(&self, mut each: impl FnMut(String, StatKey, NodeId)) -> u64 {
         let tree = self.read();
-        let mut out = Vec::with_capacity(tree.files as usize);
+        let generation = self.generation.load(std::sync::atomic::Ordering::SeqCst);
         let mut stack = vec![(ROOT, ".".to_owned())];
         while let Some((dir, rel)) = stack.pop() {
             for &child in &tree.node(dir).children {
@@ -416,11 +465,11 @@ impl Index {
                 if node.is_dir() {
                     stack.push((child, child_rel));
                 } else {
-                    out.push((child_rel, node.stat));
+                    each(child_rel, node.stat, child);
                 }
             }
         }
-        out
+        generation
     }
 
     /// Every indexed directory, root (`.`) first: the set a watcher should watch
@@ -748,14 +797,14 @@ impl Index {
     ///
     /// Listings are kept until the tree next changes: a whole-root search on a quiet tree
     /// then costs no tree lookup per directory and no allocation per path.
-    pub fn indexed_children(&self, rel: &str) -> Option<Vec<Entry>> {
+    pub fn indexed_children(&self, rel: &str) -> Option<Arc<[Entry]>> {
         use std::sync::atomic::Ordering::SeqCst;
         {
             let listings = self.listings();
             if listings.generation == self.generation.load(SeqCst)
                 && let Some(listed) = listings.by_dir.get(rel)
             {
-                return Some(listed.to_vec());
+                return Some(listed.clone());
             }
         }
         let (generation, listed) = {
@@ -779,7 +828,7 @@ impl Index {
         if generation == listings.generation {
             listings.by_dir.insert(rel.into(), listed.clone());
         }
-        Some(listed.to_vec())
+        Some(listed)
     }
 
     /// Children of an admitted directory in reference order with their ids, as fresh in
@@ -919,14 +968,28 @@ impl Index {
         }
         let mut tree = self.write();
         if let Some(node) = tree.find(rel) {
-            let n = tree.node_mut(node);
-            if n.stat == *stat {
-                n.flags |= flags::TEXT_KNOWN;
-                if is_text {
-                    n.flags |= flags::TEXT;
-                } else {
-                    n.flags &= !flags::TEXT;
-                }
+            set_text_bits(tree.node_mut(node), stat, is_text);
+        }
+    }
+
+    /// Remembers the text decisions of files of `listed` (by position), under one write
+    /// lock and with no path lookup: a warm restart knows every reused file's decision
+    /// from its record, and one at a time the first whole-root call would look each up
+    /// in the cache and move the generation once per file. Skipped when the tree changed
+    /// since `listed` was taken (the decisions are only a shortcut).
+    pub fn set_listed_text_flags(&self, listed: &ListedFiles, decided: &[(usize, bool)]) {
+        use std::sync::atomic::Ordering::SeqCst;
+        if decided.is_empty() {
+            return;
+        }
+        let mut tree = self.tree.write().unwrap_or_else(|e| e.into_inner());
+        if self.generation.load(SeqCst) != listed.generation {
+            return;
+        }
+        self.generation.fetch_add(1, SeqCst);
+        for &(i, is_text) in decided {
+            if let (Some(&node), Some((_, stat))) = (listed.nodes.get(i), listed.files.get(i)) {
+                set_text_bits(tree.node_mut(node), stat, is_text);
             }
         }
     }

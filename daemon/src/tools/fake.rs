@@ -262,8 +262,8 @@ impl RootView for FakeView {
         &self,
         dir: &Entry,
         _proof: &crate::watch::Synced,
-    ) -> Result<Vec<Entry>, ViewError> {
-        self.children(dir)
+    ) -> Result<Arc<[Entry]>, ViewError> {
+        self.children(dir).map(Arc::from)
     }
 
     fn children(&self, dir: &Entry) -> Result<Vec<Entry>, ViewError> {

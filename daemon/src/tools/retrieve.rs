@@ -18,11 +18,11 @@ use crate::engine::{Counts, CountsSum};
 use crate::passages::{for_each_passage, passage_terms, tokens};
 use crate::search_index::passages::Located;
 use crate::tally::PerWorker;
-use crate::view::{Entry, PassageIndex, RedactedPath, RootView};
+use crate::view::{Entry, ListedEntry, PassageIndex, RedactedPath, RootView};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Words a query term never is.
 const STOP_WORDS: &[&str] = &[
@@ -156,55 +156,98 @@ struct Summed<'a> {
 }
 
 /// Sums the documents' figures in walk order, failing where the reference would: at the
-/// first error, or past `max_passages` (with the documents counted until then).
+/// first error (`failure`: the earliest failed document and its error), or past
+/// `max_passages` (with the documents counted until then). The documents stay in the
+/// vector they came in: a whole-root call holds one per file, and a second vector of
+/// them was the call's largest allocation after the file list.
 fn sum_in_walk_order<'a>(
-    results: Vec<Result<Option<Doc<'a>>, ToolError>>,
+    mut docs: Vec<Option<Doc<'a>>>,
+    failure: Option<(usize, ToolError)>,
     args: &RetrieveArgs,
     terms: usize,
 ) -> Result<Summed<'a>, (ToolError, Vec<Option<Doc<'a>>>)> {
-    let mut summed = Summed {
-        docs: Vec::with_capacity(results.len()),
-        texts: HashMap::new(),
-        gathered: Gathered::default(),
-        located: Vec::new(),
-        passages: 0,
-        total_tokens: 0,
-        df: vec![0; terms],
+    let mut texts = HashMap::new();
+    let mut gathered = Gathered::default();
+    let mut located = Vec::new();
+    let (mut passages, mut total_tokens) = (0u64, 0u64);
+    let mut df = vec![0; terms];
+    let (failed_at, mut error) = match failure {
+        Some((at, error)) => (at, Some(error)),
+        None => (usize::MAX, None),
     };
-    for (place, result) in results.into_iter().enumerate() {
-        let mut doc = match result {
-            Ok(doc) => doc,
-            Err(error) => return Err((error, summed.docs)),
-        };
-        let (doc_passages, doc_tokens) = match &mut doc {
+    for (place, doc) in docs.iter_mut().enumerate() {
+        if place == failed_at {
+            let error = error.take().unwrap_or(ToolError::Failed);
+            docs.truncate(place);
+            return Err((error, docs));
+        }
+        let (doc_passages, doc_tokens) = match doc {
             None => (0, 0),
             Some(Doc::Indexed(_, _, at)) => {
-                summed.located.push((*at, place as u32));
+                located.push((*at, place as u32));
                 (at.passages, at.tokens)
             }
             Some(Doc::Scanned(scanned)) => {
                 let scan = &mut scanned.scan;
-                for (sum, n) in summed.df.iter_mut().zip(&scan.df) {
+                for (sum, n) in df.iter_mut().zip(&scan.df) {
                     *sum += n;
                 }
                 let candidates = std::mem::take(&mut scan.candidates);
-                summed
-                    .gathered
-                    .add(candidates.into_iter(), std::mem::take(&mut scan.hits));
+                gathered.add(candidates.into_iter(), std::mem::take(&mut scan.hits));
                 if let Some(text) = scanned.text.take() {
-                    summed.texts.insert(place, text);
+                    texts.insert(place, text);
                 }
                 (scan.passages, scan.tokens)
             }
         };
-        summed.docs.push(doc);
-        summed.passages += doc_passages;
-        if args.max_passages.is_some_and(|max| summed.passages > max) {
-            return Err((ToolError::RetrievalPassages, summed.docs));
+        passages += doc_passages;
+        if args.max_passages.is_some_and(|max| passages > max) {
+            docs.truncate(place + 1);
+            return Err((ToolError::RetrievalPassages, docs));
         }
-        summed.total_tokens += doc_tokens;
+        total_tokens += doc_tokens;
     }
-    Ok(summed)
+    Ok(Summed {
+        docs,
+        texts,
+        gathered,
+        located,
+        passages,
+        total_tokens,
+        df,
+    })
+}
+
+/// Document `doc` of the call: its figures from the passage index when it holds the
+/// file at its current version, else from a scan of its redacted text; `None` when it
+/// vanished or kept changing (left out silently: the answer's character budget has no
+/// room for a note).
+fn document<'a>(
+    view: &dyn RootView,
+    index: Option<&'a dyn PassageIndex>,
+    stop: &Stop,
+    terms: &HashMap<String, usize>,
+    doc: usize,
+    entry: &Entry,
+) -> Result<Option<Doc<'a>>, ToolError> {
+    if let Some((counts, path, at)) = index.and_then(|index| index.locate(entry)) {
+        stop.check()?;
+        return Ok(Some(Doc::Indexed(counts, path, at)));
+    }
+    let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
+        return Ok(None);
+    };
+    let path = view.path(&entry.rel);
+    let scan = scan_document(doc, &content.text, terms);
+    // Only documents with a candidate are printed from; the rest are let go now, so a
+    // whole-root call holds the text of matching files only.
+    let text = (!scan.candidates.is_empty()).then_some(content.text);
+    Ok(Some(Doc::Scanned(Box::new(ScannedDoc {
+        counts: content.counts,
+        path,
+        text,
+        scan,
+    }))))
 }
 
 /// Splits `text` into the reference's passages and scores their terms.
@@ -351,43 +394,35 @@ fn ranked(
     let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
     let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
-    let files: &[Entry] = &files;
+    let files: &[ListedEntry] = &files;
 
     // Counts are summed where each file's are at hand (and in cache), per worker; the
     // walk-order sum is only needed when the call fails part-way.
     let sums: PerWorker<CountsSum> = PerWorker::new();
-    let docs: Vec<Result<Option<Doc>, ToolError>> = files
+    // The earliest document that failed, and why (the rest of the call goes on; the
+    // walk-order sum stops there, as the reference's loop would have).
+    let failure: Mutex<Option<(usize, ToolError)>> = Mutex::new(None);
+    let docs: Vec<Option<Doc>> = files
         .par_iter()
         .enumerate()
         .map(|(doc, entry)| {
-            if let Some((counts, path, at)) = index.and_then(|index| index.locate(entry)) {
-                stop.check()?;
-                let doc = Doc::Indexed(counts, path, at);
+            let found = document(view, index, stop, terms, doc, entry);
+            if let Ok(Some(doc)) = &found {
                 sums.with(|sum| doc.add_counts(sum));
-                return Ok(Some(doc));
             }
-            // Left out silently: the answer's character budget has no room for a note.
-            let Scanned::Content(content) = scan_content(view, entry, true, stop)? else {
-                return Ok(None);
-            };
-            let path = view.path(&entry.rel);
-            let scan = scan_document(doc, &content.text, terms);
-            // Only documents with a candidate are printed from; the rest are let go now,
-            // so a whole-root call holds the text of matching files only.
-            let text = (!scan.candidates.is_empty()).then_some(content.text);
-            let doc = Doc::Scanned(Box::new(ScannedDoc {
-                counts: content.counts,
-                path,
-                text,
-                scan,
-            }));
-            sums.with(|sum| doc.add_counts(sum));
-            Ok(Some(doc))
+            found.unwrap_or_else(|error| {
+                let mut first = failure.lock().unwrap_or_else(|e| e.into_inner());
+                if first.as_ref().is_none_or(|(at, _)| doc < *at) {
+                    *first = Some((doc, error));
+                }
+                None
+            })
         })
         .collect();
+    let failure = failure.into_inner().unwrap_or_else(|e| e.into_inner());
 
     // Sum in walk order, failing where the reference would.
-    let summed = sum_in_walk_order(docs, args, terms.len());
+    let summed = sum_in_walk_order(docs, failure, args, terms.len());
     let mut sum = CountsSum::default();
     match &summed {
         Ok(_) => sums.into_values().for_each(|part| sum.merge(part)),

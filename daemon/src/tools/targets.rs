@@ -4,7 +4,7 @@ use super::ToolError;
 use super::glob::{Pattern, matches_any};
 use super::walk::{Budget, walk};
 use crate::fs::ContentKind;
-use crate::view::{Entry, EntryKind, RootView};
+use crate::view::{Entry, EntryKind, ListedEntry, RootView};
 use foldhash::HashSet;
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// listed file: the reference's lazy walk would raise it only once a caller asked for
 /// the next file, so callers that stop early never see it.
 pub(crate) struct Targets {
-    pub files: Vec<Entry>,
+    pub files: Vec<ListedEntry>,
     pub error: Option<ToolError>,
 }
 
@@ -46,7 +46,7 @@ pub(crate) fn target_files(
     // Files already kept, when two scopes may reach the same file (one scope never does).
     let mut seen: Option<HashSet<Arc<str>>> = (starts.len() > 1).then(HashSet::default);
     let mut files = Vec::new();
-    let mut keep = |entry: Entry, files: &mut Vec<Entry>| {
+    let mut keep = |entry: ListedEntry, files: &mut Vec<ListedEntry>| {
         if entry.kind != EntryKind::File || seen.as_ref().is_some_and(|s| s.contains(&entry.rel)) {
             return;
         }
@@ -68,10 +68,11 @@ pub(crate) fn target_files(
     };
     for start in starts {
         if start.kind == EntryKind::File {
-            keep(start, &mut files);
+            keep(ListedEntry::alone(start), &mut files);
             continue;
         }
-        for item in walk(view, start, None, false, budget) {
+        let mut walk = walk(view, start, None, false, budget);
+        while let Some(item) = walk.next_listed() {
             match item {
                 Ok((entry, _)) => keep(entry, &mut files),
                 Err(error) => {
@@ -96,7 +97,7 @@ pub(crate) fn charged_targets(
     globs: &[String],
     text_only: bool,
     budget: &mut Budget,
-) -> Result<(Vec<Entry>, Option<ToolError>), ToolError> {
+) -> Result<(Vec<ListedEntry>, Option<ToolError>), ToolError> {
     let Targets { mut files, error } = target_files(view, scopes, globs, text_only, budget)?;
     for (index, entry) in files.iter().enumerate() {
         if let Err(limit) = budget.consume_file(entry.size) {

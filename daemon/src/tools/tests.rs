@@ -910,6 +910,38 @@ fn a_retrieve_past_its_passage_cap_counts_the_documents_up_to_the_failing_one() 
     );
 }
 
+#[test]
+fn a_retrieve_fails_with_the_first_failure_in_walk_order_and_counts_what_came_before() {
+    // Documents are scanned in parallel; the call fails as the reference's loop would:
+    // with the error of the first failing document in walk order (b), and a receipt of
+    // the documents before it (a), whichever failure a worker met first.
+    for order in [["b.md", "c.md"], ["c.md", "b.md"]] {
+        let mut view = FakeView::new(SALT);
+        for (rel, n) in [("a.md", 1), ("b.md", 2), ("c.md", 3), ("d.md", 4)] {
+            view = view.redacted_file(rel, "x", "database", "", counts(&[(Category::SECRET, n)]));
+        }
+        let view = view
+            .fail_reads(order[0], ViewError::TotalByteLimit, 1)
+            .fail_reads(order[1], ViewError::FileByteLimit, 1);
+        let out = retrieve(
+            &view,
+            &RetrieveArgs {
+                query: "database".into(),
+                ..RetrieveArgs::default()
+            },
+            &Stop::never(),
+        );
+        assert!(out.is_error, "{order:?}");
+        let want = if order[0] == "b.md" {
+            "Total raw byte limit exceeded."
+        } else {
+            "Raw file byte limit exceeded."
+        };
+        assert_eq!(out.text, want, "{order:?}");
+        assert_eq!(out.counts, counts(&[(Category::SECRET, 1)]), "{order:?}");
+    }
+}
+
 /// Spec 17's retrieval golden, end to end through the real redaction pipeline (the corpus
 /// holds an email, a configured term and path words the reference redacts).
 #[test]

@@ -6,8 +6,9 @@
 
 use super::ToolError;
 use crate::cancel::Stop;
-use crate::view::{Entry, EntryKind, Limits, RootView, ViewError};
+use crate::view::{Entry, EntryKind, Limits, ListedEntry, RootView, ViewError};
 use crate::watch::Synced;
+use std::sync::Arc;
 
 /// The traversal budget we recommend as the daemon's default for every walk
 /// (`Limits::max_traversal_entries`).
@@ -152,7 +153,9 @@ pub struct Walk<'a> {
     start: Option<Entry>,
     /// A directory already yielded whose children are listed on the next step.
     expand: Option<(Entry, u32)>,
-    stack: Vec<(std::vec::IntoIter<Entry>, u32)>,
+    /// Per directory being walked: its listing, the position of its next child, and
+    /// that child's depth.
+    stack: Vec<(Arc<[Entry]>, usize, u32)>,
     done: bool,
     /// The watcher's proof for an unbounded walk: listings come from the index.
     synced: Option<Synced>,
@@ -165,16 +168,16 @@ impl Walk<'_> {
         self.expand = None;
     }
 
-    fn fail(&mut self, error: ToolError) -> Option<Result<(Entry, u32), ToolError>> {
+    fn fail(&mut self, error: ToolError) -> Option<Result<(ListedEntry, u32), ToolError>> {
         self.done = true;
         Some(Err(error))
     }
 }
 
-impl Iterator for Walk<'_> {
-    type Item = Result<(Entry, u32), ToolError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl Walk<'_> {
+    /// The next entry, held through its listing ([`ListedEntry`]): what a caller that
+    /// keeps every file of a whole-root walk holds.
+    pub fn next_listed(&mut self) -> Option<Result<(ListedEntry, u32), ToolError>> {
         if self.done {
             return None;
         }
@@ -184,11 +187,11 @@ impl Iterator for Walk<'_> {
                     return self.fail(error);
                 }
                 if start.kind == EntryKind::File {
-                    return Some(Ok((start, 0)));
+                    return Some(Ok((ListedEntry::alone(start), 0)));
                 }
                 self.expand = Some((start.clone(), 0));
                 if self.include_dirs {
-                    return Some(Ok((start, 0)));
+                    return Some(Ok((ListedEntry::alone(start), 0)));
                 }
                 continue;
             }
@@ -198,34 +201,44 @@ impl Iterator for Walk<'_> {
                 }
                 let listed = match &self.synced {
                     Some(proof) => self.view.synced_children(&dir, proof),
-                    None => self.view.children(&dir),
+                    None => self.view.children(&dir).map(Arc::from),
                 };
                 let children = match listed {
                     Ok(children) => children,
                     Err(error) => return self.fail(error.into()),
                 };
-                for _ in &children {
+                for _ in children.iter() {
                     if let Err(error) = self.budget.consume_entry() {
                         return self.fail(error);
                     }
                 }
-                self.stack.push((children.into_iter(), depth + 1));
+                self.stack.push((children, 0, depth + 1));
                 continue;
             }
-            let (children, depth) = self.stack.last_mut()?;
+            let (children, next, depth) = self.stack.last_mut()?;
             let depth = *depth;
-            match children.next() {
-                None => {
-                    self.stack.pop();
+            let Some(child) = ListedEntry::new(children.clone(), *next) else {
+                self.stack.pop();
+                continue;
+            };
+            *next += 1;
+            if child.kind == EntryKind::Dir {
+                self.expand = Some(((*child).clone(), depth));
+                if self.include_dirs {
+                    return Some(Ok((child, depth)));
                 }
-                Some(child) if child.kind == EntryKind::Dir => {
-                    self.expand = Some((child.clone(), depth));
-                    if self.include_dirs {
-                        return Some(Ok((child, depth)));
-                    }
-                }
-                Some(child) => return Some(Ok((child, depth))),
+                continue;
             }
+            return Some(Ok((child, depth)));
         }
+    }
+}
+
+impl Iterator for Walk<'_> {
+    type Item = Result<(Entry, u32), ToolError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.next_listed()?;
+        Some(next.map(|(entry, depth)| ((*entry).clone(), depth)))
     }
 }
