@@ -822,7 +822,7 @@ impl ServedRoot {
         // Nothing was redacted (a warm restart): the engine is warmed after "ready". Else
         // the pass's listing goes now: the search index lists the files again, and on a
         // 100k-file root each listing holds tens of megabytes.
-        let warm_up = (snap.files_read == 0).then_some(files);
+        let warm_up = (snap.files_read == 0).then_some(listed);
         drop(todo);
         // Part of "ready": a warm restart loads the index (file tables only), a pass that
         // changed many files rebuilds it, so the first searches after ready use it.
@@ -830,8 +830,8 @@ impl ServedRoot {
         crate::budget::release_free_memory();
         p.running.store(false, Ordering::SeqCst);
         self.mark_finished();
-        if let Some(files) = warm_up {
-            self.warm_up_engine(files);
+        if let Some(listed) = warm_up {
+            self.warm_up_engine(&listed.files);
         }
     }
 
