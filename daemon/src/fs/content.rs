@@ -311,7 +311,13 @@ pub fn classify_file(path: &Path) -> Option<Encoding> {
 pub fn decode(bytes: &[u8], encoding: Encoding) -> Cow<'_, str> {
     let unit = match encoding {
         Encoding::Utf8 | Encoding::Utf8Cut => {
-            return String::from_utf8_lossy(bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes));
+            let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+            // `from_utf8` checks ASCII a word at a time; the lossy decoder walks every
+            // byte even of valid text (1.6% of a cold index's CPU on the real corpus).
+            return match std::str::from_utf8(body) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(body),
+            };
         }
         Encoding::Utf16Le | Encoding::Utf16Be => 2,
         Encoding::Utf32Le | Encoding::Utf32Be => 4,

@@ -1075,11 +1075,15 @@ fn is_name_word(word: &str) -> bool {
     humps < 2 && word.split('-').count() < 3 && !qualified
 }
 
-/// Whether `word` is one of [`wordlists::DOC_VOCABULARY`] (ASCII case-insensitively;
-/// the list is ASCII).
+/// Whether `word` is one of [`wordlists::DOC_VOCABULARY`] or
+/// [`wordlists::NEVER_NAME_WORDS`] (ASCII case-insensitively; the lists are ASCII), the
+/// full stop that ends a sentence aside (`this License. Subject to`).
 fn is_doc_vocabulary(word: &str) -> bool {
+    use crate::engine::wordlists::{DOC_VOCABULARY, NEVER_NAME_WORDS};
+    let word = word.strip_suffix('.').unwrap_or(word);
     word.is_ascii()
-        && crate::engine::wordlists::DOC_VOCABULARY
+        && DOC_VOCABULARY
             .iter()
+            .chain(NEVER_NAME_WORDS)
             .any(|w| w.eq_ignore_ascii_case(word))
 }

@@ -313,6 +313,45 @@ fn code_mode_prose_reads_technical_words_as_no_ones_name() {
     );
 }
 
+#[test]
+fn code_mode_prose_reads_function_words_changelog_verbs_and_licence_terms_as_no_ones_name() {
+    let prose = RedactOptions {
+        preserve_line_count: true,
+        prose: true,
+        path: "LICENSE",
+    };
+    // Capitalized runs whose words are a grammar word, a verb opening an entry or a
+    // licence's defined terms stay as written.
+    let kept = [
+        "\"You\" shall mean an individual or Legal Entity exercising permissions.",
+        "Derivative Works shall not include works that remain separable.",
+        "2. Grant of Patent License. Subject to the terms of this License,",
+        "While Rustls itself is platform independent, it uses a provider.",
+        "Allow Parser to be reused. Avoid PikeVM panic with excess slots.",
+        "This program is free software under the GNU Lesser General Public License.",
+    ];
+    let text = kept.join("\n") + "\nThanks Austin Bonander for the report.\n";
+    let code = layer_engine("doc", Mode::Code)
+        .redact(&text, prose)
+        .unwrap()
+        .text;
+    let lines: Vec<&str> = code.lines().collect();
+    for (i, line) in kept.iter().enumerate() {
+        assert_eq!(lines[i], *line);
+    }
+    // A name after such a word is still a name, without the word.
+    assert!(
+        lines[6].starts_with("Thanks [PERSON_") && !code.contains("Austin"),
+        "{code}"
+    );
+    // Balanced keeps the reference's patterns.
+    let balanced = layer_engine("doc", Mode::Balanced)
+        .redact(&text, prose)
+        .unwrap()
+        .text;
+    assert!(!balanced.contains("Legal Entity"), "{balanced}");
+}
+
 /// With the layer on, strict and balanced start the allow stage from the words the
 /// layer's keyword pass located, the configured `allow` entries' among them: on
 /// prose holding no secret or PII for the layer to add, the output equals the
