@@ -1563,9 +1563,6 @@ impl ServedRoot {
         }
     }
 
-    /// `value` through the path redactor, with its id. `Err` is what to answer when the
-    /// engine failed, not to be memoized: the opaque id stands in for the text, never
-    /// the raw value.
     /// [`RootView::path`] for a caller that keeps the path itself: the memo's value if it
     /// holds one, else redacted without adding it (a whole-root retrieve would double
     /// every indexed file's path in memory).
@@ -1578,6 +1575,9 @@ impl ServedRoot {
         }
     }
 
+    /// `value` through the path redactor, with its id. `Err` is what to answer when the
+    /// engine failed, not to be memoized: the opaque id stands in for the text, never
+    /// the raw value.
     fn redact_path_value(&self, value: &str) -> Result<RedactedPath, RedactedPath> {
         let id: Arc<str> = Arc::from(self.engine.path_id(value));
         match self.engine.redact_path(value) {

@@ -192,16 +192,19 @@ fn listing_in<T>(
     )
 }
 
-/// Records a text decision on a node still at `stat`.
-fn set_text_bits(n: &mut tree::Node, stat: &StatKey, is_text: bool) {
-    if n.stat == *stat && !n.is_dir() {
-        n.flags |= flags::TEXT_KNOWN;
-        if is_text {
-            n.flags |= flags::TEXT;
-        } else {
-            n.flags &= !flags::TEXT;
-        }
+/// Records a text decision on a node still at `stat`; whether its flags changed.
+fn set_text_bits(n: &mut tree::Node, stat: &StatKey, is_text: bool) -> bool {
+    if n.stat != *stat || n.is_dir() {
+        return false;
     }
+    let before = n.flags;
+    n.flags |= flags::TEXT_KNOWN;
+    if is_text {
+        n.flags |= flags::TEXT;
+    } else {
+        n.flags &= !flags::TEXT;
+    }
+    n.flags != before
 }
 
 fn parent_rel(rel: &str) -> &str {
@@ -986,11 +989,15 @@ impl Index {
         if self.generation.load(SeqCst) != listed.generation {
             return;
         }
-        self.generation.fetch_add(1, SeqCst);
+        let mut changed = false;
         for &(i, is_text) in decided {
             if let (Some(&node), Some((_, stat))) = (listed.nodes.get(i), listed.files.get(i)) {
-                set_text_bits(tree.node_mut(node), stat, is_text);
+                changed |= set_text_bits(tree.node_mut(node), stat, is_text);
             }
+        }
+        if changed {
+            // Listings kept for the next walk carry the old decisions.
+            self.generation.fetch_add(1, SeqCst);
         }
     }
 
