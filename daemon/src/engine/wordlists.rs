@@ -505,8 +505,8 @@ pub const NON_PERSON_NAME_WORDS: &[&str] = &[
 /// verbs a changelog entry opens with (`Allow Parser`, `Avoid PikeVM`), and the defined
 /// terms of the licence texts nearly every repository carries (Apache-2.0's `Legal
 /// Entity`, `Derivative Works`, `Patent License`; GPL's `Lesser General Public`). Given
-/// names that are also English words (`Will`, `Mark`, `Grant`, `Bill`, `May`, `Rose`)
-/// are not in it. Casefolded.
+/// names that are also English words or common elsewhere (`Will`, `Mark`, `Grant`,
+/// `Bill`, `May`, `Rose`, `Skip`, `Can`, `Per`, `Till`, `Else`) are not in it. Casefolded.
 pub const NEVER_NAME_WORDS: &[&str] = &[
     // Articles, determiners, pronouns.
     "a",
@@ -606,7 +606,6 @@ pub const NEVER_NAME_WORDS: &[&str] = &[
     "or",
     "outside",
     "over",
-    "per",
     "since",
     "so",
     "than",
@@ -615,7 +614,6 @@ pub const NEVER_NAME_WORDS: &[&str] = &[
     "through",
     "throughout",
     "thus",
-    "till",
     "to",
     "toward",
     "towards",
@@ -643,7 +641,6 @@ pub const NEVER_NAME_WORDS: &[&str] = &[
     "be",
     "been",
     "being",
-    "can",
     "cannot",
     "could",
     "did",

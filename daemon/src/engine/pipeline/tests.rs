@@ -330,7 +330,8 @@ fn code_mode_prose_reads_function_words_changelog_verbs_and_licence_terms_as_no_
         "Allow Parser to be reused. Avoid PikeVM panic with excess slots.",
         "This program is free software under the GNU Lesser General Public License.",
     ];
-    let text = kept.join("\n") + "\nThanks Austin Bonander for the report.\n";
+    let text = kept.join("\n")
+        + "\nThanks Austin Bonander for the report.\nPer Gessle met Till Lindemann.\n";
     let code = layer_engine("doc", Mode::Code)
         .redact(&text, prose)
         .unwrap()
@@ -344,6 +345,12 @@ fn code_mode_prose_reads_function_words_changelog_verbs_and_licence_terms_as_no_
         lines[6].starts_with("Thanks [PERSON_") && !code.contains("Austin"),
         "{code}"
     );
+    // Given names that are also words elsewhere are not in the list.
+    assert!(
+        lines[7].starts_with("[PERSON_") && !lines[7].contains("Gessle"),
+        "{code}"
+    );
+    assert!(!lines[7].contains("Lindemann"), "{code}");
     // Balanced keeps the reference's patterns.
     let balanced = layer_engine("doc", Mode::Balanced)
         .redact(&text, prose)
