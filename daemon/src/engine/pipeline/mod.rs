@@ -646,7 +646,7 @@ impl Engine {
             });
             w.splice(|hay, splicer| identity_lines(hay, splicer, &mut call));
             w.apply(&*SPEAKER_LABEL, |m| {
-                if self.policy.mode == Mode::Code && (is_doc_vocabulary(m) || !is_name_word(m)) {
+                if self.policy.mode == Mode::Code && (never_names_a_person(m) || !is_name_word(m)) {
                     m.to_owned() // `Note:`, `Phone:`, `X-Auth-Token:`: a label, not a speaker
                 } else {
                     call.redact(Category::PERSON, m)
@@ -792,7 +792,7 @@ impl Engine {
                 .map(|(a, b)| (start + a, start + b))
                 .collect();
             let keep = |&&(a, b): &&(usize, usize)| {
-                !is_doc_vocabulary(&value[a..b]) && is_name_word(&value[a..b])
+                !never_names_a_person(&value[a..b]) && is_name_word(&value[a..b])
             };
             let first = words.iter().position(|w| keep(&w));
             let last = words.iter().rposition(|w| keep(&w));
@@ -1078,7 +1078,7 @@ fn is_name_word(word: &str) -> bool {
 /// Whether `word` is one of [`wordlists::DOC_VOCABULARY`] or
 /// [`wordlists::NEVER_NAME_WORDS`] (ASCII case-insensitively; the lists are ASCII), the
 /// full stop that ends a sentence aside (`this License. Subject to`).
-fn is_doc_vocabulary(word: &str) -> bool {
+fn never_names_a_person(word: &str) -> bool {
     use crate::engine::wordlists::{DOC_VOCABULARY, NEVER_NAME_WORDS};
     let word = word.strip_suffix('.').unwrap_or(word);
     word.is_ascii()
