@@ -187,3 +187,54 @@ fn files_created_right_after_a_warm_restart_are_visible_at_once() {
     let text = env.ok_on(&root, &["cat", "src/d5/m011.py"]);
     assert!(text.contains("value_11 = 111"), "{text}");
 }
+
+/// The cookie directories of a daemon's watchers (`<state>/sync/*`).
+fn cookie_dirs(env: &Env) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(env.state().join("sync")) {
+        Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn a_restart_clears_the_sync_cookies_a_killed_daemon_left_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let root = env.root_dir("cookies", "svc");
+    write(&root, "a.py", &file_text(1));
+    env.ok_on(&root, &["stat", "."]);
+    // The watcher makes its cookie directory once its watches are in place.
+    let first = poll(
+        "the watcher's cookie directory",
+        Duration::from_secs(60),
+        || {
+            let dirs = cookie_dirs(&env);
+            (dirs.len() == 1).then(|| dirs[0].clone())
+        },
+    );
+    let mode = std::fs::metadata(&first).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "private to the user: {mode:o}");
+
+    let pid = env.daemon_pid().expect("daemon running");
+    // SAFETY: kill(2) of the daemon this test started (its own state dir).
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    env.wait_daemon_gone();
+    assert!(first.exists(), "a killed daemon cannot clean up");
+
+    env.ok_on(&root, &["stat", "."]);
+    let second = poll(
+        "the new watcher's cookie directory",
+        Duration::from_secs(60),
+        || {
+            let dirs = cookie_dirs(&env);
+            (dirs.len() == 1 && dirs[0] != first).then(|| dirs[0].clone())
+        },
+    );
+    assert!(!first.exists());
+
+    // A daemon stopped normally removes its own.
+    let (code, _, err) = env.run(&["daemon", "stop"]);
+    assert_eq!(code, 0, "{err}");
+    env.wait_daemon_gone();
+    assert!(!second.exists(), "{}", second.display());
+}

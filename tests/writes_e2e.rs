@@ -263,3 +263,64 @@ async fn nothing_leaves_the_write_subdirectory_and_failures_write_nothing() {
         }
     }
 }
+
+/// The first placeholder of `category` in `text`.
+fn first_placeholder(text: &str, category: &str) -> String {
+    let at = text
+        .find(&format!("[{category}_"))
+        .unwrap_or_else(|| panic!("no {category} in {text}"));
+    text[at..at + category.len() + 35].to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placeholder_in_a_target_path_never_shows_its_value_in_code_mode() {
+    let env = Env::new();
+    let root = env.root_dir("w", "ops");
+    write(
+        &root,
+        "hosts.md",
+        "db_host = 10.12.30.4\nadmin = jo.kowalczyk@globalex.io\n",
+    );
+    let agent = env.client(&root, &["--enable-writes"]).await;
+    let read = agent.call("redctx_read", json!({"path": "hosts.md"})).await;
+    let ip = first_placeholder(read.ok(), "IP");
+    let email = first_placeholder(read.ok(), "EMAIL");
+    let raw = ["10.12.30.4", "jo.kowalczyk", "globalex"];
+
+    // A whole name that is an address or an email: written, and named redacted.
+    for target in [format!("{ip}.md"), format!("{email}.md")] {
+        let a = agent
+            .call(
+                "redctx_submit_doc",
+                json!({"target_path": target, "text": "hello"}),
+            )
+            .await;
+        assert!(!a.is_error, "{target}: {}", a.text);
+        let text = a.ok();
+        assert!(text.starts_with("Wrote rehydrated document."), "{text}");
+        for r in raw {
+            assert!(!text.contains(r), "{r} in {text}");
+        }
+    }
+    // Glued to a word, the address would not be redacted in the name: refused.
+    let glued = agent
+        .call(
+            "redctx_submit_doc",
+            json!({"target_path": format!("e-{ip}.md"), "text": "hello"}),
+        )
+        .await;
+    assert!(
+        glued
+            .err()
+            .starts_with("Rehydrated document would not redact consistently"),
+        "{}",
+        glued.text
+    );
+    assert!(!root.join("incoming/e-10.12.30.4.md").exists());
+    assert!(root.join("incoming/10.12.30.4.md").exists());
+    // Listings name the written files without their values.
+    let tree = agent.call("redctx_tree", json!({"path": "."})).await;
+    for r in raw {
+        assert!(!tree.ok().contains(r), "{r} in {}", tree.text);
+    }
+}

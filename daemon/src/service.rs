@@ -221,6 +221,9 @@ pub struct Service {
 impl Service {
     /// A service persisting redacted content in `cache` (none: memory only).
     pub fn new(cache: Option<Arc<Cache>>, env: EnvOverrides) -> Service {
+        if let Some(cache) = &cache {
+            crate::watch::clear_cookie_parent(cache.state_dir());
+        }
         Service {
             cache,
             github: GitHub::default(),
@@ -350,14 +353,20 @@ impl Service {
         // tree (new, deleted, renamed files) fresh. Its watches are added in the
         // background once the pass's warm-restart check is done: the first answer and
         // "ready" do not wait for them (answers check the disk themselves).
-        let watcher =
-            match Watcher::spawn(root.clone(), policy_paths, WatchOptions::default(), || {}) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    tracing::warn!("file watcher unavailable, relying on per-request checks: {e}");
-                    None
-                }
-            };
+        let options = WatchOptions {
+            cookie_parent: self
+                .cache
+                .as_ref()
+                .map(|cache| crate::watch::cookie_parent(cache.state_dir())),
+            ..WatchOptions::default()
+        };
+        let watcher = match Watcher::spawn(root.clone(), policy_paths, options, || {}) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("file watcher unavailable, relying on per-request checks: {e}");
+                None
+            }
+        };
         Ok(Snapshot::Ready {
             policy,
             stamps,

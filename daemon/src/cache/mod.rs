@@ -262,6 +262,12 @@ fn try_open(path: &Path) -> Result<Option<Database>, CacheError> {
 }
 
 impl Cache {
+    /// The state directory the cache lives in (private to the user; see
+    /// [`Cache::open`]).
+    pub fn state_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
     /// Opens `<state_dir>/cache.redb` (the dir is created 0700), rebuilding the database
     /// when it is corrupt, from another format, or otherwise unusable.
     pub fn open(state_dir: &Path) -> Result<Cache, CacheError> {

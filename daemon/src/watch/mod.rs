@@ -29,7 +29,7 @@ mod reindex;
 mod sync;
 mod worker;
 
-pub use sync::{Synced, WatchSync};
+pub use sync::{Synced, WatchSync, clear_cookie_parent, cookie_parent};
 
 use reindex::reindex_loop;
 use worker::Worker;
@@ -84,6 +84,10 @@ pub struct WatchOptions {
     /// Set by [`Watcher::spawn`]: wait for the root's warm-restart check before adding
     /// watches, and treat an unwatchable root as degraded rather than as an error.
     pub background_start: bool,
+    /// Where the directory of sync cookies is made ([`sync`]): the daemon's
+    /// [`cookie_parent`], which it clears on start; `None`: the system's temporary
+    /// directory (a daemon without a cache).
+    pub cookie_parent: Option<PathBuf>,
 }
 
 impl Default for WatchOptions {
@@ -96,6 +100,7 @@ impl Default for WatchOptions {
             reconcile_on_start: true,
             watch_budget: None,
             background_start: false,
+            cookie_parent: None,
         }
     }
 }

@@ -31,6 +31,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+/// The directory under a daemon's state directory that holds its roots' cookie
+/// directories. The state directory is private to the user and has one daemon at a
+/// time (the cache's lock), so a daemon can clear what one killed before it left here.
+pub fn cookie_parent(state_dir: &Path) -> PathBuf {
+    state_dir.join("sync")
+}
+
+/// Removes the cookie directories a daemon killed without cleaning up left in
+/// `state_dir` (an ended watcher removes its own). Call before any root is watched.
+pub fn clear_cookie_parent(state_dir: &Path) {
+    let parent = cookie_parent(state_dir);
+    match std::fs::remove_dir_all(&parent) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(error = %e.kind(), "cannot clear old sync cookies"),
+    }
+}
+
 /// Proof that a watcher had applied every change made before a walk started: the walk
 /// may list the index without `lstat`ing files (see the module doc). Only this module
 /// makes one.

@@ -2,7 +2,7 @@
 //! touched path against the disk, watching new directories before re-walking them.
 
 use super::*;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 
 /// Events worth acting on: opens, reads and read-only closes (including the daemon's own
 /// reads of the files it serves) are noise.
@@ -279,7 +279,19 @@ impl Worker {
         let Some(backend) = self.backend.as_mut() else {
             return;
         };
-        let Ok(dir) = tempfile::Builder::new().prefix("redctx-sync-").tempdir() else {
+        let mut builder = tempfile::Builder::new();
+        builder
+            .prefix("redctx-sync-")
+            .permissions(std::fs::Permissions::from_mode(0o700));
+        let made = match &self.opts.cookie_parent {
+            Some(parent) => std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .and_then(|()| builder.tempdir_in(parent)),
+            None => builder.tempdir(),
+        };
+        let Ok(dir) = made else {
             return;
         };
         if backend.watch(dir.path()).is_ok() {

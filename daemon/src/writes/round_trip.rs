@@ -39,6 +39,10 @@ pub(crate) static STOPWORDS: LazyLock<HashSet<String>> = LazyLock::new(|| {
     .collect()
 });
 
+/// Characters (not counting spaces) from which a restored value with no distinctive
+/// word is looked for whole on read-back.
+const WHOLE_VALUE_CHARS: usize = 6;
+
 /// What was restored and where it goes.
 pub struct Restored<'a> {
     pub target: &'a str,
@@ -81,10 +85,12 @@ pub fn check(engines: &[&Engine], r: &Restored<'_>) -> Result<(), WriteError> {
             .map(casefold)
             .filter(|t| !allowed(t))
             .collect();
-        if distinctive.is_empty() {
-            continue;
-        }
-        if shows(&casefold(value)) || distinctive.iter().any(|t| shows(t)) {
+        // The reference looks for the whole value only when it has a distinctive word;
+        // one without (`10.12.30.4`, `+33 6 12 34 56 78`) is looked for too, from
+        // WHOLE_VALUE_CHARS on, where finding it by accident is unlikely.
+        let whole = !distinctive.is_empty()
+            || value.chars().filter(|c| !c.is_whitespace()).count() >= WHOLE_VALUE_CHARS;
+        if (whole && shows(&casefold(value))) || distinctive.iter().any(|t| shows(t)) {
             return Err(WriteError::RoundTrip);
         }
     }

@@ -7,6 +7,7 @@ mod call;
 mod glued;
 pub(crate) mod markers;
 mod nominated;
+mod path_shapes;
 mod plugged;
 mod terms;
 
@@ -486,7 +487,7 @@ impl Engine {
             text,
             opts.preserve_line_count,
             heuristics,
-            Some(&context),
+            Detection::File(&context),
             record,
         )
     }
@@ -564,7 +565,7 @@ impl Engine {
         text: &str,
         preserve: bool,
         heuristics: bool,
-        detect: Option<&DetectContext<'_>>,
+        detection: Detection<'_>,
         record: Option<&mut dyn Record>,
     ) -> Result<Redacted, EngineError> {
         if text.is_empty() {
@@ -574,10 +575,17 @@ impl Engine {
         // imprecise stages (generic assignments, cards without Luhn, IPv4 without
         // parsing, phones on dates, every URL and domain).
         let precise = self.policy.mode == Mode::Code && self.detector.is_some();
-        let (findings, mut seen) = match (&self.detector, detect) {
-            (Some(detector), Some(context)) => {
+        let (findings, mut seen) = match (&self.detector, &detection) {
+            (Some(detector), Detection::File(context)) => {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     detector.detect_and_see(text, context, !precise)
+                }))
+                .map_err(|_| EngineError::DetectorFailed)?
+            }
+            // Strict and balanced paths keep the reference's stages, which find these.
+            (Some(detector), Detection::Path) if precise => {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    path_shapes::findings(detector, text)
                 }))
                 .map_err(|_| EngineError::DetectorFailed)?
             }
@@ -690,7 +698,7 @@ impl Engine {
                 None => w.apply(&nominated_pattern(&values), redact),
             }
         }
-        if detect.is_some() && !self.plugged.is_empty() {
+        if matches!(detection, Detection::File(_)) && !self.plugged.is_empty() {
             self.apply_plugged(text, &mut w, &mut call, fold_free)?;
         }
         Ok(Redacted {
@@ -866,7 +874,7 @@ impl Engine {
     ) -> Result<Redacted, EngineError> {
         let code = self.policy.mode == Mode::Code;
         let reborrow = record.as_mut().map(|r| &mut **r as &mut dyn Record);
-        let mut redacted = self.run(rel, false, !code, None, reborrow)?;
+        let mut redacted = self.run(rel, false, !code, Detection::Path, reborrow)?;
         if code {
             let counts = &mut redacted.counts;
             if let Some(text) = self.glued.apply(&redacted.text, |category, value| {
@@ -1021,6 +1029,14 @@ fn redact_positions(
     splicer
         .finish()
         .map_or_else(|| text.to_owned(), |(out, _)| out)
+}
+
+/// What the detector layer reads in one run of the pipeline.
+enum Detection<'a> {
+    /// A file's text: every family.
+    File(&'a DetectContext<'a>),
+    /// A path (code mode): the shapes [`path_shapes`] keeps.
+    Path,
 }
 
 /// Whether `value` standing alone would lose characters before the configured-term

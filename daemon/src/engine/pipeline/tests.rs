@@ -253,6 +253,52 @@ fn code_mode_redacts_private_hosts_of_any_scheme_and_keeps_public_ones() {
 }
 
 #[test]
+fn code_mode_names_lose_shaped_pii_and_private_hosts_and_keep_their_words() {
+    let engine = layer_engine("names-salt", Mode::Code);
+    let redacted = |rel: &str| engine.redact_path(rel).unwrap().text;
+    for (rel, category, raw) in [
+        ("people/jo.kowalczyk@globalex.io.md", "EMAIL", "kowalczyk"),
+        ("mail/jo@globalex.io notes.txt", "EMAIL", "globalex"),
+        ("host_vars/10.12.30.4.yml", "IP", "10.12.30.4"),
+        ("10.1.2.3/a.txt", "IP", "10.1.2.3"),
+        ("pay/GB82WEST12345698765432.txt", "IBAN", "GB82WEST"),
+        ("hosts/db.acme.internal/a.txt", "URL", "acme"),
+        ("configs/vault.acme.internal.yaml", "URL", "acme"),
+        (
+            "deploy/db-primary.prod.corp/values.yaml",
+            "URL",
+            "db-primary",
+        ),
+    ] {
+        let out = redacted(rel);
+        assert!(
+            out.contains(&format!("[{category}_")) && !out.contains(raw),
+            "{rel}: {out}"
+        );
+    }
+    // The names around a value keep their words, and the extension stays.
+    let out = redacted("configs/vault.acme.internal.yaml");
+    assert!(
+        out.starts_with("configs/[URL_") && out.ends_with("].yaml"),
+        "{out}"
+    );
+    // Versions, dates, hashes, environment suffixes and ordinary names: unchanged.
+    for rel in [
+        "packages/Microsoft.Web.Infrastructure.1.0.0.0/lib.dll",
+        "releases/v1.2.3.4/notes.md",
+        "journal/2024-01-15 notes.md",
+        "cache/ab12cd34ef56ab12cd34ef56ab12cd34.bin",
+        "appsettings.local.json",
+        "docker-compose.local.yml",
+        "keys/key.private.pem",
+        "src/main.rs",
+        "test/built-ins/Array/prototype/map/15.4.4.19-1-1.js",
+    ] {
+        assert_eq!(redacted(rel), rel);
+    }
+}
+
+#[test]
 fn code_mode_prose_keeps_allowed_words_out_of_names() {
     // Code mode reads prose with the name heuristics, so the allow list must
     // still protect its words there (it is skipped only for source files).
