@@ -159,13 +159,26 @@ impl Shim {
         }
     }
 
-    async fn ask(&self, request: Request) -> Result<Response, McpError> {
+    /// Sends `request` to the daemon. When the client cancels the MCP request
+    /// (`notifications/cancelled`, which sets `ctx.ct`), the call is dropped, and with
+    /// it the daemon's request: its work stops instead of running to its end.
+    async fn ask(
+        &self,
+        request: Request,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Response, McpError> {
         // A write is never sent twice: after a lost connection it may have happened.
         let retry = match request {
             Request::SubmitDoc { .. } => Retry::Never,
             _ => Retry::Once,
         };
-        self.link.request_with(request, retry).await.map_err(|e| {
+        let answer = tokio::select! {
+            answer = self.link.request_with(request, retry) => answer,
+            () = ctx.ct.cancelled() => {
+                return Err(McpError::invalid_request("Request cancelled.", None));
+            }
+        };
+        answer.map_err(|e| {
             // The agent gets a fixed, path-free message; the detail goes to stderr.
             self.report(&e);
             let msg = match e {
@@ -317,7 +330,7 @@ impl ServerHandler for Shim {
                 message,
             },
         };
-        match self.ask(req).await? {
+        match self.ask(req, &ctx).await? {
             Response::ToolResult(t) => {
                 let receipt: serde_json::Value =
                     serde_json::from_str(&t.receipt_json).map_err(|_| {
@@ -342,10 +355,13 @@ impl ServerHandler for Shim {
     ) -> Result<ListResourcesResult, McpError> {
         let cursor = request.and_then(|p| p.cursor);
         let page = match self
-            .ask(Request::ListResources {
-                root: (*self.root).clone(),
-                cursor,
-            })
+            .ask(
+                Request::ListResources {
+                    root: (*self.root).clone(),
+                    cursor,
+                },
+                &ctx,
+            )
             .await?
         {
             Response::Resources(p) => p,
@@ -403,7 +419,7 @@ impl ServerHandler for Shim {
             root: (*self.root).clone(),
             uri: request.uri,
         };
-        match self.ask(req).await? {
+        match self.ask(req, &ctx).await? {
             Response::ResourceText(t) => {
                 let c = ResourceContents::text(t.text, t.uri).with_mime_type(t.mime_type);
                 let mut r = ReadResourceResult::new(vec![c]);

@@ -792,6 +792,55 @@ fn raw_session(env: &Env, lines: &[Value]) -> Vec<Value> {
     out
 }
 
+#[test]
+fn a_cancelled_tool_call_stops_its_work_in_the_daemon() {
+    let env = Env::new();
+    let mut c = env.redctx(&["mcp", "--root"]);
+    c.arg(env.root("alpha"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut rd = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "{}", init(1, "2025-06-18")).unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    rd.read_line(&mut line).unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "redctx_read", "arguments": {"path": "slow"}}});
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 7, "reason": "the agent moved on"}});
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    )
+    .unwrap();
+    writeln!(stdin, "{call}").unwrap();
+    stdin.flush().unwrap();
+    // The call is in the daemon (its slow work runs until cancelled, 30 s at most).
+    std::thread::sleep(Duration::from_millis(500));
+    writeln!(stdin, "{cancel}").unwrap();
+    stdin.flush().unwrap();
+    // The session stays open: only the cancellation can stop the work.
+    let log = env.state.path().join("logs").join("redctxd.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("fake slow call cancelled")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the daemon's work was not cancelled: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(stdin);
+    child.wait().unwrap();
+}
+
 fn init(id: i64, version: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})

@@ -196,6 +196,24 @@ async fn a_slow_call_blocks_neither_its_connection_nor_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_too_large_for_a_frame_fails_alone_and_the_connection_goes_on() {
+    let r = start().await;
+    let (mut a, _) = Client::connect(&r.sock).await.unwrap();
+    match a.call(1, tool("r1", "huge")).await {
+        Response::ToolResult(t) => {
+            assert!(t.is_error);
+            assert_eq!(t.text, "Answer too large to send; narrow the request.");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same connection answers the next request.
+    match a.call(2, tool("r1", "fast")).await {
+        Response::ToolResult(t) => assert!(!t.is_error && t.text.starts_with("tool=")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disconnecting_cancels_the_clients_requests() {
     let r = start().await;
     let (mut a, _) = Client::connect(&r.sock).await.unwrap();

@@ -8,8 +8,9 @@
 use super::{Cancel, Shared};
 use interprocess::local_socket::tokio::{Stream, prelude::*};
 use redctx_proto::{
-    CRATE_VERSION, ClientMessage, ErrorKind, ErrorReply, Hello, HelloReply, PROTOCOL_VERSION,
-    Request, Response, ServerMessage, StatusInfo, read_frame, write_frame,
+    CRATE_VERSION, ClientMessage, ErrorKind, ErrorReply, FrameError, Hello, HelloReply,
+    PROTOCOL_VERSION, Request, Response, ServerMessage, StatusInfo, ToolResult, read_frame,
+    write_frame,
 };
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -80,7 +81,16 @@ pub(super) async fn handle(stream: Stream, shared: Arc<Shared>) {
     let writer_shared = shared.clone();
     let writer = tokio::spawn(async move {
         while let Some(out) = rx.recv().await {
-            if let Err(e) = write_frame(&mut wr, &out.msg).await {
+            let written = match write_frame(&mut wr, &out.msg).await {
+                // Nothing was written: the request gets an error in its place, and
+                // the connection's later answers still go out.
+                Err(FrameError::TooLarge(bytes)) => {
+                    tracing::warn!(bytes, "an answer exceeded the frame limit");
+                    write_frame(&mut wr, &too_large(out.msg)).await
+                }
+                other => other,
+            };
+            if let Err(e) = written {
                 tracing::debug!(error = %e, "client went away while answering");
                 break;
             }
@@ -202,6 +212,24 @@ async fn run(
         msg: ServerMessage { id, response },
         then_shutdown,
     });
+}
+
+/// Answer in place of `msg`, which is too large for one frame: a tool call fails the
+/// way its own errors do, any other request with a resource error.
+fn too_large(msg: ServerMessage) -> ServerMessage {
+    const TOO_LARGE: &str = "Answer too large to send; narrow the request.";
+    let response = match msg.response {
+        Response::ToolResult(result) => Response::ToolResult(ToolResult {
+            text: TOO_LARGE.into(),
+            is_error: true,
+            receipt_json: result.receipt_json,
+        }),
+        _ => Response::Error(ErrorReply::new(ErrorKind::Resource, TOO_LARGE)),
+    };
+    ServerMessage {
+        id: msg.id,
+        response,
+    }
 }
 
 fn request_kind(r: &Request) -> &'static str {

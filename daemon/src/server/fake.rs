@@ -5,7 +5,8 @@
 //! can be tested as real processes before, and independently of, the redaction backend. Its behaviour:
 //! - `call_tool` answers `tool=<tool> root=<root path> args=<arguments_json>\n`; the
 //!   argument `"path": "missing"` gives the error `Path does not exist.`; `"path": "slow"`
-//!   waits until cancelled (at most 30 s) and then counts the cancellation.
+//!   waits until cancelled (at most 30 s), then counts and logs the cancellation; `"path":
+//!   "huge"` answers a text one byte over a frame.
 //! - a root whose last component is `blocked` has a blocked policy: every call answers
 //!   [`BLOCKED_MESSAGE`].
 //! - `benchmark` reports fixed figures that echo its parameters: `matches` is 1 when
@@ -98,11 +99,19 @@ impl Backend for FakeBackend {
             while Instant::now() < until {
                 if cancel.is_cancelled() {
                     self.cancelled.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("fake slow call cancelled");
                     return error("Operation deadline exceeded.");
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
             return error("Operation deadline exceeded.");
+        }
+        if arguments_json.contains(r#""path":"huge""#) {
+            return ToolResult {
+                text: "x".repeat(redctx_proto::MAX_FRAME_BYTES as usize + 1),
+                is_error: false,
+                receipt_json: RECEIPT_JSON.to_string(),
+            };
         }
         ToolResult {
             text: format!(

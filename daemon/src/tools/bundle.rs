@@ -66,7 +66,10 @@ fn bundle_inner(
     let mut files = 0usize;
     let mut not_text = 0usize;
     for entry in &targets.files {
-        if files >= args.max_files || total_chars >= args.max_total_chars {
+        if files >= args.max_files
+            || total_chars >= args.max_total_chars
+            || out.len() >= super::MAX_ANSWER_BYTES
+        {
             out.push_str("[TRUNCATED: file or total character limit reached]\n");
             out.push_str(&not_text_note(not_text));
             return Ok(out);
@@ -83,7 +86,9 @@ fn bundle_inner(
         };
         files += 1;
         counts.merge(&doc.counts);
-        let text = truncate_redacted(&doc.text, args.max_chars_per_file);
+        // At most a quarter of the answer bound in characters: under it in bytes.
+        let per_file = args.max_chars_per_file.min(super::MAX_ANSWER_BYTES / 4);
+        let text = truncate_redacted(&doc.text, per_file);
         let path = view.path(&entry.rel);
         counts.merge(&path.counts);
         out.push_str(&format!("\n--- BEGIN {} {} ---\n", path.id, path.text));

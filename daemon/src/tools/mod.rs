@@ -15,6 +15,13 @@
 //!   renderer used, in the places the reference's redactor counted them, so receipts
 //!   match (see each renderer for the exceptions).
 
+/// The most text an answer that grows with its arguments (`search`'s `max_results` and
+/// `context`, `bundle`'s character limits) carries, about: past it the answer ends as
+/// its own limit would end it (`[TRUNCATED…]`). The socket's frames stop at 64 MiB, and
+/// an agent reads far less; without it, one call over a large file built half a
+/// gigabyte of lines in the daemon. The reference has no such bound (COMPAT.md).
+pub const MAX_ANSWER_BYTES: usize = 16 << 20;
+
 mod bundle;
 pub mod glob;
 mod listing;

@@ -5,7 +5,9 @@
 
 use super::targets::charged_targets;
 use super::walk::Budget;
-use super::{Scanned, ToolError, ToolOutput, merge_times, not_text_note, scan_content};
+use super::{
+    MAX_ANSWER_BYTES, Scanned, ToolError, ToolOutput, merge_times, not_text_note, scan_content,
+};
 use crate::cancel::Stop;
 use crate::engine::placeholder::casefold;
 use crate::engine::python::text::{is_py_space, splitlines};
@@ -211,39 +213,35 @@ impl Matcher {
 /// The grep lines of one file, in the reference's order: for each match, its context
 /// window, every line at most once; a line is marked `:` only as the centre of its
 /// own window (a match first shown as context of an earlier match stays `-`). At most
-/// `limit` lines.
+/// `limit` lines, and no more once they hold `byte_limit` bytes.
+///
+/// `matches` ascend and every window is as wide, so what a window shares with those
+/// before it is the part below the end of the last one: each line is visited once,
+/// however wide the context (a window re-scanned whole made `context` quadratic).
 fn file_lines(
     doc: &RedactedDoc,
     path: &RedactedPath,
     matches: &[usize],
     context: usize,
-    limit: usize,
+    (limit, byte_limit): (usize, usize),
 ) -> Vec<String> {
     let lines = splitlines(&doc.text, false);
-    let mut emitted = vec![false; lines.len()];
     let mut out = Vec::new();
+    let mut bytes = 0;
+    let mut shown_to = 0; // lines below this one are out
     for &m in matches {
-        if out.len() >= limit {
-            break;
-        }
-        let from = m.saturating_sub(context);
+        let from = m.saturating_sub(context).max(shown_to);
         let to = m.saturating_add(context).saturating_add(1).min(lines.len());
         for (index, line) in lines.iter().enumerate().take(to).skip(from) {
-            if emitted[index] {
-                continue;
+            if out.len() >= limit || bytes >= byte_limit {
+                return out;
             }
-            emitted[index] = true;
             let marker = if index == m { ':' } else { '-' };
-            out.push(format!(
-                "{}{marker}{}:{}:{line}\n",
-                path.id,
-                index + 1,
-                path.text
-            ));
-            if out.len() >= limit {
-                break;
-            }
+            let shown = format!("{}{marker}{}:{}:{line}\n", path.id, index + 1, path.text);
+            bytes += shown.len();
+            out.push(shown);
         }
+        shown_to = shown_to.max(to);
     }
     out
 }
@@ -280,7 +278,7 @@ fn search_file(
     entry: &Entry,
     query: &Query<'_>,
     stop: &Stop,
-    limit: usize,
+    (limit, byte_limit): (usize, usize),
 ) -> FileResult {
     let Query {
         matcher,
@@ -341,7 +339,7 @@ fn search_file(
         };
     }
     let path = view.path(&entry.rel);
-    let lines = file_lines(&doc, &path, &matches, context, limit);
+    let lines = file_lines(&doc, &path, &matches, context, (limit, byte_limit));
     FileResult::Searched {
         doc_counts: doc.counts,
         path: Some(path),
@@ -437,11 +435,12 @@ fn search_inner(
         }
         out
     };
-    for range in batches(files.len()) {
+    for range in batches(files) {
         let limit = if full { 0 } else { args.max_results - results };
+        let byte_limit = MAX_ANSWER_BYTES.saturating_sub(out.len());
         let searched: Vec<FileResult> = files[range]
             .par_iter()
-            .map(|entry| search_file(view, entry, &query, stop, limit))
+            .map(|entry| search_file(view, entry, &query, stop, (limit, byte_limit)))
             .collect();
         for result in searched {
             let (doc_counts, path, lines) = match result {
@@ -488,21 +487,35 @@ fn search_inner(
     Ok(finish(out, not_text))
 }
 
-/// Consecutive ranges of `0..len` for parallel batches, growing from 32 to 1,024 files:
-/// small at first, so a call that fills its output early wastes little work.
-fn batches(len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+/// Consecutive ranges of `files` for parallel batches, growing from 32 to 1,024 files:
+/// small at first, so a call that fills its output early wastes little work. A batch
+/// also ends once its files hold [`BATCH_BYTES`] (by size on disk), since each file's
+/// lines are held until the batch is emitted: a batch of large files matching
+/// everything holds about that much, not a thousand files' worth.
+fn batches<E: std::ops::Deref<Target = Entry>>(
+    files: &[E],
+) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
     let mut start = 0;
     let mut size = 32;
     std::iter::from_fn(move || {
-        if start >= len {
+        if start >= files.len() {
             return None;
         }
-        let range = start..(start + size).min(len);
-        start = range.end;
+        let mut end = start;
+        let mut bytes = 0u64;
+        while end < files.len() && end - start < size && (end == start || bytes < BATCH_BYTES) {
+            bytes += files[end].size;
+            end += 1;
+        }
+        let range = start..end;
+        start = end;
         size = (size * 2).min(1024);
         Some(range)
     })
 }
+
+/// File bytes a parallel batch of [`batches`] holds at most (one large file may pass it).
+const BATCH_BYTES: u64 = 32 << 20;
 
 /// Appends a file's lines until the cap; returns true once `[TRUNCATED]` was written.
 fn emit(
@@ -517,7 +530,7 @@ fn emit(
         out.push_str(line);
         merge_times(counts, &path.counts, 1);
         *results += 1;
-        if *results >= max_results {
+        if *results >= max_results || out.len() >= MAX_ANSWER_BYTES {
             out.push_str("[TRUNCATED]\n");
             return true;
         }
@@ -527,7 +540,72 @@ fn emit(
 
 #[cfg(test)]
 mod tests {
-    use super::raw_prefilter_applies;
+    use super::{file_lines, raw_prefilter_applies};
+    use crate::view::{RedactedDoc, RedactedPath};
+
+    /// The definition `file_lines` keeps: every window scanned whole, lines marked as
+    /// shown (the reference's loop).
+    fn rescanning(lines: usize, matches: &[usize], context: usize, limit: usize) -> Vec<String> {
+        let mut shown = vec![false; lines];
+        let mut out = Vec::new();
+        for &m in matches {
+            let to = (m + context + 1).min(lines);
+            for index in m.saturating_sub(context)..to {
+                if out.len() >= limit {
+                    return out;
+                }
+                if !shown[index] {
+                    shown[index] = true;
+                    let marker = if index == m { ':' } else { '-' };
+                    out.push(format!("@p_x{marker}{}:f:l{index}\n", index + 1));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn context_windows_show_each_line_once_as_rescanning_them_would() {
+        let path = RedactedPath {
+            id: "@p_x".into(),
+            text: "f".into(),
+            ..RedactedPath::default()
+        };
+        let mut n = 11u32;
+        let mut next = |below: u32| {
+            n = n.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (n >> 8) % below
+        };
+        for _ in 0..500 {
+            let lines = 1 + next(40) as usize;
+            let text: String = (0..lines).map(|i| format!("l{i}\n")).collect();
+            let doc = RedactedDoc {
+                text: text.into(),
+                counts: Default::default(),
+            };
+            let mut matches: Vec<usize> = (0..lines).filter(|_| next(4) == 0).collect();
+            matches.dedup();
+            let context = next(6) as usize;
+            let limit = 1 + next(50) as usize;
+            assert_eq!(
+                file_lines(&doc, &path, &matches, context, (limit, usize::MAX)),
+                rescanning(lines, &matches, context, limit),
+                "{lines} lines, matches {matches:?}, context {context}, limit {limit}"
+            );
+        }
+        // Bytes bound the lines too: none is started past the bound.
+        let doc = RedactedDoc {
+            text: "x\n".repeat(100).into(),
+            counts: Default::default(),
+        };
+        let all: Vec<usize> = (0..100).collect();
+        let shown = file_lines(&doc, &path, &all, 0, (usize::MAX, 50));
+        let bytes: usize = shown.iter().map(String::len).sum();
+        assert!(
+            bytes >= 50 && bytes - shown.last().unwrap().len() < 50,
+            "{shown:?}"
+        );
+    }
 
     #[test]
     fn raw_prefilter_eligibility_follows_the_reference() {

@@ -278,6 +278,59 @@ fn head_and_tail_match_the_reference() {
 }
 
 #[test]
+fn answers_that_grow_with_their_arguments_stop_near_the_answer_bound() {
+    // A file of many short lines and the largest limits an agent can ask for.
+    // Five files of a quarter of the bound each.
+    let text = "x\n".repeat(MAX_ANSWER_BYTES / 8);
+    let view = (0..5).fold(FakeView::new(SALT), |view, i| {
+        view.file(&format!("big/f{i}.txt"), &text)
+    });
+    let out = search(
+        &view,
+        &SearchArgs {
+            max_results: usize::MAX,
+            context: usize::MAX,
+            ..grep("x")
+        },
+        &Stop::never(),
+    );
+    assert!(!out.is_error);
+    assert!(out.text.ends_with("[TRUNCATED]\n"));
+    assert!(
+        out.text.len() < MAX_ANSWER_BYTES + 200,
+        "{} bytes",
+        out.text.len()
+    );
+    // Walk order holds: the first file's lines, then the second's, as far as they fit.
+    let first = out.text.lines().next().unwrap();
+    assert!(first.ends_with(":1:big/f0.txt:x"), "{first}");
+    let out = bundle(
+        &view,
+        &BundleArgs {
+            max_chars_per_file: usize::MAX,
+            max_total_chars: usize::MAX,
+            paths: vec!["big".into()],
+            ..BundleArgs::default()
+        },
+        &Stop::never(),
+    );
+    assert!(!out.is_error);
+    assert!(
+        out.text
+            .contains("[TRUNCATED: file or total character limit reached]")
+    );
+    assert!(
+        !out.text.contains("big/f4.txt"),
+        "the fifth file passes the bound"
+    );
+    assert!(
+        out.text.len() < MAX_ANSWER_BYTES * 2,
+        "{} bytes",
+        out.text.len()
+    );
+}
+
+#[test]
 fn search_matches_the_reference() {
     let view = corpus_a();
     assert_golden(
