@@ -448,3 +448,31 @@ fn non_text_files_are_left_out_and_bom_utf16_is_text_in_code_mode_only() {
         assert!(err.starts_with("Refusing to print non-text file."), "{err}");
     }
 }
+
+#[test]
+fn a_directory_too_deep_to_open_is_left_out_of_whole_root_calls() {
+    let env = Env::new();
+    let root = env.root_dir("deep", "svc");
+    write(&root, "top.txt", "top here\n");
+    // A chain of directories whose relative path passes PATH_MAX (4096 bytes) on
+    // Linux, made one level at a time from the level above (a path that long cannot be
+    // named whole).
+    let name = c"d";
+    let top = std::ffi::CString::new(root.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: plain directory syscalls on descriptors this test owns and closes.
+    unsafe {
+        let mut fd = libc::open(top.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+        assert!(fd >= 0);
+        for _ in 0..2100 {
+            assert_eq!(libc::mkdirat(fd, name.as_ptr(), 0o755), 0);
+            let next = libc::openat(fd, name.as_ptr(), libc::O_DIRECTORY | libc::O_RDONLY);
+            assert!(next >= 0);
+            libc::close(fd);
+            fd = next;
+        }
+        libc::close(fd);
+    }
+    let all = everything(&env, &root, "top");
+    assert!(all.contains("top.txt:top here"), "{all}");
+    assert!(!all.contains("Tool execution failed"), "{all}");
+}

@@ -186,9 +186,13 @@ pub fn open_beneath(root: &Path, rel: &str) -> Option<Result<std::fs::File, View
     }
 }
 
-/// Maps an OS error of a component check to the client's fixed message.
+/// Maps an OS error of a component check to the client's fixed message. A path the OS
+/// cannot open for its length (`ENAMETOOLONG`) cannot be served: it does not exist for
+/// the tools.
 fn component_error(err: &std::io::Error) -> ViewError {
-    if err.kind() == std::io::ErrorKind::NotFound || err.raw_os_error() == Some(libc::ENOTDIR) {
+    if err.kind() == std::io::ErrorKind::NotFound
+        || matches!(err.raw_os_error(), Some(libc::ENOTDIR | libc::ENAMETOOLONG))
+    {
         ViewError::Missing
     } else {
         ViewError::Internal

@@ -117,9 +117,13 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
         let window_end =
             super::lexical::floor_boundary(text, (begin.end() + MAX_PEM).min(text.len()));
         let window = &text[begin.end()..window_end];
+        // A body never holds another BEGIN line, so the search stops at one: over a
+        // text of BEGIN lines one after another, every BEGIN searched the whole window
+        // (seconds for a few hundred kilobytes).
+        let window = &window[..window.find("-----BEGIN").unwrap_or(window.len())];
         let end_marker = format!("END {label}");
-        let body_len = window.find(&end_marker).unwrap_or(window.len());
-        let body = &window[..body_len];
+        let end_at = window.find(&end_marker);
+        let body = &window[..end_at.unwrap_or(window.len())];
         let b64 = body
             .bytes()
             .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
@@ -131,7 +135,7 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
             from = begin.end();
             continue;
         }
-        let end = match window.find(&end_marker) {
+        let end = match end_at {
             Some(i) => {
                 // Include the trailing dashes of the END line.
                 let after = begin.end() + i + end_marker.len();

@@ -185,6 +185,22 @@ fn s1_pem_blocks_are_redacted_whole() {
 }
 
 #[test]
+fn s1_a_block_ends_before_the_next_begin_line() {
+    // A key without its END line, then a certificate: the key's block stops at the
+    // certificate, which stays readable.
+    let key = pem("RSA PRIVATE KEY");
+    let key = key.split("-----END").next().unwrap();
+    let cert = pem("CERTIFICATE");
+    let text = format!("{key}{cert}");
+    let got = spans("bundle.pem", &text);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].0.starts_with("-----BEGIN RSA") && !got[0].0.contains("CERTIFICATE"));
+    // BEGIN lines one after another are no block at all (no body between them).
+    let begins = "-----BEGIN RSA PRIVATE KEY-----\n".repeat(2000);
+    assert!(spans("k.txt", &begins).is_empty());
+}
+
+#[test]
 fn s1_public_material_and_stubs_stay_readable() {
     let cert = pem("RSA PRIVATE KEY").replace("RSA PRIVATE KEY", "CERTIFICATE");
     assert!(spans("c.pem", &cert).is_empty());
