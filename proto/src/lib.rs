@@ -570,6 +570,9 @@ where
     Ok(())
 }
 
+/// Bytes of a frame's body allocated before they arrive.
+const FRAME_PREALLOCATION: usize = 1 << 20;
+
 /// Read one frame and decode it. `Ok(None)` means the peer closed the connection cleanly
 /// at a frame boundary; a close inside a frame is [`FrameError::Truncated`].
 pub async fn read_frame<R, T>(r: &mut R) -> Result<Option<T>, FrameError>
@@ -594,11 +597,13 @@ where
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::TooLarge(u64::from(len)));
     }
-    let mut body = vec![0u8; len as usize];
-    r.read_exact(&mut body).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => FrameError::Truncated,
-        _ => FrameError::Io(e),
-    })?;
+    // Grown as the bytes arrive: a peer that announces a large frame and stalls holds
+    // what it sent, not the size it announced.
+    let mut body = Vec::with_capacity((len as usize).min(FRAME_PREALLOCATION));
+    r.take(u64::from(len)).read_to_end(&mut body).await?;
+    if body.len() < len as usize {
+        return Err(FrameError::Truncated);
+    }
     postcard::from_bytes(&body)
         .map(Some)
         .map_err(FrameError::Decode)
