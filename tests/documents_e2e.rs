@@ -64,6 +64,37 @@ fn refusal(env: &Env, root: &Path, flags: &[&str], command: &str, path: &str) ->
 }
 
 #[test]
+fn documents_are_read_as_prose_in_code_mode_whatever_their_suffix() {
+    let env = Env::new();
+    let root = env.root_dir("roots", "prose");
+    write(&root, ".agent-context-redactor.toml", config(""));
+    let sentence = "Meeting with Alice Thornbury and Bob Kowalczyk from Globalex Holdings Ltd.";
+    write(
+        &root,
+        "minutes.docx",
+        make::docx(&[make::docx_paragraph(sentence, None, false)]),
+    );
+    write(
+        &root,
+        "contacts.xlsx",
+        make::xlsx(&[("Contacts", &[&["Name"], &["Alice Thornbury"]])]),
+    );
+    write(&root, "minutes.md", format!("{sentence}\n"));
+    let read = |path: &str| env.ok_on(&root, &["--documents", "cat", path]);
+    let markdown = read("minutes.md");
+    for path in ["minutes.docx", "contacts.xlsx"] {
+        let text = read(path);
+        for raw in ["Thornbury", "Kowalczyk", "Globalex"] {
+            assert!(!text.contains(raw), "{path}: {raw} in {text}");
+        }
+    }
+    // The same sentence gets the same placeholders as in the Markdown note.
+    let docx = read("minutes.docx");
+    let line = markdown.lines().find(|l| l.starts_with("Meeting")).unwrap();
+    assert!(docx.contains(line), "{docx}\n{markdown}");
+}
+
+#[test]
 fn documents_are_extracted_redacted_and_refused_with_the_reference_messages() {
     let env = Env::new();
     let root = documents_root(&env, "");

@@ -1301,7 +1301,10 @@ impl ServedRoot {
         let known = self.cache.as_ref().and_then(|c| c.get_content(&key));
         let (content, is_new) = match known {
             Some(content) => (content, false),
-            None => (Arc::new(self.redact_record(&bytes, encoding, rel)?), true),
+            None => {
+                let record = self.redact_record(&bytes, encoding, rel, is_prose_path(rel))?;
+                (Arc::new(record), true)
+            }
         };
         drop(bytes);
         if let Some(cache) = &self.cache {
@@ -1382,7 +1385,9 @@ impl ServedRoot {
                 };
                 drop(bytes);
                 let lines = content::decoded_lines(markdown.as_bytes(), Encoding::Utf8);
-                let record = self.redact_record(markdown.as_bytes(), Encoding::Utf8, rel)?;
+                // A document's text is prose, whatever its name: people and
+                // organisations are named in it as in Markdown notes.
+                let record = self.redact_record(markdown.as_bytes(), Encoding::Utf8, rel, true)?;
                 (Arc::new(record), lines, true)
             }
         };
@@ -1496,16 +1501,19 @@ impl ServedRoot {
         })
     }
 
+    /// The cached record of `bytes` as the text of `rel`; `prose` decides code mode's
+    /// name heuristics.
     fn redact_record(
         &self,
         bytes: &[u8],
         encoding: Encoding,
         rel: &str,
+        prose: bool,
     ) -> Result<ContentRecord, ViewError> {
         let text = content::decode(bytes, encoding);
         let options = RedactOptions {
             preserve_line_count: true,
-            prose: is_prose_path(rel),
+            prose,
             path: rel,
         };
         let preserved = self.engine.redact(&text, options).map_err(view_error)?;
