@@ -1077,6 +1077,45 @@ fn configured_names_glued_into_path_names_are_redacted() {
     assert!(text.starts_with("ReportSøren2024 and [PERSON_"), "{text}");
 }
 
+/// A name of several words glued into a file name (its words joined by nothing or by
+/// `_`, `-`, `.`), and a short surname glued capitalized, are redacted whole.
+#[test]
+fn names_of_several_words_and_short_surnames_glued_into_path_names_are_redacted() {
+    let engine = Engine::new(Arc::new(Policy {
+        salt: "s".into(),
+        mode: Mode::Code,
+        // As a configuration file gives them: the name and its parts.
+        people: crate::engine::config::expand_person_terms(&["Jane Doe"]),
+        clients: strs(&["Acme Corp"]),
+        ..Policy::default()
+    }))
+    .unwrap();
+    let path = |p: &str| engine.redact_path(p).unwrap().text;
+    for (p, raw) in [
+        ("glue/JaneDoe.md", "Doe"),
+        ("JANEDOE.md", "JANE"),
+        ("notes/jane_doe.txt", "doe"),
+        ("ReportJaneDoe.md", "Doe"),
+        ("ReportDoe2024.md", "Doe"),
+        ("DoeReport.md", "Doe"),
+        ("AcmeCorpInvoices.md", "Corp"),
+        ("acme-corp/x.ts", "corp"),
+    ] {
+        let out = path(p);
+        assert!(out.contains('[') && !out.contains(raw), "{p}: {out}");
+    }
+    // Inside a longer word, a name is another word.
+    for p in ["Doesnt.md", "src/doer.rs", "Acmecorporation.md"] {
+        assert_eq!(path(p), p);
+    }
+    // A name of several words that fails leaves its single words to be found.
+    let out = path("JaneDoesIt.md");
+    assert!(
+        out.starts_with("[PERSON_") && out.ends_with("]DoesIt.md"),
+        "{out}"
+    );
+}
+
 /// An external detector's answers as the engine gets them: a fixed list per call.
 #[derive(Debug)]
 struct FixedSpans(Vec<crate::engine::plugged::CharSpan>);
