@@ -34,13 +34,25 @@ pub(crate) fn target_files(
     text_only: bool,
     budget: &mut Budget,
 ) -> Result<Targets, ToolError> {
+    // A scope given twice, or two spellings of one, is walked once: its files are
+    // listed once anyway, and a call naming one directory a hundred thousand times
+    // walked it as often.
     let starts: Vec<Entry> = if scopes.is_empty() {
         vec![view.resolve(".")?]
     } else {
-        scopes
-            .iter()
-            .map(|scope| view.resolve(scope))
-            .collect::<Result<_, _>>()?
+        let mut named: HashSet<&str> = HashSet::default();
+        let mut resolved: HashSet<Arc<str>> = HashSet::default();
+        let mut starts = Vec::new();
+        for scope in scopes {
+            if !named.insert(scope.as_str()) {
+                continue;
+            }
+            let start = view.resolve(scope)?;
+            if resolved.insert(start.rel.clone()) {
+                starts.push(start);
+            }
+        }
+        starts
     };
     let patterns: Vec<Pattern> = globs.iter().map(|glob| Pattern::new(glob)).collect();
     // Files already kept, when two scopes may reach the same file (one scope never does).

@@ -331,6 +331,32 @@ fn answers_that_grow_with_their_arguments_stop_near_the_answer_bound() {
 }
 
 #[test]
+fn a_scope_named_again_is_walked_once() {
+    // Walking `docs` costs 3 entries (the directory and its two files): once fits a
+    // budget of 4, twice would not.
+    let mut view = corpus_a();
+    view.limits.max_traversal_entries = 4;
+    let once = search(
+        &view,
+        &SearchArgs {
+            paths: vec!["docs".into()],
+            ..grep("line")
+        },
+        &Stop::never(),
+    );
+    assert!(!once.is_error, "{}", once.text);
+    let again = search(
+        &view,
+        &SearchArgs {
+            paths: vec!["docs".into(), "docs".into(), "./docs".into(), "docs/".into()],
+            ..grep("line")
+        },
+        &Stop::never(),
+    );
+    assert_eq!(again.text, once.text);
+}
+
+#[test]
 fn search_matches_the_reference() {
     let view = corpus_a();
     assert_golden(
