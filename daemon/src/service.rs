@@ -649,6 +649,7 @@ fn run_tool(
                     path: a.path,
                     max_depth: Some(u32::try_from(a.max_depth).unwrap_or(u32::MAX)),
                 },
+                &stop,
             )
         }
         contract::LIST => {
@@ -660,6 +661,7 @@ fn run_tool(
                     recursive: a.recursive,
                     max_depth: a.max_depth.map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
                 },
+                &stop,
             )
         }
         contract::READ => {

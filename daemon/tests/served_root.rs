@@ -285,7 +285,13 @@ fn tree_answers_are_fresh_without_restating_each_file_and_never_show_symlinks() 
     // Listings are trusted as soon as they are read (no racy window), the case where a
     // missed change would show.
     let view = ServedRoot::open(&root, engine(), None, opts(true, 0)).unwrap();
-    let tree = || redctx_daemon::tools::tree(&view, &redctx_daemon::tools::TreeArgs::default());
+    let tree = || {
+        redctx_daemon::tools::tree(
+            &view,
+            &redctx_daemon::tools::TreeArgs::default(),
+            &redctx_daemon::cancel::Stop::never(),
+        )
+    };
     let initial = expected_tree(
         &view,
         &[("docs", true), ("docs/a.txt", false), ("docs/b.txt", false)],
@@ -1040,6 +1046,7 @@ fn tool_calls_answer_while_the_background_pass_is_still_running() {
             recursive: false,
             max_depth: None,
         },
+        &redctx_daemon::cancel::Stop::never(),
     );
     assert!(!list.is_error);
     assert_eq!(list.text.lines().filter(|l| l.contains(".py")).count(), 40);

@@ -3,6 +3,7 @@
 
 use super::walk::{Budget, walk};
 use super::{ToolError, ToolOutput, format_entry};
+use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::view::{EntryKind, RootView, TreeRow};
 
@@ -48,13 +49,13 @@ impl Default for TreeArgs {
 /// `list`: one `<ref>\t<kind>\t<size>\t<rpath>` line per entry (spec 3.3). Not
 /// recursive: the children of a directory (each charged to the traversal budget), or the
 /// file itself. Recursive: the walk from the start itself, honouring `max_depth`.
-/// Nothing to list answers `OK\n`.
-pub fn list(view: &dyn RootView, args: &ListArgs) -> ToolOutput {
+/// Nothing to list answers `OK\n`. `stop` ends the walk (every 1,024 entries).
+pub fn list(view: &dyn RootView, args: &ListArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
     let mut out = String::new();
     let result = (|| -> Result<(), ToolError> {
         let start = view.resolve(&args.path)?;
-        let mut budget = Budget::from_limits(view.limits());
+        let mut budget = Budget::from_limits(view.limits()).stopping(stop);
         if args.recursive {
             for item in walk(view, start, args.max_depth, true, &mut budget) {
                 let (entry, _) = item?;
@@ -88,7 +89,7 @@ pub fn list(view: &dyn RootView, args: &ListArgs) -> ToolOutput {
 /// directory one more, charged when the directory is expanded; counts are those of the
 /// lines printed before a failure), over `RootView::tree_children`, whose rows carry the
 /// ids and names: a depth-3 tree of a monorepo prints some ten thousand lines.
-pub fn tree(view: &dyn RootView, args: &TreeArgs) -> ToolOutput {
+pub fn tree(view: &dyn RootView, args: &TreeArgs, stop: &Stop) -> ToolOutput {
     let mut counts = Counts::default();
     let mut out = String::new();
     let result = (|| -> Result<(), ToolError> {
@@ -97,7 +98,7 @@ pub fn tree(view: &dyn RootView, args: &TreeArgs) -> ToolOutput {
             format_entry(view, &start, &mut counts, &mut out);
             return Ok(());
         }
-        let mut budget = Budget::from_limits(view.limits());
+        let mut budget = Budget::from_limits(view.limits()).stopping(stop);
         budget.consume_entry()?;
         let name = view.name(".");
         counts.merge(&name.counts);

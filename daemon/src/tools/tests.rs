@@ -111,33 +111,58 @@ fn counts(pairs: &[(Category, u64)]) -> Counts {
 #[test]
 fn tree_matches_the_reference() {
     let view = corpus_a();
-    assert_golden("tree_default", tree(&view, &tree_args(".", Some(3))));
-    assert_golden("tree_depth5", tree(&view, &tree_args(".", Some(5))));
-    assert_golden("tree_depth0", tree(&view, &tree_args(".", Some(0))));
-    assert_golden("tree_docs", tree(&view, &tree_args("docs", Some(3))));
+    assert_golden(
+        "tree_default",
+        tree(&view, &tree_args(".", Some(3)), &Stop::never()),
+    );
+    assert_golden(
+        "tree_depth5",
+        tree(&view, &tree_args(".", Some(5)), &Stop::never()),
+    );
+    assert_golden(
+        "tree_depth0",
+        tree(&view, &tree_args(".", Some(0)), &Stop::never()),
+    );
+    assert_golden(
+        "tree_docs",
+        tree(&view, &tree_args("docs", Some(3)), &Stop::never()),
+    );
     assert_golden(
         "tree_file",
-        tree(&view, &tree_args("docs/readme.md", Some(3))),
+        tree(&view, &tree_args("docs/readme.md", Some(3)), &Stop::never()),
     );
 }
 
 #[test]
 fn list_matches_the_reference() {
     let view = corpus_a();
-    assert_golden("ls_root", list(&view, &list_args(".", false, None)));
-    assert_golden("ls_docs", list(&view, &list_args("docs", false, None)));
+    assert_golden(
+        "ls_root",
+        list(&view, &list_args(".", false, None), &Stop::never()),
+    );
+    assert_golden(
+        "ls_docs",
+        list(&view, &list_args("docs", false, None), &Stop::never()),
+    );
     assert_golden(
         "ls_file",
-        list(&view, &list_args("docs/readme.md", false, None)),
+        list(
+            &view,
+            &list_args("docs/readme.md", false, None),
+            &Stop::never(),
+        ),
     );
-    assert_golden("ls_recursive", list(&view, &list_args(".", true, None)));
+    assert_golden(
+        "ls_recursive",
+        list(&view, &list_args(".", true, None), &Stop::never()),
+    );
     assert_golden(
         "ls_recursive_depth1",
-        list(&view, &list_args(".", true, Some(1))),
+        list(&view, &list_args(".", true, Some(1)), &Stop::never()),
     );
     assert_golden(
         "ls_recursive_tools",
-        list(&view, &list_args("tools", true, None)),
+        list(&view, &list_args("tools", true, None), &Stop::never()),
     );
 }
 
@@ -145,16 +170,19 @@ fn list_matches_the_reference() {
 fn list_fails_past_the_traversal_budget_and_succeeds_within_it() {
     let mut view = corpus_a();
     view.limits.max_traversal_entries = 5;
-    assert_golden("ls_entry_limit", list(&view, &list_args(".", true, None)));
+    assert_golden(
+        "ls_entry_limit",
+        list(&view, &list_args(".", true, None), &Stop::never()),
+    );
     // Root (1) + its 3 children: exactly within a budget of 4 when not expanded further.
     view.limits.max_traversal_entries = 4;
-    assert!(!list(&view, &list_args(".", true, Some(1))).is_error);
+    assert!(!list(&view, &list_args(".", true, Some(1)), &Stop::never()).is_error);
 }
 
 #[test]
 fn list_of_an_empty_directory_is_ok() {
     let view = FakeView::new(SALT).dir("empty");
-    let out = list(&view, &list_args("empty", false, None));
+    let out = list(&view, &list_args("empty", false, None), &Stop::never());
     assert_eq!((out.text.as_str(), out.is_error), ("OK\n", false));
 }
 
@@ -331,6 +359,20 @@ fn answers_that_grow_with_their_arguments_stop_near_the_answer_bound() {
 }
 
 #[test]
+fn tree_and_list_walks_end_when_the_call_is_stopped() {
+    let view = (0..3000).fold(FakeView::new(SALT), |view, i| {
+        view.file(&format!("d/f{i}.txt"), "x\n")
+    });
+    let stopped = Stop::never().within(std::time::Duration::ZERO);
+    let listed = list(&view, &list_args(".", true, None), &stopped);
+    assert!(listed.is_error, "{}", &listed.text[..80]);
+    let walked = tree(&view, &tree_args(".", Some(5)), &stopped);
+    assert!(walked.is_error, "{}", &walked.text[..80]);
+    // Not stopped, both answer.
+    assert!(!list(&view, &list_args(".", true, None), &Stop::never()).is_error);
+}
+
+#[test]
 fn a_scope_named_again_is_walked_once() {
     // Walking `docs` costs 3 entries (the directory and its two files): once fits a
     // budget of 4, twice would not.
@@ -348,7 +390,12 @@ fn a_scope_named_again_is_walked_once() {
     let again = search(
         &view,
         &SearchArgs {
-            paths: vec!["docs".into(), "docs".into(), "./docs".into(), "docs/".into()],
+            paths: vec![
+                "docs".into(),
+                "docs".into(),
+                "./docs".into(),
+                "docs/".into(),
+            ],
             ..grep("line")
         },
         &Stop::never(),
@@ -1198,10 +1245,10 @@ fn list_and_tree_count_every_printed_path_or_name() {
             counts(&[(Category::ENTITY, 1)]),
         )
         .redacted_name("tools", "[CLIENT_t]", counts(&[(Category::CLIENT, 1)]));
-    let out = list(&view, &list_args(".", true, None));
+    let out = list(&view, &list_args(".", true, None), &Stop::never());
     assert!(out.text.contains("\tfile\t68\tdocs/[ENTITY_d].md\n"));
     assert_eq!(out.counts, counts(&[(Category::ENTITY, 1)]));
-    let out = tree(&view, &tree_args(".", Some(3)));
+    let out = tree(&view, &tree_args(".", Some(3)), &Stop::never());
     assert!(out.text.contains(" [ENTITY_d].md\n") && out.text.contains(" [CLIENT_t]/\n"));
     assert_eq!(
         out.counts,
@@ -1227,8 +1274,8 @@ fn tree_charges_the_traversal_budget_as_the_walk_does() {
     for budget in 1..=13 {
         for depth in [Some(0), Some(1), Some(2), Some(3), None] {
             let view = view(budget);
-            let tree_out = tree(&view, &tree_args(".", depth));
-            let list_out = list(&view, &list_args(".", true, depth));
+            let tree_out = tree(&view, &tree_args(".", depth), &Stop::never());
+            let list_out = list(&view, &list_args(".", true, depth), &Stop::never());
             assert_eq!(tree_out.is_error, list_out.is_error, "{budget} {depth:?}");
             if tree_out.is_error {
                 assert_eq!(tree_out.text, "Traversal entry limit exceeded.");
@@ -1237,17 +1284,17 @@ fn tree_charges_the_traversal_budget_as_the_walk_does() {
     }
     // 12 entries in all; `tools` costs its 2 children (10 + 2) when expanded, after
     // its own line was printed: the receipt counts the names printed before the failure.
-    let full = tree(&view(12), &tree_args(".", None));
+    let full = tree(&view(12), &tree_args(".", None), &Stop::never());
     assert!(!full.is_error);
     assert_eq!(full.text.lines().count(), 12);
-    let out = tree(&view(10), &tree_args(".", None));
+    let out = tree(&view(10), &tree_args(".", None), &Stop::never());
     assert!(out.is_error);
     assert_eq!(
         out.counts,
         counts(&[(Category::ENTITY, 1), (Category::CLIENT, 1)])
     );
     // Expanding `notes` (7 + 2) fails before `tools` is printed.
-    let out = tree(&view(8), &tree_args(".", None));
+    let out = tree(&view(8), &tree_args(".", None), &Stop::never());
     assert!(out.is_error);
     assert_eq!(out.counts, counts(&[(Category::ENTITY, 1)]));
 }
@@ -1445,7 +1492,7 @@ Attendees: [PERSON_80947927a2988995ec102c2a299eafb4], [PERSON_e585a9b6a71c612a10
         receipt.to_json(),
         r#"{"detector_profile":"default","counts_by_category":{"CLIENT":2,"DOMAIN":1,"EMAIL":1,"ENTITY":3,"HANDLE":1,"IP":1,"ORG":1,"PERSON":6,"PHONE":1,"SECRET":1,"SENSITIVE":1,"URL":1}}"#
     );
-    let out = tree(&view, &tree_args(".", Some(3)));
+    let out = tree(&view, &tree_args(".", Some(3)), &Stop::never());
     assert_eq!(
         out.text,
         "@p_950fe0c0dd4a ./
