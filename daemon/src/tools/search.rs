@@ -550,12 +550,13 @@ mod tests {
         let mut out = Vec::new();
         for &m in matches {
             let to = (m + context + 1).min(lines);
-            for index in m.saturating_sub(context)..to {
+            let from = m.saturating_sub(context);
+            for (index, was_shown) in shown.iter_mut().enumerate().take(to).skip(from) {
                 if out.len() >= limit {
                     return out;
                 }
-                if !shown[index] {
-                    shown[index] = true;
+                if !*was_shown {
+                    *was_shown = true;
                     let marker = if index == m { ':' } else { '-' };
                     out.push(format!("@p_x{marker}{}:f:l{index}\n", index + 1));
                 }
