@@ -762,22 +762,34 @@ fn a_missing_root_is_refused_before_anything_starts() {
     assert!(env.daemon_pid().is_none());
 }
 
-/// Raw JSON-RPC lines in, answers by id out (for what the rmcp client can't express).
-fn raw_session(env: &Env, lines: &[Value]) -> Vec<Value> {
+/// A `redctx mcp` shim on root `alpha`: the process, its stdin, its stdout by lines.
+fn spawn_shim(
+    env: &Env,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+) {
     let mut c = env.redctx(&["mcp", "--root"]);
     c.arg(env.root("alpha"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
+/// Raw JSON-RPC lines in, answers by id out (for what the rmcp client can't express).
+fn raw_session(env: &Env, lines: &[Value]) -> Vec<Value> {
+    let (mut child, mut stdin, mut rd) = spawn_shim(env);
     let want = lines.iter().filter(|l| l.get("id").is_some()).count();
     for l in lines {
         writeln!(stdin, "{l}").unwrap();
     }
     stdin.flush().unwrap();
     let mut out = Vec::new();
-    let mut rd = BufReader::new(child.stdout.take().unwrap());
     while out.len() < want {
         let mut line = String::new();
         assert!(
@@ -795,14 +807,7 @@ fn raw_session(env: &Env, lines: &[Value]) -> Vec<Value> {
 #[test]
 fn a_cancelled_tool_call_stops_its_work_in_the_daemon() {
     let env = Env::new();
-    let mut c = env.redctx(&["mcp", "--root"]);
-    c.arg(env.root("alpha"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut rd = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut rd) = spawn_shim(&env);
     writeln!(stdin, "{}", init(1, "2025-06-18")).unwrap();
     stdin.flush().unwrap();
     let mut line = String::new();
