@@ -476,3 +476,18 @@ fn a_directory_too_deep_to_open_is_left_out_of_whole_root_calls() {
     assert!(all.contains("top.txt:top here"), "{all}");
     assert!(!all.contains("Tool execution failed"), "{all}");
 }
+
+#[test]
+fn a_configured_name_in_a_latin1_file_is_redacted_in_code_mode() {
+    let env = Env::new();
+    let root = env.root_dir("latin1", "kb");
+    write(
+        &root,
+        ".agent-context-redactor.toml",
+        "[redaction]\npeople = [\"Jörg Müllerstein\"]\n",
+    );
+    std::fs::write(root.join("owners.txt"), b"Owner: J\xf6rg M\xfcllerstein\n").unwrap();
+    let text = env.ok_on(&root, &["cat", "owners.txt"]);
+    assert!(text.contains("Owner: [PERSON_"), "{text}");
+    assert!(!text.contains("llerstein") && !text.contains('J'), "{text}");
+}

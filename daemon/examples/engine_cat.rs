@@ -75,7 +75,7 @@ fn cat(engine: &Engine, root: &std::path::Path, path: &str) {
         eprintln!("engine_cat: skipped, not text: {}", engine.path_id(path));
         return;
     };
-    let text = content::decode(&bytes, encoding);
+    let text = decoding.decode(&bytes, encoding);
     let out = engine
         .redact(
             &text,

@@ -113,7 +113,7 @@ pub fn run(
         let Some(encoding) = content::text_encoding(&bytes, decoding) else {
             return Err(ViewError::NotText.into());
         };
-        let text = content::decode(&bytes, encoding).into_owned();
+        let text = decoding.decode(&bytes, encoding).into_owned();
         report.text_characters += text.chars().count() as u64;
         texts.push((entry.rel.clone(), bytes.len() as u64, text));
     }

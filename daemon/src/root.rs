@@ -925,7 +925,7 @@ impl ServedRoot {
             let Some(encoding) = content::text_encoding(&bytes, self.decoding) else {
                 continue;
             };
-            let text = content::decode(&bytes, encoding);
+            let text = self.decoding.decode(&bytes, encoding);
             let _ = self.engine.redact(
                 &text,
                 RedactOptions {
@@ -1456,7 +1456,7 @@ impl ServedRoot {
             path: rel,
         };
         self.engine
-            .redact_recording(&content::decode(&bytes, encoding), options, record)
+            .redact_recording(&self.decoding.decode(&bytes, encoding), options, record)
             .map_err(|_| ViewError::Internal)?;
         Ok(())
     }
@@ -1510,7 +1510,7 @@ impl ServedRoot {
         rel: &str,
         prose: bool,
     ) -> Result<ContentRecord, ViewError> {
-        let text = content::decode(bytes, encoding);
+        let text = self.decoding.decode(bytes, encoding);
         let options = RedactOptions {
             preserve_line_count: true,
             prose,

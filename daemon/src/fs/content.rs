@@ -261,6 +261,35 @@ impl Decoding {
     pub fn reads(self, encoding: Encoding) -> bool {
         encoding == Encoding::Utf8 || self == Decoding::Wide
     }
+
+    /// `bytes` as text ([`decode`]). In code mode a byte that is not part of valid
+    /// UTF-8 is read as Windows-1252 (the usual legacy encoding of Latin-1 text), where
+    /// the reference shows `U+FFFD`: a configured `Jörg` written in Latin-1 then matches,
+    /// instead of being shown as `J�rg`. Bytes Windows-1252 leaves undefined, and its C1
+    /// controls, stay `U+FFFD`. Valid UTF-8 is unchanged.
+    pub fn decode(self, bytes: &[u8], encoding: Encoding) -> Cow<'_, str> {
+        let text = decode(bytes, encoding);
+        let lossy =
+            matches!(text, Cow::Owned(_)) && matches!(encoding, Encoding::Utf8 | Encoding::Utf8Cut);
+        if self == Decoding::Reference || !lossy {
+            return text;
+        }
+        let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        let mut out = String::with_capacity(body.len() + 8);
+        for chunk in body.utf8_chunks() {
+            out.push_str(chunk.valid());
+            let (legacy, _) =
+                encoding_rs::WINDOWS_1252.decode_without_bom_handling(chunk.invalid());
+            out.extend(legacy.chars().map(|c| {
+                if ('\u{80}'..='\u{9f}').contains(&c) {
+                    char::REPLACEMENT_CHARACTER
+                } else {
+                    c
+                }
+            }));
+        }
+        Cow::Owned(out)
+    }
 }
 
 /// The encoding of content whose first [`SNIFF_BYTES`] bytes are `content` (or all of
@@ -388,6 +417,27 @@ pub fn count_lines(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_mode_reads_bytes_that_are_not_utf8_as_windows_1252() {
+        let latin1 = b"Owner: J\xf6rg M\xfcllerstein \x80 \x81\x9d\n";
+        let code = Decoding::Wide.decode(latin1, Encoding::Utf8);
+        assert_eq!(code, "Owner: Jörg Müllerstein € \u{fffd}\u{fffd}\n");
+        // UTF-8 around the stray bytes stays UTF-8; a BOM is dropped as before.
+        let mixed = b"\xef\xbb\xbfS\xc3\xb8ren \xe9t\xe9";
+        assert_eq!(Decoding::Wide.decode(mixed, Encoding::Utf8), "Søren été");
+        // The reference's modes keep its replacement character.
+        let reference = Decoding::Reference.decode(latin1, Encoding::Utf8);
+        assert_eq!(
+            reference,
+            "Owner: J\u{fffd}rg M\u{fffd}llerstein \u{fffd} \u{fffd}\u{fffd}\n"
+        );
+        // Valid text is borrowed in every mode.
+        assert!(matches!(
+            Decoding::Wide.decode(b"plain", Encoding::Utf8),
+            Cow::Borrowed("plain")
+        ));
+    }
 
     #[test]
     fn suffix_follows_pathlib() {
