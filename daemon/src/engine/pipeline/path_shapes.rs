@@ -27,8 +27,10 @@ const NAME_SHAPES: [Category; 6] = [
 /// when the suffix ends it.
 const SUFFIXES_ALSO_IN_FILE_NAMES: [&str; 2] = [".local", ".private"];
 
-/// The findings of `rel` (a root-relative path, or one name), in order and apart, and
-/// what the detector layer saw of it.
+/// The findings of `rel` (a root-relative path, or one name), in order and apart. What
+/// the layer saw is not passed on: it saw the names with their extensions set apart,
+/// where a configured term with a dot (`acme.io/`) would not be found, so the stages
+/// after it search the path itself (a path is short).
 pub(super) fn findings(detector: &Detector, rel: &str) -> (Vec<Finding>, Seen) {
     let context = DetectContext {
         rel_path: rel,
@@ -50,7 +52,7 @@ pub(super) fn findings(detector: &Detector, rel: &str) -> (Vec<Finding>, Seen) {
             None => spaced.push_str(name),
         }
     }
-    let (found, seen) = detector.detect_and_see(&spaced, &context, false);
+    let (found, _) = detector.detect_and_see(&spaced, &context, false);
     let mut kept: Vec<Finding> = found
         .into_iter()
         .filter(|f| NAME_SHAPES.iter().any(|c| c.same(&f.category)))
@@ -64,7 +66,7 @@ pub(super) fn findings(detector: &Detector, rel: &str) -> (Vec<Finding>, Seen) {
         }
     }
     kept.sort_by_key(|f| f.start);
-    (kept, seen)
+    (kept, Seen::UNKNOWN)
 }
 
 /// Private hosts that are a whole name of `rel`, or one but for its extension.

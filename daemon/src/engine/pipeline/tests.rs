@@ -1108,6 +1108,21 @@ fn names_of_several_words_and_short_surnames_glued_into_path_names_are_redacted(
     for p in ["Doesnt.md", "src/doer.rs", "Acmecorporation.md"] {
         assert_eq!(path(p), p);
     }
+    // A term with a dot is found though its last dot looks like an extension's.
+    let dotted = Engine::new(Arc::new(Policy {
+        salt: "s".into(),
+        mode: Mode::Code,
+        clients: strs(&["acme.io"]),
+        ..Policy::default()
+    }))
+    .unwrap();
+    for p in ["acme.io/notes.md", "sites/acme.io"] {
+        let out = dotted.redact_path(p).unwrap().text;
+        assert!(out.contains('[') && !out.contains("acme"), "{p}: {out}");
+    }
+    for p in ["Doesnt.md"] {
+        assert_eq!(path(p), p);
+    }
     // A name of several words that fails leaves its single words to be found.
     let out = path("JaneDoesIt.md");
     assert!(
