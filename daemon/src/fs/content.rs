@@ -268,13 +268,14 @@ impl Decoding {
     /// instead of being shown as `J�rg`. Bytes Windows-1252 leaves undefined, and its C1
     /// controls, stay `U+FFFD`. Valid UTF-8 is unchanged.
     pub fn decode(self, bytes: &[u8], encoding: Encoding) -> Cow<'_, str> {
-        let text = decode(bytes, encoding);
-        let lossy =
-            matches!(text, Cow::Owned(_)) && matches!(encoding, Encoding::Utf8 | Encoding::Utf8Cut);
-        if self == Decoding::Reference || !lossy {
-            return text;
+        let utf8 = matches!(encoding, Encoding::Utf8 | Encoding::Utf8Cut);
+        if self == Decoding::Reference || !utf8 {
+            return decode(bytes, encoding);
         }
         let body = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+        if let Ok(text) = std::str::from_utf8(body) {
+            return Cow::Borrowed(text);
+        }
         let mut out = String::with_capacity(body.len() + 8);
         for chunk in body.utf8_chunks() {
             out.push_str(chunk.valid());
