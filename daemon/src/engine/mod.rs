@@ -20,7 +20,7 @@ pub mod wordlists;
 
 /// Version of the redaction output. Bump it whenever the same policy and input could
 /// produce different redacted text, so caches keyed by [`Policy::fingerprint`] miss.
-pub const ENGINE_VERSION: u32 = 4;
+pub const ENGINE_VERSION: u32 = 5;
 
 pub use pipeline::{Counts, CountsSum, Engine, EngineError, Record, RedactOptions, Redacted};
 pub use placeholder::Category;

@@ -622,7 +622,7 @@ impl Pii {
             for caps in self.phone_e164.captures_iter(text) {
                 let m = caps.get(1).expect("group");
                 let digits = m.as_str().bytes().filter(u8::is_ascii_digit).count();
-                if (8..=15).contains(&digits) {
+                if (8..=15).contains(&digits) && !expanded_year_date(m.as_str()) {
                     out.push(cand(m.start(), m.end(), Category::PHONE, "P2.phone-e164"));
                 }
             }
@@ -630,7 +630,7 @@ impl Pii {
         let context_words = hits
             .leftmost_first(ids.from(PHONE_WORDS_FROM))
             .into_iter()
-            .filter(|&(s, e, _)| lexical::is_word_bounded(text, s, e));
+            .filter(|&(s, e, _)| lexical::is_word_bounded(text, s, e) && !is_code_name(b, s, e));
         for (_, ctx_end, _) in context_words {
             // The number must follow the context word on the same line, within 40 bytes.
             let from = ctx_end;
@@ -1069,6 +1069,31 @@ pub fn luhn(d: &[u8]) -> bool {
     sum.is_multiple_of(10)
 }
 
+/// `.call(obj, 4294967297)`, `cell(3)`: a context word that is a member or a called
+/// function is a name in code, not a label before a number.
+fn is_code_name(b: &[u8], s: usize, e: usize) -> bool {
+    (s > 0 && matches!(b[s - 1], b'.' | b':' | b'>')) || b.get(e) == Some(&b'(')
+}
+
+/// `+275760-09-13`: an ISO 8601 date with a signed six-digit year (the expanded
+/// representation), not a number to call.
+fn expanded_year_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |from: usize, to: usize| b[from..to].iter().all(u8::is_ascii_digit);
+    let two = |i: usize| u32::from(b[i] - b'0') * 10 + u32::from(b[i + 1] - b'0');
+    let year_month = b.len() >= 10
+        && b[0] == b'+'
+        && digits(1, 7)
+        && b[7] == b'-'
+        && digits(8, 10)
+        && (1..=12).contains(&two(8));
+    match b.len() {
+        10 => year_month,
+        13 => year_month && b[10] == b'-' && digits(11, 13) && (1..=31).contains(&two(11)),
+        _ => false,
+    }
+}
+
 fn valid_card(s: &str) -> bool {
     let d = digits_of(s);
     if !(13..=19).contains(&d.len()) || d.iter().all(|&x| x == d[0]) {
@@ -1088,20 +1113,27 @@ fn valid_card(s: &str) -> bool {
         }
     }
     let prefix2 = u32::from(d[0]) * 10 + u32::from(d[1]);
-    let prefix4 = prefix2 * 100 + u32::from(d[2]) * 10 + u32::from(d[3]);
-    let iin = d[0] == 4
-        || (51..=55).contains(&prefix2)
-        || (2221..=2720).contains(&prefix4)
-        || prefix2 == 34
-        || prefix2 == 37
-        || prefix4 == 6011
-        || prefix2 == 65
-        || (644..=649).contains(&(prefix4 / 10))
-        || prefix2 == 35
-        || prefix2 == 36
-        || prefix2 == 38
-        || prefix2 == 30
-        || prefix2 == 62;
+    let prefix3 = prefix2 * 10 + u32::from(d[2]);
+    let prefix4 = prefix3 * 10 + u32::from(d[3]);
+    // Each network's documented prefixes and the lengths it issues: a number whose
+    // length its prefix's network never issues is no card (`2501999792984`, 13 digits
+    // under Mastercard's 16-digit 2-series).
+    let n = d.len();
+    let iin = match () {
+        () if d[0] == 4 => matches!(n, 13 | 16 | 19),
+        () if (51..=55).contains(&prefix2) || (2221..=2720).contains(&prefix4) => n == 16,
+        () if prefix2 == 34 || prefix2 == 37 => n == 15,
+        () if prefix4 == 6011 || prefix2 == 65 || (644..=649).contains(&prefix3) => n >= 16,
+        () if prefix2 == 35 || prefix2 == 62 => n >= 16,
+        () if prefix2 == 36
+            || prefix2 == 38
+            || (300..=305).contains(&prefix3)
+            || prefix4 == 3095 =>
+        {
+            matches!(n, 14 | 16)
+        }
+        () => false,
+    };
     iin && luhn(&d)
 }
 
@@ -1225,17 +1257,29 @@ fn version_context(text: &str, start: usize) -> bool {
 }
 
 /// `es6id: 19.4.3.4`, `§ 4.1.2.3`, `// 9.2.1.3 OrdinaryCallEvaluateBody ( F, argumentsList )`:
-/// a dotted section number of a specification, not an address. Either the line names a
-/// section before it, or the number of one- and two-digit parts opens the line (after
-/// comment and list markers) and a capitalised title follows it.
+/// a dotted section number of a specification, not an address. The grammar of a section
+/// reference, any one of:
+/// - the line names a section or a specification before it (`section`, `es6id:`, `ES6`,
+///   `ECMA-262`, `draft`, `proposal`), or the number is what something is "defined in",
+///   "specified in" or "described in";
+/// - a step of it follows (`(19.4.3.4 step 3.c)`);
+/// - the number, of one- and two-digit parts, opens the line (after comment and list
+///   markers) and a heading follows it: a capitalised title, an intrinsic (`%TypedArray%`),
+///   an internal method (`[[Get]]`, `@@iterator`) or an accessor of one (`get %X%.size`).
 fn section_context(text: &str, start: usize, end: usize) -> bool {
     let before = &text[super::lexical::line_start(text, start)..start];
     let lower = before.to_ascii_lowercase();
-    if [
-        "esid:", "es5id:", "es6id:", "section", "§", "chapter", "clause",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
+    let after = &text[end..];
+    if SECTION_WORDS.iter().any(|w| lower.contains(w))
+        || lower
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+            .any(is_spec_name)
+        || ["defined in", "specified in", "described in"]
+            .iter()
+            .any(|w| lower.trim_end().ends_with(w))
+        || after
+            .trim_start_matches([')', ',', ' '])
+            .starts_with("step ")
     {
         return true;
     }
@@ -1245,14 +1289,37 @@ fn section_context(text: &str, start: usize, end: usize) -> bool {
         .trim()
         .is_empty();
     let small = text[start..end].split('.').all(|part| part.len() <= 2);
-    let titled = text[end..].strip_prefix(' ').is_some_and(|after| {
-        after
-            .trim_start()
-            .chars()
-            .next()
-            .is_some_and(char::is_uppercase)
+    let heading = after.strip_prefix(' ').is_some_and(|after| {
+        let after = after.trim_start();
+        let after = ["get ", "set ", "static "]
+            .iter()
+            .find_map(|w| after.strip_prefix(w))
+            .unwrap_or(after);
+        after.starts_with(char::is_uppercase)
+            || ["%", "[[", "@@"].iter().any(|w| after.starts_with(w))
     });
-    opens_line && small && titled
+    opens_line && small && heading
+}
+
+/// Words that, before a dotted number on its line, say it numbers a section.
+const SECTION_WORDS: &[&str] = &[
+    "esid:",
+    "es5id:",
+    "es6id:",
+    "section",
+    "§",
+    "chapter",
+    "clause",
+    "ecma-262",
+    "ecmascript",
+    "draft",
+    "proposal",
+];
+
+/// `ES5`, `ES6`, `ES2017`: an edition of ECMAScript named before a section of it.
+fn is_spec_name(word: &str) -> bool {
+    word.strip_prefix("es")
+        .is_some_and(|n| (n.len() == 1 || n.len() == 4) && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -1692,6 +1759,35 @@ mod tests {
         assert!(found("0000000000000000").is_empty());
     }
 
+    /// Each network's test numbers, at the lengths it issues, are cards; the same
+    /// prefixes at lengths their network never issues are not, Luhn or no Luhn.
+    #[test]
+    fn cards_have_their_networks_lengths() {
+        for number in [
+            "4222222222222",    // Visa, 13
+            "4111111111111111", // Visa, 16
+            "5555555555554444", // Mastercard
+            "2223003122003222", // Mastercard 2-series
+            "378282246310005",  // American Express, 15
+            "6011111111111117", // Discover
+            "30569309025904",   // Diners Club, 14
+            "38520000023237",   // Diners Club, 14
+            "3530111333300000", // JCB
+            "6200000000000005", // UnionPay
+        ] {
+            let text = format!("card: {number}");
+            assert_eq!(found(&text), [(number.to_owned(), "CARD")], "{number}");
+        }
+        for number in [
+            "2501999792984",    // 2-series, 13 digits
+            "510510510510515",  // Mastercard prefix, 15 digits
+            "3782822463100052", // American Express prefix, 16 digits
+        ] {
+            let text = format!("card: {number}");
+            assert!(found(&text).iter().all(|(_, c)| *c != "CARD"), "{number}");
+        }
+    }
+
     #[test]
     fn iban_and_ssn_are_validated() {
         assert_eq!(
@@ -1765,6 +1861,30 @@ mod tests {
             [("+1 234 5678".to_owned(), "PHONE")]
         );
         assert!(found("x +1 234 567").is_empty());
+        // A context word that is a method or a function in code labels nothing.
+        for t in [
+            "Array.prototype.indexOf.call(obj, 4294967297)",
+            "let n = cell(4155552671);",
+            "Foo::call 4155552671",
+        ] {
+            assert!(found(t).is_empty(), "{t}");
+        }
+        assert_eq!(
+            found("call 4155552671"),
+            [("4155552671".to_owned(), "PHONE")]
+        );
+        // ISO 8601 dates with an expanded (signed, six-digit) year are dates.
+        for t in [
+            "\"+275760-09-13\",",
+            "min: \"+100000-01-31\"",
+            "\"+275760-09\"",
+        ] {
+            assert!(found(t).is_empty(), "{t}");
+        }
+        assert_eq!(
+            found("tel: +275760-19-13"),
+            [("+275760-19-13".to_owned(), "PHONE")]
+        );
     }
 
     #[test]

@@ -1495,6 +1495,22 @@ fn section_numbers_are_not_addresses() {
         ),
         ("docs/spec.md", "See § 4.1.2.3 for the details."),
         ("docs/spec.md", "## 10.2.1.4 Parsing Rules"),
+        (
+            "test/x.js",
+            "  22.2.3.5 %TypedArray%.prototype.copyWithin (target, start)",
+        ),
+        ("test/x.js", "  21.2.5.10 get RegExp.prototype.source"),
+        ("test/x.js", "  9.4.5.5 [[Get]] (P, Receiver)"),
+        ("test/x.js", "// 19.4.3.4 @@toPrimitive"),
+        ("test/x.js", "copyWithin as defined in 22.1.3.3 except that"),
+        (
+            "test/x.js",
+            "the value is not writable (8.12.5 step 3.a) and 15.2.3.6 step 4.c",
+        ),
+        ("test/x.js", "non-configurable (8.12.9 step 1)"),
+        ("test/x.js", "// ES6 19.1.3.6 Object.prototype.toString ( )"),
+        ("test/x.js", "// ES 2017 draft 23.1.1.1 Map step 8.a."),
+        ("test/x.js", "Iterator Helpers proposal 2.1.5.4 and 2.1.5.6"),
     ] {
         assert_no_span(path, line, "P4");
     }
@@ -1503,6 +1519,13 @@ fn section_numbers_are_not_addresses() {
         ("app.py", "HOST = \"10.12.30.4\""),
         ("notes.md", "// 10.12.30.4 is the primary"),
         ("notes.md", "Connect to 19.4.3.4 Monday."),
+        (
+            "notes.md",
+            "19.4.3.4 is the gateway for the Rest of the fleet.",
+        ),
+        ("hosts", "19.4.3.4 get.example.org"),
+        ("notes.md", "The address defined in the runbook: 19.4.3.4"),
+        ("app.yaml", "  steps: 19.4.3.4"),
     ] {
         assert!(
             values(path, line).contains(&"10.12.30.4".to_owned())
