@@ -141,8 +141,7 @@ fn documents_are_extracted_redacted_and_refused_with_the_reference_messages() {
     // Search finds words of documents, by their extracted line.
     let hits = on(&["grep", "Invoice"]);
     assert!(hits.contains(":1:scan.pdf:Invoice for [CLIENT_"), "{hits}");
-    // The failures, each with its message (a scan over one fails, as in the reference);
-    // the daemon survives them.
+    // The failures, each with its message on a read; the daemon survives them.
     write(&root, "bomb.docx", make::zip_bomb());
     write(
         &root,
@@ -168,6 +167,18 @@ fn documents_are_extracted_redacted_and_refused_with_the_reference_messages() {
         "Document input byte limit exceeded."
     );
     assert!(on(&["cat", "notes.md"]).ends_with("\nplain text\n"));
+    // A whole-root search leaves the four failing documents out and says so; the
+    // reference fails it on the first one, so one scanned PDF anywhere broke every
+    // search (COMPAT.md).
+    let hits = on(&["grep", "plain"]);
+    assert!(hits.contains(":1:notes.md:plain text\n"), "{hits}");
+    assert!(
+        hits.ends_with(
+            "[SKIPPED: 4 files that could not be read (over the size limit, no document \
+             text, or a detector failure)]\n"
+        ),
+        "{hits}"
+    );
     // `documents = true` in the config turns it on as the flag does.
     let root2 = documents_root(&env, "documents = true\n");
     let out = env.ok_on(&root2, &["cat", "contract.docx"]);

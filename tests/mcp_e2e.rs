@@ -702,6 +702,7 @@ async fn scenario_34_lowered_and_raised_limits_are_honoured() {
     fixture_a(&root, SALT, "");
     write(&root, "big/a.txt", "x".repeat(200));
     write(&root, "big/b.txt", "y".repeat(200));
+    write(&root, "big/small.txt", "a needle\n");
 
     // Per-file bytes lowered.
     let c = env
@@ -722,6 +723,24 @@ async fn scenario_34_lowered_and_raised_limits_are_honoured() {
         .call("redctx_read", json!({"path": by_id("docs/readme.txt")}))
         .await;
     assert!(!r.is_error, "{}", r.text);
+    // A scan leaves the files over it out and says how many (the reference fails the
+    // call on the first one, COMPAT.md).
+    let r = c
+        .call(
+            "redctx_search",
+            json!({"query": "needle", "paths": [by_id("big")]}),
+        )
+        .await;
+    assert_eq!(r.ok().lines().count(), 2, "{}", r.text);
+    assert!(r.text.contains(":a needle\n"), "{}", r.text);
+    assert!(
+        r.text.ends_with(
+            "[SKIPPED: 2 files that could not be read (over the size limit, no document \
+             text, or a detector failure)]\n"
+        ),
+        "{}",
+        r.text
+    );
     drop(c);
 
     // Total bytes lowered: one call over both 200-byte files.

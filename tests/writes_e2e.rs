@@ -168,6 +168,9 @@ async fn an_agent_writes_a_note_that_reads_back_redacted_everywhere() {
     );
 }
 
+const DOCUMENT_TARGET: &str = "Write target names a document format (.docx, .pptx, .pdf, \
+     .xlsx, .xls, .doc, .ppt). Submit the text under a text name such as .md or .txt.";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_leaves_the_write_subdirectory_and_failures_write_nothing() {
     let env = Env::new();
@@ -210,6 +213,11 @@ async fn nothing_leaves_the_write_subdirectory_and_failures_write_nothing() {
         ),
         ("x/.env.local".to_owned(), "Write target is protected."),
         ("a:b".to_owned(), "target_path must not contain ':'."),
+        // Documents are served as what extraction finds in their bytes, which the round
+        // trip does not see: text can be laid out so extraction keeps only the value.
+        ("leak.pdf".to_owned(), DOCUMENT_TARGET),
+        ("sub/Deck.PPTX".to_owned(), DOCUMENT_TARGET),
+        ("old.doc".to_owned(), DOCUMENT_TARGET),
     ];
     for (target, want) in &cases {
         let a = agent

@@ -1379,7 +1379,14 @@ impl ServedRoot {
                 let markdown = match documents::extract(format, &bytes, documents::DEADLINE) {
                     Ok(markdown) => markdown,
                     Err(err) => {
-                        self.backlog.record(rel, stat, Some(err.into()), settled);
+                        // A deadline met at low priority may be the machine's load: the
+                        // next read tries again. Any other failure of a settled version,
+                        // a tool call's deadline included, is answered again without a
+                        // worker (a document that takes 15 s once takes them each time).
+                        let retry = err == documents::DocError::Deadline
+                            && crate::detectors::is_background_thread();
+                        self.backlog
+                            .record(rel, stat, Some(err.into()), settled && !retry);
                         return Err(err.into());
                     }
                 };

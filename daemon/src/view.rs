@@ -225,6 +225,21 @@ impl ViewError {
                 | ViewError::ReadFailed
         )
     }
+
+    /// Failures of one file's content that say nothing about the request or the policy:
+    /// it is over the per-file byte limit, a document gave no text (or took too long),
+    /// or a plugged detector refused its text. A scan over many files leaves such a file
+    /// out and says how many it left out (`tools::Skipped`); a read of it still fails.
+    pub fn is_per_file(&self) -> bool {
+        matches!(
+            self,
+            ViewError::FileByteLimit
+                | ViewError::Document(_)
+                | ViewError::LegacyOffice
+                | ViewError::DocumentsDisabled
+                | ViewError::Detector(_)
+        )
+    }
 }
 
 /// A consistent, read-only snapshot of one served root under one policy.

@@ -10,7 +10,6 @@
 //! hostile file costs one worker per version, never a loop. Failures live in memory only:
 //! after a restart the pass tries a failed document once more.
 
-use super::DocError;
 use crate::fs::StatKey;
 use crate::view::ViewError;
 use std::collections::{HashMap, HashSet};
@@ -212,14 +211,13 @@ impl Backlog {
 
     /// The failure an extraction of `rel` at `stat` already met, when a read may answer
     /// it without extracting again: the version was settled when read, and the failure
-    /// was the document's own (a deadline met at low priority is tried again).
+    /// was the document's own and trusted (the reader records a deadline met at low
+    /// priority, or by the pre-extraction pass, as untrusted: tried again).
     pub fn remembered_failure(&self, rel: &str, stat: &StatKey) -> Option<ViewError> {
         let t = self.lock();
         let outcome = t.docs.get(rel)?.outcome.as_ref()?;
         match &outcome.failure {
-            Some(err @ ViewError::Document(e))
-                if outcome.trusted && outcome.stat == *stat && *e != DocError::Deadline =>
-            {
+            Some(err @ ViewError::Document(_)) if outcome.trusted && outcome.stat == *stat => {
                 Some(err.clone())
             }
             _ => None,
@@ -292,6 +290,7 @@ impl Backlog {
 
 #[cfg(test)]
 mod tests {
+    use crate::documents::DocError;
     use super::*;
 
     fn stat(size: u64) -> StatKey {
@@ -347,8 +346,10 @@ mod tests {
         assert_eq!(b.remembered_failure("a.pdf", &stat(2)), None);
         b.record("b.pdf", stat(1), Some(failed), false);
         assert_eq!(b.remembered_failure("b.pdf", &stat(1)), None);
-        b.record("c.pdf", stat(1), Some(DocError::Deadline.into()), true);
-        assert_eq!(b.remembered_failure("c.pdf", &stat(1)), None);
+        // A tool call's deadline is remembered like any failure of the document's own.
+        let deadline = ViewError::Document(DocError::Deadline);
+        b.record("c.pdf", stat(1), Some(deadline.clone()), true);
+        assert_eq!(b.remembered_failure("c.pdf", &stat(1)), Some(deadline));
     }
 
     #[test]

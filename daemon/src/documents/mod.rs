@@ -147,9 +147,42 @@ pub fn extract(
     } else {
         worker::Priority::Normal
     };
+    let _slot = (!background).then(WorkerSlot::take);
     match WORKER_EXE.get() {
         Some(exe) => worker::run(exe, format, bytes, deadline, priority),
         None => extract_in_thread(format, bytes, deadline),
+    }
+}
+
+/// Extractions for tool calls that run at once, daemon-wide. Each worker may map up to a
+/// gigabyte and reads do not take the background turn: without a bound, a session
+/// reading a dozen hostile spreadsheets at once held a dozen gigabytes. A read waits for
+/// a slot before its deadline starts, so waiting never turns into a deadline failure.
+const MAX_CALL_EXTRACTIONS: usize = 2;
+
+static CALL_EXTRACTIONS: (Mutex<usize>, std::sync::Condvar) =
+    (Mutex::new(0), std::sync::Condvar::new());
+
+/// One of the [`MAX_CALL_EXTRACTIONS`] slots, given back on drop.
+struct WorkerSlot;
+
+impl WorkerSlot {
+    fn take() -> WorkerSlot {
+        let (running, freed) = &CALL_EXTRACTIONS;
+        let mut n = running.lock().unwrap_or_else(|e| e.into_inner());
+        while *n >= MAX_CALL_EXTRACTIONS {
+            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+        *n += 1;
+        WorkerSlot
+    }
+}
+
+impl Drop for WorkerSlot {
+    fn drop(&mut self) {
+        let (running, freed) = &CALL_EXTRACTIONS;
+        *running.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        freed.notify_one();
     }
 }
 

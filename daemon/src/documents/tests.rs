@@ -128,3 +128,24 @@ fn the_in_process_fallback_extracts_within_the_deadline() {
     let md = extract(DocumentFormat::Docx, &bytes, DEADLINE).unwrap();
     assert_eq!(words(&md), ["hello", "there"]);
 }
+
+/// Extractions for tool calls take one of a few daemon-wide slots: a third waits until
+/// one of two running ones ends.
+#[test]
+fn call_extractions_wait_for_a_free_slot() {
+    assert_eq!(MAX_CALL_EXTRACTIONS, 2);
+    let first = WorkerSlot::take();
+    let second = WorkerSlot::take();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let third = std::thread::spawn(move || {
+        let _slot = WorkerSlot::take();
+        tx.send(()).unwrap();
+    });
+    // Both slots are held here, so nothing (this test or another) lets the third in.
+    assert!(rx.recv_timeout(std::time::Duration::from_millis(200)).is_err());
+    drop(first);
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("a freed slot is taken");
+    third.join().unwrap();
+    drop(second);
+}

@@ -2,7 +2,7 @@
 
 use super::targets::target_files;
 use super::walk::Budget;
-use super::{Scanned, ToolError, ToolOutput, not_text_note, scan_content};
+use super::{Scanned, Skipped, ToolError, ToolOutput, scan_content};
 use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::python::text::{char_len, truncate_redacted};
@@ -64,23 +64,27 @@ fn bundle_inner(
     let mut out = String::new();
     let mut total_chars = 0usize;
     let mut files = 0usize;
-    let mut not_text = 0usize;
+    let mut skipped = Skipped::default();
     for entry in &targets.files {
         if files >= args.max_files
             || total_chars >= args.max_total_chars
             || out.len() >= super::MAX_ANSWER_BYTES
         {
             out.push_str("[TRUNCATED: file or total character limit reached]\n");
-            out.push_str(&not_text_note(not_text));
+            out.push_str(&skipped.note());
             return Ok(out);
         }
-        super::check_document_size(entry)?;
+        // A document over the extraction cap, or a file over the per-file byte limit,
+        // is left out uncharged, like a file that fails on its own below.
+        if super::check_document_size(entry).is_err() || budget.over_file_limit(entry.size) {
+            skipped.unreadable += 1;
+            continue;
+        }
         budget.consume_file(entry.size)?;
         let doc = match scan_content(view, entry, false, stop)? {
             Scanned::Content(doc) => doc,
-            Scanned::Gone => continue,
-            Scanned::NotText => {
-                not_text += 1;
+            left_out => {
+                skipped.count(&left_out);
                 continue;
             }
         };
@@ -102,7 +106,7 @@ fn bundle_inner(
     match targets.error {
         Some(error) => Err(error),
         None => {
-            out.push_str(&not_text_note(not_text));
+            out.push_str(&skipped.note());
             Ok(out)
         }
     }

@@ -186,6 +186,10 @@ pub(crate) enum Scanned {
     /// decoder). ripgrep skips such files; the reference fails the whole call on the
     /// first one, so one such file anywhere broke every whole-root search (COMPAT).
     NotText,
+    /// Left out: it failed on its own ([`ViewError::is_per_file`]: a size limit, a
+    /// document without text, a detector failure). The reference fails the whole call,
+    /// so one scanned PDF or one large file broke every whole-root search (COMPAT).
+    Unreadable,
 }
 
 /// One file of a multi-file scan. A file that fails with churn (see
@@ -203,26 +207,62 @@ pub(crate) fn scan_content(
     let second = match view.content(entry, preserve_line_count) {
         Ok(doc) => return Ok(Scanned::Content(doc)),
         Err(ViewError::NotText) => return Ok(Scanned::NotText),
+        Err(error) if error.is_per_file() => return Ok(Scanned::Unreadable),
         Err(error) if !error.is_churn() => return Err(error.into()),
         Err(_) => view.content(entry, preserve_line_count),
     };
     match second {
         Ok(doc) => Ok(Scanned::Content(doc)),
         Err(ViewError::NotText) => Ok(Scanned::NotText),
+        Err(error) if error.is_per_file() => Ok(Scanned::Unreadable),
         Err(error) if error.is_churn() => Ok(Scanned::Gone),
         Err(error) => Err(error.into()),
     }
 }
 
-/// The line that ends a search or bundle answer which left out `count` files that are
-/// not text (nothing when none was).
-pub(crate) fn not_text_note(count: usize) -> String {
-    match count {
-        0 => String::new(),
-        1 => "[SKIPPED: 1 file that is not text]\n".to_owned(),
-        n => format!("[SKIPPED: {n} files that are not text]\n"),
+/// Files a multi-file scan left out, by why, for the `[SKIPPED: …]` line that ends its
+/// answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Skipped {
+    /// Named like text, not text ([`Scanned::NotText`]).
+    pub not_text: usize,
+    /// Failed on their own ([`Scanned::Unreadable`]).
+    pub unreadable: usize,
+}
+
+impl Skipped {
+    /// Counts one left-out file; `Content` and `Gone` count nothing.
+    pub fn count(&mut self, scanned: &Scanned) {
+        match scanned {
+            Scanned::NotText => self.not_text += 1,
+            Scanned::Unreadable => self.unreadable += 1,
+            Scanned::Content(_) | Scanned::Gone => {}
+        }
+    }
+
+    /// The closing line (nothing when no file was left out).
+    pub fn note(&self) -> String {
+        let mut parts = Vec::new();
+        match self.not_text {
+            0 => {}
+            1 => parts.push("1 file that is not text".to_owned()),
+            n => parts.push(format!("{n} files that are not text")),
+        }
+        match self.unreadable {
+            0 => {}
+            1 => parts.push(format!("1 file {UNREADABLE}")),
+            n => parts.push(format!("{n} files {UNREADABLE}")),
+        }
+        if parts.is_empty() {
+            return String::new();
+        }
+        format!("[SKIPPED: {}]\n", parts.join("; "))
     }
 }
+
+/// Why a [`Scanned::Unreadable`] file was left out, in the agent's words.
+const UNREADABLE: &str =
+    "that could not be read (over the size limit, no document text, or a detector failure)";
 
 /// One `list` line: `<ref>\t<kind>\t<size>\t<rpath>` (spec 3.3); adds the path's counts.
 pub(crate) fn format_entry(

@@ -9,7 +9,7 @@
 //! summed in walk order and each score's terms in the passage's order, so scores are
 //! bit-identical to the reference's.
 
-use super::targets::charged_targets;
+use super::targets::{Charged, charged_targets};
 use super::walk::Budget;
 use super::{Scanned, ToolError, ToolOutput, scan_content};
 use crate::cancel::Stop;
@@ -393,7 +393,10 @@ fn ranked(
 ) -> Result<Option<String>, ToolError> {
     let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
-    let (files, cut) = charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
+    // Files left out (over a limit, failed on their own) are left out silently: the
+    // answer has a character budget and no closing line.
+    let Charged { files, cut, .. } =
+        charged_targets(view, &args.paths, &args.glob, true, &mut budget)?;
     let files: &[ListedEntry] = &files;
 
     // Counts are summed where each file's are at hand (and in cache), per worker; the

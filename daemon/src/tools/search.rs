@@ -5,9 +5,7 @@
 
 use super::targets::charged_targets;
 use super::walk::Budget;
-use super::{
-    MAX_ANSWER_BYTES, Scanned, ToolError, ToolOutput, merge_times, not_text_note, scan_content,
-};
+use super::{MAX_ANSWER_BYTES, Scanned, Skipped, ToolError, ToolOutput, merge_times, scan_content};
 use crate::cancel::Stop;
 use crate::engine::placeholder::casefold;
 use crate::engine::python::text::{is_py_space, splitlines};
@@ -254,6 +252,9 @@ enum FileResult {
     /// Not searched, and counted in the answer: named like text, but not text, where the
     /// reference would have failed the call.
     NotText,
+    /// Not searched, and counted in the answer: it failed on its own
+    /// ([`Scanned::Unreadable`]).
+    Unreadable,
     Failed(ToolError),
     Searched {
         doc_counts: Counts,
@@ -314,6 +315,7 @@ fn search_file(
         Ok(Scanned::Gone) => return FileResult::Skipped,
         Ok(Scanned::NotText) if prefilter => return FileResult::Skipped,
         Ok(Scanned::NotText) => return FileResult::NotText,
+        Ok(Scanned::Unreadable) => return FileResult::Unreadable,
         Err(ToolError::View(_)) if prefilter && !view.is_text(entry) => {
             return FileResult::Skipped;
         }
@@ -410,8 +412,8 @@ fn search_inner(
     };
     let mut budget = Budget::from_limits(view.limits()).stopping(stop);
     budget.max_files = args.max_files;
-    let (files, cut) = charged_targets(view, &args.paths, &args.glob, !prefilter, &mut budget)?;
-    let files = files.as_slice();
+    let charged = charged_targets(view, &args.paths, &args.glob, !prefilter, &mut budget)?;
+    let (files, cut) = (charged.files.as_slice(), charged.cut);
 
     let mut out = String::new();
     let mut results = 0usize;
@@ -426,12 +428,19 @@ fn search_inner(
     let reads_everything = args.regex;
     let mut emitted = Counts::default();
     let mut full = false;
-    let mut not_text = 0usize;
-    // A non-empty answer ends with how many files were left out for not being text (an
-    // empty one stays `No matches.`, which clients read as such).
-    let finish = |mut out: String, not_text: usize| {
+    let mut skipped = Skipped {
+        unreadable: charged.over_limit,
+        ..Skipped::default()
+    };
+    // A non-empty answer ends with how many files were left out. An empty one stays
+    // `No matches.` for files that are not text (they hold no text to match), and says
+    // so for files that failed, which might have matched.
+    let finish = |mut out: String, skipped: Skipped| {
+        if out.is_empty() && skipped.unreadable > 0 {
+            out.push_str("No matches.\n");
+        }
         if !out.is_empty() {
-            out.push_str(&not_text_note(not_text));
+            out.push_str(&skipped.note());
         }
         out
     };
@@ -446,7 +455,11 @@ fn search_inner(
             let (doc_counts, path, lines) = match result {
                 FileResult::Skipped => continue,
                 FileResult::NotText => {
-                    not_text += 1;
+                    skipped.not_text += 1;
+                    continue;
+                }
+                FileResult::Unreadable => {
+                    skipped.unreadable += 1;
                     continue;
                 }
                 FileResult::Failed(error) => return Err(error),
@@ -476,7 +489,7 @@ fn search_inner(
                 sink,
             );
             if full && !reads_everything {
-                return Ok(finish(out, not_text));
+                return Ok(finish(out, skipped));
             }
         }
     }
@@ -484,7 +497,7 @@ fn search_inner(
         return Err(error);
     }
     counts.merge(&emitted);
-    Ok(finish(out, not_text))
+    Ok(finish(out, skipped))
 }
 
 /// Consecutive ranges of `files` for parallel batches, growing from 32 to 1,024 files:

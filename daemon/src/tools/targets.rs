@@ -100,22 +100,47 @@ pub(crate) fn target_files(
 }
 
 /// [`target_files`], then each file's read charged to `budget` in walk order: the files
-/// that may be read, and the failure that ends the call after them (a file or byte
-/// limit hit at the next file, else the walk's own), which the reference raises only
-/// once the files before it were processed.
+/// that may be read, and the failure that ends the call after them (a file or total
+/// byte limit hit at the next file, else the walk's own), which the reference raises
+/// only once the files before it were processed. A file over the per-file limit is
+/// left out and counted (the reference fails the call on it, COMPAT).
 pub(crate) fn charged_targets(
     view: &dyn RootView,
     scopes: &[String],
     globs: &[String],
     text_only: bool,
     budget: &mut Budget,
-) -> Result<(Vec<ListedEntry>, Option<ToolError>), ToolError> {
-    let Targets { mut files, error } = target_files(view, scopes, globs, text_only, budget)?;
-    for (index, entry) in files.iter().enumerate() {
-        if let Err(limit) = budget.consume_file(entry.size) {
-            files.truncate(index);
-            return Ok((files, Some(limit)));
+) -> Result<Charged, ToolError> {
+    let Targets { files, error } = target_files(view, scopes, globs, text_only, budget)?;
+    let mut kept = Vec::with_capacity(files.len());
+    let mut over_limit = 0;
+    for entry in files {
+        // Over the per-file limit: left out, like any file that fails on its own.
+        if budget.over_file_limit(entry.size) {
+            over_limit += 1;
+            continue;
         }
+        if let Err(limit) = budget.consume_file(entry.size) {
+            return Ok(Charged {
+                files: kept,
+                cut: Some(limit),
+                over_limit,
+            });
+        }
+        kept.push(entry);
     }
-    Ok((files, error))
+    Ok(Charged {
+        files: kept,
+        cut: error,
+        over_limit,
+    })
+}
+
+/// What [`charged_targets`] charged: the files to read, the limit or traversal failure
+/// met after them (`cut`), and how many files it left out for being over the per-file
+/// byte limit.
+pub(crate) struct Charged {
+    pub files: Vec<ListedEntry>,
+    pub cut: Option<ToolError>,
+    pub over_limit: usize,
 }

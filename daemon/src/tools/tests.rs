@@ -1048,7 +1048,7 @@ fn a_retrieve_fails_with_the_first_failure_in_walk_order_and_counts_what_came_be
         }
         let view = view
             .fail_reads(order[0], ViewError::TotalByteLimit, 1)
-            .fail_reads(order[1], ViewError::FileByteLimit, 1);
+            .fail_reads(order[1], ViewError::Blocked("blocked"), 1);
         let out = retrieve(
             &view,
             &RetrieveArgs {
@@ -1061,7 +1061,7 @@ fn a_retrieve_fails_with_the_first_failure_in_walk_order_and_counts_what_came_be
         let want = if order[0] == "b.md" {
             "Total raw byte limit exceeded."
         } else {
-            "Raw file byte limit exceeded."
+            "blocked"
         };
         assert_eq!(out.text, want, "{order:?}");
         assert_eq!(out.counts, counts(&[(Category::SECRET, 1)]), "{order:?}");
@@ -1762,9 +1762,9 @@ fn a_file_that_keeps_failing_or_vanishes_is_left_out_of_every_scan() {
 
 #[test]
 fn limits_still_fail_a_scan_that_meets_them() {
-    // Only churn and non-text files are skipped: a byte limit or a policy refusal keep
-    // failing the call as in the reference.
-    for error in [ViewError::FileByteLimit, ViewError::Blocked("blocked")] {
+    // A limit of the call or a policy refusal keeps failing the call as in the
+    // reference.
+    for error in [ViewError::TotalByteLimit, ViewError::Blocked("blocked")] {
         let view = three_needles().fail_reads("b.txt", error.clone(), u32::MAX);
         let out = search(
             &view,
@@ -1776,6 +1776,53 @@ fn limits_still_fail_a_scan_that_meets_them() {
         );
         assert!(out.is_error, "{error:?}");
         assert_eq!(out.text, error.to_string());
+    }
+}
+
+/// One file that fails on its own (over the per-file limit, a document without text, a
+/// detector refusing it) is left out of search, retrieve and bundle and counted, where
+/// the reference fails the whole call: one scanned PDF anywhere broke every whole-root
+/// search. A read of it still fails with its message.
+#[test]
+fn a_file_that_fails_on_its_own_is_left_out_of_scans_and_counted() {
+    const NOTE: &str = "[SKIPPED: 1 file that could not be read (over the size limit, no \
+                        document text, or a detector failure)]\n";
+    for error in [
+        ViewError::FileByteLimit,
+        ViewError::Document(crate::documents::DocError::NoText),
+        ViewError::Document(crate::documents::DocError::Deadline),
+        ViewError::Detector(crate::engine::plugged::PluggedError::Failed),
+    ] {
+        let view = three_needles().fail_reads("b.txt", error.clone(), u32::MAX);
+        for regex in [false, true] {
+            let args = SearchArgs {
+                regex,
+                ..grep("needle")
+            };
+            let out = search(&view, &args, &Stop::never());
+            assert!(!out.is_error, "{error:?}: {}", out.text);
+            assert!(out.text.contains("one needle") && out.text.contains("three needle"));
+            assert!(!out.text.contains("two needle"));
+            assert!(out.text.ends_with(NOTE), "{}", out.text);
+            // Nothing matched elsewhere: the answer says a file was left out.
+            let out = search(&view, &grep("two"), &Stop::never());
+            assert_eq!(out.text, format!("No matches.\n{NOTE}"));
+        }
+        let out = retrieve(
+            &view,
+            &RetrieveArgs {
+                query: "needle".into(),
+                ..RetrieveArgs::default()
+            },
+            &Stop::never(),
+        );
+        assert!(!out.is_error, "{error:?}: {}", out.text);
+        assert_eq!(out.text.matches("--- @p_").count(), 2, "{}", out.text);
+        let out = bundle(&view, &BundleArgs::default(), &Stop::never());
+        assert!(!out.is_error, "{error:?}: {}", out.text);
+        assert_eq!(out.text.matches("--- BEGIN").count(), 2, "{}", out.text);
+        assert!(out.text.ends_with(NOTE), "{}", out.text);
+        assert_eq!(read(&view, &read_args("b.txt")).text, error.to_string());
     }
 }
 
@@ -1886,8 +1933,8 @@ fn a_regex_matching_everything_stops_matching_once_the_output_is_full_but_reads_
     assert!(out.text.ends_with("[TRUNCATED]\n"));
     // Every file in scope is still read: a failure in the last one fails the call, as
     // in the reference, however early the output filled up.
-    let view = view.fail_reads("f299.txt", ViewError::FileByteLimit, u32::MAX);
+    let view = view.fail_reads("f299.txt", ViewError::TotalByteLimit, u32::MAX);
     let out = search(&view, &every, &Stop::never());
     assert!(out.is_error);
-    assert_eq!(out.text, "Raw file byte limit exceeded.");
+    assert_eq!(out.text, "Total raw byte limit exceeded.");
 }

@@ -87,6 +87,12 @@ impl Budget {
         }
     }
 
+    /// Whether a file of `size` raw bytes is over the per-file limit: a scan over many
+    /// files leaves it out uncharged; a read of it fails in [`Budget::consume_file`].
+    pub fn over_file_limit(&self, size: u64) -> bool {
+        self.max_file_bytes.is_some_and(|max| size > max)
+    }
+
     /// Charges one file read of `size` raw bytes: the file count first, then the
     /// per-file and total byte limits, as the reference does.
     pub fn consume_file(&mut self, size: u64) -> Result<(), ToolError> {

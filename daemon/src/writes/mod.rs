@@ -23,6 +23,7 @@ pub use target::{has_symlink_component, py_strip, relative_parts};
 use crate::cancel::Stop;
 use crate::engine::Counts;
 use crate::engine::placeholder::casefold;
+use crate::fs::content::ContentKind;
 use crate::root::ServedRoot;
 use crate::tools::{Budget, ToolError, ToolOutput};
 use crate::view::{Limits, RootView};
@@ -53,6 +54,13 @@ pub enum WriteError {
     TargetEscapes,
     #[error("Write target is protected.")]
     Protected,
+    /// A document suffix: read back through extraction, which the round trip cannot
+    /// check (the restored text is not what extraction would serve).
+    #[error(
+        "Write target names a document format (.docx, .pptx, .pdf, .xlsx, .xls, .doc, \
+         .ppt). Submit the text under a text name such as .md or .txt."
+    )]
+    DocumentTarget,
     #[error(
         "Rehydrated document would not redact consistently on read-back. Keep placeholder \
          references separated by spaces or punctuation so restored values redact cleanly."
@@ -128,6 +136,16 @@ fn submit(
         root.index().rules(),
         config,
     )?;
+    // A document is served as what extraction finds in its bytes, not as its bytes:
+    // text laid out so that extraction drops the words around a restored value would
+    // pass the round trip below and serve the value raw.
+    let name = rel.rsplit('/').next().unwrap_or(&rel);
+    if !matches!(
+        ContentKind::of_name(name),
+        ContentKind::Text | ContentKind::Sniffed
+    ) {
+        return Err(WriteError::DocumentTarget);
+    }
     let (restored_text, text_count) = tokens::rehydrate(&args.text, &map);
     let left = tokens::unresolved(&restored_text);
     if !left.is_empty() {

@@ -19,17 +19,42 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// Publishes `text` at `rel` (root-relative, already checked) under `root`.
+/// A failed publish removes the directories it made (when still empty), so a refused
+/// write leaves the tree as it found it.
 pub fn publish(root: &Path, rel: &str, text: &str, overwrite: bool) -> Result<(), WriteError> {
     let (dirs, name) = rel.rsplit_once('/').unwrap_or((".", rel));
-    let mut dir = open_dir(None, root.as_os_str().as_bytes(), false)?;
+    // Each directory's descriptor, and whether this call made it.
+    let mut chain = vec![(open_dir(None, root.as_os_str().as_bytes(), false)?.0, false)];
+    let mut result = Ok(());
     for part in dirs.split('/').filter(|p| *p != ".") {
-        dir = open_dir(Some(&dir), part.as_bytes(), true)?;
+        match open_dir(Some(&chain[chain.len() - 1].0), part.as_bytes(), true) {
+            Ok(opened) => chain.push(opened),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
     }
-    let (tmp, mut file) = create_temp(&dir, name)?;
-    let result = write_and_link(&dir, &tmp, &mut file, name, text, overwrite);
-    drop(file);
-    // Gone already after a rename; after a link, or on failure, it is removed here.
-    unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+    if result.is_ok() {
+        let dir = &chain[chain.len() - 1].0;
+        result = create_temp(dir, name).and_then(|(tmp, mut file)| {
+            let linked = write_and_link(dir, &tmp, &mut file, name, text, overwrite);
+            drop(file);
+            // Gone already after a rename; after a link, or on failure, removed here.
+            unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+            linked
+        });
+    }
+    if result.is_err() {
+        let parts: Vec<&str> = dirs.split('/').filter(|p| *p != ".").collect();
+        for i in (1..chain.len()).rev() {
+            if chain[i].1 {
+                let name = c_name(parts[i - 1].as_bytes())?;
+                let parent = chain[i - 1].0.as_raw_fd();
+                unsafe { libc::unlinkat(parent, name.as_ptr(), libc::AT_REMOVEDIR) };
+            }
+        }
+    }
     result
 }
 
@@ -68,15 +93,21 @@ fn c_name(bytes: &[u8]) -> Result<CString, WriteError> {
 }
 
 /// Opens directory `name` (relative to `parent`, or a path when `None`) without
-/// following a symlink; with `create`, makes it first when missing.
-fn open_dir(parent: Option<&OwnedFd>, name: &[u8], create: bool) -> Result<OwnedFd, WriteError> {
+/// following a symlink; with `create`, makes it first when missing. Says whether it made
+/// it.
+fn open_dir(
+    parent: Option<&OwnedFd>,
+    name: &[u8],
+    create: bool,
+) -> Result<(OwnedFd, bool), WriteError> {
     let c = c_name(name)?;
     let at = parent.map_or(libc::AT_FDCWD, |p| p.as_raw_fd());
     let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     let mut fd = unsafe { libc::openat(at, c.as_ptr(), flags) };
+    let mut made = false;
     if fd < 0 && create && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-        let made = unsafe { libc::mkdirat(at, c.as_ptr(), 0o777) };
-        if made != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+        made = unsafe { libc::mkdirat(at, c.as_ptr(), 0o777) } == 0;
+        if !made && std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
             return Err(WriteError::Failed);
         }
         fd = unsafe { libc::openat(at, c.as_ptr(), flags) };
@@ -93,7 +124,7 @@ fn open_dir(parent: Option<&OwnedFd>, name: &[u8], create: bool) -> Result<Owned
             WriteError::Publish
         });
     }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok((unsafe { OwnedFd::from_raw_fd(fd) }, made))
 }
 
 /// Creates `.<name>.<8 random>.tmp` (`:` in the name becomes `_`) in `dir`, mode 0600,
@@ -188,5 +219,21 @@ mod tests {
             Err(WriteError::Failed)
         ));
         assert_eq!(names(&root.join("in")), ["file", "sub"]);
+    }
+
+    /// A publish that fails after making directories removes them again; directories
+    /// that were there before stay.
+    #[test]
+    fn a_failed_publish_leaves_no_directory_it_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("in/kept")).unwrap();
+        let too_long = format!("in/kept/new/deeper/{}.md", "y".repeat(300));
+        assert!(matches!(
+            publish(root, &too_long, "text", false),
+            Err(WriteError::Publish)
+        ));
+        assert_eq!(names(&root.join("in")), ["kept"]);
+        assert!(names(&root.join("in/kept")).is_empty());
     }
 }
