@@ -59,6 +59,11 @@ pub enum Stopped {
     Deadline,
 }
 
+thread_local! {
+    /// The stop of the call this thread works for ([`Stop::around`]).
+    static AMBIENT: std::cell::RefCell<Option<Stop>> = const { std::cell::RefCell::new(None) };
+}
+
 /// What a long loop checks between units of work (files, lines, passages).
 ///
 /// A check costs an atomic load and, with a deadline, a clock read (tens of
@@ -95,6 +100,26 @@ impl Stop {
         }
     }
 
+    /// Runs `f` with `self` as the calling thread's ambient stop: work far below the
+    /// renderer that takes no `Stop` (a document's extraction worker, behind a view's
+    /// `content`) asks [`Stop::ambient_stopped`] and ends with its call.
+    pub fn around<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<Stop>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                AMBIENT.with(|a| *a.borrow_mut() = self.0.take());
+            }
+        }
+        let _restore = Restore(AMBIENT.with(|a| a.borrow_mut().replace(self.clone())));
+        f()
+    }
+
+    /// Whether the calling thread's ambient stop ([`Stop::around`]) says to end; false
+    /// on a thread without one (background work).
+    pub fn ambient_stopped() -> bool {
+        AMBIENT.with(|a| a.borrow().as_ref().is_some_and(|s| s.check().is_err()))
+    }
+
     /// `Err` once the work should end.
     pub fn check(&self) -> Result<(), Stopped> {
         if self.cancel.is_cancelled() {
@@ -121,6 +146,19 @@ mod tests {
         assert!(!other.is_cancelled() && !server.is_cancelled());
         server.cancel();
         assert!(other.is_cancelled());
+    }
+
+    #[test]
+    fn the_ambient_stop_holds_inside_around_and_is_restored_after() {
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert!(!Stop::ambient_stopped());
+        let inner = Stop::on(&cancel).around(|| {
+            let nested = Stop::never().around(Stop::ambient_stopped);
+            (Stop::ambient_stopped(), nested)
+        });
+        assert_eq!(inner, (true, false));
+        assert!(!Stop::ambient_stopped());
     }
 
     #[test]

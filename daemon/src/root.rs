@@ -1378,6 +1378,9 @@ impl ServedRoot {
                 self.counters.extractions.fetch_add(1, Ordering::Relaxed);
                 let markdown = match documents::extract(format, &bytes, documents::DEADLINE) {
                     Ok(markdown) => markdown,
+                    Err(documents::DocError::Cancelled) => {
+                        return Err(documents::DocError::Cancelled.into());
+                    }
                     Err(err) => {
                         // A deadline met at low priority may be the machine's load: the
                         // next read tries again. Any other failure of a settled version,

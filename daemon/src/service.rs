@@ -640,6 +640,20 @@ fn run_tool(
         Caller::Operator => root,
     };
     let stop = Stop::on(cancel);
+    // The call's stop is also this thread's ambient one while the renderer runs, so a
+    // read that waits for a document's extraction worker ends it when the call ends.
+    stop.around(|| render(root, view, tool, args, &stop))
+}
+
+/// The renderer of `tool` on `view` (see [`run_tool`]).
+fn render(
+    root: &ServedRoot,
+    view: &dyn RootView,
+    tool: &str,
+    args: &Value,
+    stop: &Stop,
+) -> Option<ToolOutput> {
+    let stop = stop.clone();
     Some(match tool {
         contract::TREE => {
             let a = contract::TreeArgs::from_json(args);

@@ -290,8 +290,8 @@ impl Backlog {
 
 #[cfg(test)]
 mod tests {
-    use crate::documents::DocError;
     use super::*;
+    use crate::documents::DocError;
 
     fn stat(size: u64) -> StatKey {
         StatKey {

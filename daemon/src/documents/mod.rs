@@ -61,6 +61,10 @@ pub enum DocError {
     Deadline,
     #[error("Unsupported document format.")]
     Unsupported,
+    /// The call it ran for ended ([`crate::cancel::Stop::ambient_stopped`]): nothing
+    /// about the document, never remembered as its outcome.
+    #[error("Operation cancelled.")]
+    Cancelled,
 }
 
 impl DocError {
@@ -73,6 +77,7 @@ impl DocError {
             DocError::NoText => 13,
             DocError::Deadline => 14,
             DocError::Unsupported => 15,
+            DocError::Cancelled => 16,
         }
     }
 
@@ -147,7 +152,11 @@ pub fn extract(
     } else {
         worker::Priority::Normal
     };
-    let _slot = (!background).then(WorkerSlot::take);
+    let _slot = if background {
+        None
+    } else {
+        Some(WorkerSlot::take()?)
+    };
     match WORKER_EXE.get() {
         Some(exe) => worker::run(exe, format, bytes, deadline, priority),
         None => extract_in_thread(format, bytes, deadline),
@@ -167,14 +176,21 @@ static CALL_EXTRACTIONS: (Mutex<usize>, std::sync::Condvar) =
 struct WorkerSlot;
 
 impl WorkerSlot {
-    fn take() -> WorkerSlot {
+    /// Waits for a slot, or until the call it waits for ends.
+    fn take() -> Result<WorkerSlot, DocError> {
         let (running, freed) = &CALL_EXTRACTIONS;
         let mut n = running.lock().unwrap_or_else(|e| e.into_inner());
         while *n >= MAX_CALL_EXTRACTIONS {
-            n = freed.wait(n).unwrap_or_else(|e| e.into_inner());
+            if crate::cancel::Stop::ambient_stopped() {
+                return Err(DocError::Cancelled);
+            }
+            n = freed
+                .wait_timeout(n, Duration::from_millis(50))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         *n += 1;
-        WorkerSlot
+        Ok(WorkerSlot)
     }
 }
 

@@ -134,18 +134,65 @@ fn the_in_process_fallback_extracts_within_the_deadline() {
 #[test]
 fn call_extractions_wait_for_a_free_slot() {
     assert_eq!(MAX_CALL_EXTRACTIONS, 2);
-    let first = WorkerSlot::take();
-    let second = WorkerSlot::take();
+    let first = WorkerSlot::take().unwrap();
+    let second = WorkerSlot::take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let third = std::thread::spawn(move || {
-        let _slot = WorkerSlot::take();
+        let _slot = WorkerSlot::take().unwrap();
         tx.send(()).unwrap();
     });
     // Both slots are held here, so nothing (this test or another) lets the third in.
-    assert!(rx.recv_timeout(std::time::Duration::from_millis(200)).is_err());
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(200))
+            .is_err()
+    );
     drop(first);
     rx.recv_timeout(std::time::Duration::from_secs(30))
         .expect("a freed slot is taken");
     third.join().unwrap();
     drop(second);
+}
+
+/// A worker whose call ends is killed then, not at its deadline: an agent that cancels
+/// reads of slow documents does not keep the call slots busy.
+#[test]
+fn a_worker_ends_with_the_call_it_runs_for() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let hang = dir.path().join("hang.sh");
+    std::fs::write(&hang, "#!/bin/sh\nexec sleep 60\n").unwrap();
+    std::fs::set_permissions(&hang, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cancel = crate::cancel::Cancel::new();
+    let stop = crate::cancel::Stop::on(&cancel);
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            cancel.cancel();
+        })
+    };
+    let started = std::time::Instant::now();
+    let result = stop.around(|| {
+        worker::run(
+            &hang,
+            DocumentFormat::Pdf,
+            b"%PDF",
+            DEADLINE,
+            worker::Priority::Normal,
+        )
+    });
+    canceller.join().unwrap();
+    assert_eq!(result, Err(DocError::Cancelled));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // Without a stop, the deadline still rules.
+    assert_eq!(
+        worker::run(
+            &hang,
+            DocumentFormat::Pdf,
+            b"%PDF",
+            std::time::Duration::from_millis(200),
+            worker::Priority::Normal,
+        ),
+        Err(DocError::Deadline)
+    );
 }

@@ -125,11 +125,15 @@ pub fn run(
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() >= deadline => {
+            Ok(None) if started.elapsed() >= deadline || crate::cancel::Stop::ambient_stopped() => {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = writer.join();
                 let _ = reader.join();
+                // The call that waited for it went away: the worker goes with it.
+                if started.elapsed() < deadline {
+                    return Err(DocError::Cancelled);
+                }
                 return Err(DocError::Deadline);
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),

@@ -204,12 +204,20 @@ pub(crate) fn scan_content(
     stop: &Stop,
 ) -> Result<Scanned, ToolError> {
     stop.check()?;
-    let second = match view.content(entry, preserve_line_count) {
+    // Under the call's stop: an extraction worker it waits for ends with it.
+    let content = || {
+        let result = stop.around(|| view.content(entry, preserve_line_count));
+        if let Err(ViewError::Document(crate::documents::DocError::Cancelled)) = result {
+            stop.check()?;
+        }
+        Ok::<_, ToolError>(result)
+    };
+    let second = match content()? {
         Ok(doc) => return Ok(Scanned::Content(doc)),
         Err(ViewError::NotText) => return Ok(Scanned::NotText),
         Err(error) if error.is_per_file() => return Ok(Scanned::Unreadable),
         Err(error) if !error.is_churn() => return Err(error.into()),
-        Err(_) => view.content(entry, preserve_line_count),
+        Err(_) => content()?,
     };
     match second {
         Ok(doc) => Ok(Scanned::Content(doc)),

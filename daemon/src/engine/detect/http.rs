@@ -52,14 +52,23 @@ static AUTH_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
 });
 
 /// The password of a user/password pair handed to a credential constructor or a login
-/// call: `new NetworkCredential("u", "p")`, `UsernamePasswordCredentials("u", "p")`,
-/// `smtp.login("u", "p")`, `ftp.login('u', 'p')`. The match starts at the call's word (a
-/// trigger word).
+/// call: `new NetworkCredential("u", "p")`, `UsernamePasswordCredentials(user, "p")`,
+/// `new PasswordAuthentication("u", "p".toCharArray())`,
+/// `UsernamePasswordAuthenticationToken("u", "p")`, `smtp.login("u", "p")`,
+/// `ftp.login('u', 'p')`. The user is a literal or a name; the password a literal, as
+/// Java hands it over (`.toCharArray()`, `.getBytes()`) or not. The match starts at the
+/// call's word (a trigger word: `credential`, `login`, `auth`).
 static CALL_PAIR: LazyLock<MetaRegex> = LazyLock::new(|| {
     MetaRegex::new(
-        r#"(?i)(?:credentials?|login)\(\s*(?:"[^"\n]*"|'[^'\n]*')\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*,?\s*\)"#,
+        r#"(?i)(?:credentials?|login|authentication(?:token)?)\(\s*(?:"[^"\n]*"|'[^'\n]*'|[\w.]+)\s*,\s*(?:"([^"\n]+)"|'([^'\n]+)')(?:\s*\.\s*(?:tochararray|getbytes)\(\s*\))?\s*,?\s*\)"#,
     )
     .expect("static regex")
+});
+
+/// The one argument of a password credential: `new PasswordCredential("p")`. The match
+/// starts at `credential` (a trigger word); the name before it must end in `password`.
+static PASSWORD_CREDENTIAL: LazyLock<MetaRegex> = LazyLock::new(|| {
+    MetaRegex::new(r#"(?i)credential\(\s*(?:"([^"\n]+)"|'([^'\n]+)')\s*\)"#).expect("static regex")
 });
 
 /// The password given to a JDBC connection: `DriverManager.getConnection(url, "user",
@@ -235,9 +244,14 @@ fn scan_with(
     // Passwords and keys handed to a call as string literals: each pattern's match
     // starts at one of its trigger words, and the literal is group 1 (double quotes) or
     // group 2 (single quotes).
-    let literal_arguments: [(&MetaRegex, &[&str], &'static str); 4] = [
+    let literal_arguments: [(&MetaRegex, &[&str], &'static str); 5] = [
         (&AUTH_PAIR, &["auth"], "S5.auth-pair"),
-        (&CALL_PAIR, &["credential", "login"], "S5.credential-pair"),
+        (
+            &CALL_PAIR,
+            &["credential", "login", "auth"],
+            "S5.credential-pair",
+        ),
+        (&PASSWORD_CREDENTIAL, &["credential"], "S5.credential-pair"),
         (&JDBC_PAIR, &["getconnection"], "S5.jdbc-password"),
         (&JWT_KEY, &["jwt"], "S5.jwt-signing-key"),
     ];
@@ -250,11 +264,22 @@ fn scan_with(
                 return;
             };
             let value = &text[p.range()];
-            // A login call names less surely than a credential type that its second
-            // argument is a password (`login("admin", "home")`): it must look like one.
             let at = caps.get_match().expect("a match").start();
+            if std::ptr::eq(re, &*PASSWORD_CREDENTIAL)
+                && !lexical::ends_with_ignore_ascii_case(&text[..at], "password")
+            {
+                return;
+            }
+            // A login call names less surely than a credential type that its second
+            // argument is a password (`login("admin", "home")`), and so does a user given
+            // by name (`getCredentials(scope, "github")`): it must look like one.
             let login = lexical::starts_with_ignore_ascii_case(&text[at..], "login");
-            if accept_pair_password(value) && (!login || looks_like_password(value)) {
+            let named_user = std::ptr::eq(re, &*CALL_PAIR)
+                && text[at..]
+                    .split_once('(')
+                    .is_some_and(|(_, args)| !args.trim_start().starts_with(['"', '\'']));
+            if accept_pair_password(value) && (!(login || named_user) || looks_like_password(value))
+            {
                 out.push(cand(p.start, p.end, detector));
             }
         });

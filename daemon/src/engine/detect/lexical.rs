@@ -82,6 +82,13 @@ pub fn starts_with_ignore_ascii_case(s: &str, prefix: &str) -> bool {
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
+/// Whether `s` ends with `suffix` (lower-case ASCII) up to ASCII case.
+pub fn ends_with_ignore_ascii_case(s: &str, suffix: &str) -> bool {
+    debug_assert!(!suffix.bytes().any(|b| b.is_ascii_uppercase()));
+    s.len() >= suffix.len()
+        && s.as_bytes()[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+}
+
 /// Whether `v` is one of `list` (lower-case ASCII words) up to ASCII case.
 pub fn is_one_of_ignore_ascii_case(list: &[&str], v: &str) -> bool {
     list.iter().any(|w| w.eq_ignore_ascii_case(v))

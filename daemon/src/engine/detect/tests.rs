@@ -1027,6 +1027,32 @@ fn s5_password_given_to_a_credential_type_or_login_call() {
             "new NetworkCredential(\"ops\", \"plainword\")",
             "plainword",
         ),
+        // The user by name, Java's char arrays, Spring's token, one-argument types.
+        (
+            "Client.java",
+            "new UsernamePasswordCredentials(user, \"Kp8sVt2wQz\")",
+            "Kp8sVt2wQz",
+        ),
+        (
+            "Proxy.java",
+            "return new PasswordAuthentication(\"bob\", \"Gh5jKl8mNb\".toCharArray());",
+            "Gh5jKl8mNb",
+        ),
+        (
+            "Jaas.java",
+            "new PasswordCredential(this.user, \"Tr0ub4dor&3xyz\".toCharArray())",
+            "Tr0ub4dor&3xyz",
+        ),
+        (
+            "AuthTest.java",
+            "new UsernamePasswordAuthenticationToken(\"admin\", \"Adm1n-Pw-77\")",
+            "Adm1n-Pw-77",
+        ),
+        (
+            "login.js",
+            "const c = new PasswordCredential(\"Tr0ub4dor&3xyz\");",
+            "Tr0ub4dor&3xyz",
+        ),
     ]);
     for text in [
         // A login call's second word must look like a password.
@@ -1035,6 +1061,12 @@ fn s5_password_given_to_a_credential_type_or_login_call() {
         "client.login(user, password)",
         "client.login(\"user\", os.environ[\"PW\"])",
         "new NetworkCredential(\"user\", \"${PASSWORD}\")",
+        // A user given by name: the literal must look like a password too.
+        "provider.getCredentials(scope, \"github\")",
+        "loadCredentials(env, \"default\")",
+        // One argument: only a password credential's.
+        "new AwsCredential(\"Tr0ub4dor&3xyz\")",
+        "new PasswordCredential(formElement)",
     ] {
         assert!(spans("client.py", text).is_empty(), "{text}");
     }
