@@ -1465,8 +1465,18 @@ impl ServedRoot {
             prose: is_prose_path(rel),
             path: rel,
         };
+        let text = self.decoding.decode(&bytes, encoding);
         self.engine
-            .redact_recording(&self.decoding.decode(&bytes, encoding), options, record)
+            .redact_recording(&text, options, record)
+            .map_err(|_| ViewError::Internal)?;
+        // The line-keeping variant may show placeholders of its own run
+        // (`Engine::redact_variants`); the plain run's spellings come first.
+        let keep = RedactOptions {
+            preserve_line_count: true,
+            ..options
+        };
+        self.engine
+            .redact_recording(&text, keep, record)
             .map_err(|_| ViewError::Internal)?;
         Ok(())
     }
@@ -1526,27 +1536,20 @@ impl ServedRoot {
             prose,
             path: rel,
         };
-        let preserved = self.engine.redact(&text, options).map_err(view_error)?;
-        // The plain variant can only differ when a placeholder kept line breaks.
-        let plain = if preserved.kept_line_breaks {
-            let plain = self
-                .engine
-                .redact(
-                    &text,
-                    RedactOptions {
-                        preserve_line_count: false,
-                        ..options
-                    },
-                )
-                .map_err(view_error)?;
-            PlainVariant::Different(StoredText {
+        // The plain variant can only differ when a placeholder kept line breaks; the
+        // two hide the same values (`Engine::redact_variants`).
+        let (preserved, plain) = self
+            .engine
+            .redact_variants(&text, options)
+            .map_err(view_error)?;
+        let plain = match plain {
+            Some(plain) => PlainVariant::Different(StoredText {
                 text: Arc::from(plain.text),
                 counts: plain.counts,
-            })
-        } else {
-            PlainVariant::SameText {
+            }),
+            None => PlainVariant::SameText {
                 counts: preserved.counts.clone(),
-            }
+            },
         };
         self.counters.redactions.fetch_add(1, Ordering::Relaxed);
         Ok(ContentRecord {

@@ -129,13 +129,17 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
             .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
             .count();
         // The shortest real body is an Ed25519 key's PKCS #8 DER: 64 base64 characters.
-        if b64 < 60 || body.contains("...") || body.contains('…') {
-            // A documentation stub (`MIIE...`) or code building a block (`"-----BEGIN
-            // RSA PRIVATE KEY-----\n" . wordwrap($key, 64, "\n") . "…END…"`).
+        // A documentation stub (`MIIE...`) or code building a block (`"-----BEGIN RSA
+        // PRIVATE KEY-----\n" . wordwrap($key, 64, "\n") . "…END…"`) elides it; a key
+        // shown in part (whole body lines, then `...`) is still key material.
+        let elided = body.contains("...") || body.contains('…');
+        if b64 < 60 || (elided && !has_body_line(body)) {
             from = begin.end();
             continue;
         }
         let end = match end_at {
+            // Cut short: the body lines up to the ellipsis and any after it.
+            _ if elided => body_end(text, begin.end()),
             Some(i) => {
                 // Include the trailing dashes of the END line.
                 let after = begin.end() + i + end_marker.len();
@@ -150,6 +154,18 @@ fn pem_blocks(text: &str, out: &mut Vec<Candidate>) {
         out.push(cand(begin.start(), end, "S1.pem"));
         from = end.max(begin.end());
     }
+}
+
+/// Whether `body` holds a whole line of a PEM body: 40 base64 characters or more and
+/// nothing else (a body's lines are 64; a stub's `MIIE...` is not one).
+fn has_body_line(body: &str) -> bool {
+    body.lines().any(|line| {
+        let line = line.trim();
+        line.len() >= 40
+            && line
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+    })
 }
 
 /// Without an END marker: the block runs over the following lines made of base64 body

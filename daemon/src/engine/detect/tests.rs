@@ -200,6 +200,39 @@ fn s1_a_block_ends_before_the_next_begin_line() {
     assert!(spans("k.txt", &begins).is_empty());
 }
 
+/// A key shown in part (whole body lines, then an ellipsis) is key material, in a
+/// document and in a string literal; a stub with no whole body line is not.
+#[test]
+fn s1_a_key_cut_short_with_an_ellipsis_is_still_a_key() {
+    let line = "MIIEowIBAAKCAQEAq1w8mJ3kQ7bX9fZ2Lr5Tn0sVy4Wc6Hd8Ge1Pa3Ku7Mi9Ob2Nj";
+    let lines = format!("{line}\n").repeat(3);
+    for (path, text) in [
+        (
+            "notes.md",
+            format!(
+                "Old key (first lines):\n\n-----BEGIN RSA PRIVATE KEY-----\n{lines}...\n\nMore.\n"
+            ),
+        ),
+        (
+            "k.py",
+            format!("KEY = \"\"\"-----BEGIN RSA PRIVATE KEY-----\n{lines}...\"\"\"\n"),
+        ),
+        (
+            "k.txt",
+            format!("-----BEGIN RSA PRIVATE KEY-----\n{lines}…\n-----END RSA PRIVATE KEY-----\n"),
+        ),
+    ] {
+        let got = values(path, &text);
+        assert!(
+            got.iter().any(|v| v.matches(line).count() == 3),
+            "{path}: {got:?}"
+        );
+    }
+    let stub =
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpQIBAAKCAQEAuyf...\n...\nMIIEpQIBAAKCAQEAuyf\n";
+    assert!(spans("doc.md", stub).is_empty());
+}
+
 #[test]
 fn s1_public_material_and_stubs_stay_readable() {
     let cert = pem("RSA PRIVATE KEY").replace("RSA PRIVATE KEY", "CERTIFICATE");

@@ -10,6 +10,7 @@ mod nominated;
 mod path_shapes;
 mod plugged;
 mod terms;
+mod variants;
 
 use crate::engine::placeholder::{self, Category, normalize_value};
 use crate::engine::policy::{DetectorProfile, Mode, Policy};
@@ -29,7 +30,7 @@ use crate::engine::wordlists::{
 };
 use call::{Call, LiteralStarts, StartList, Working};
 use markers::{Markers, line_breaks};
-use nominated::{collapse_space, nominated_matches, nominated_pattern, py_words};
+use nominated::{collapse_space, multi_line_parts, nominated_matches, nominated_pattern, py_words};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -830,20 +831,22 @@ impl Engine {
         let hay_has_at =
             std::cell::LazyCell::new(|| memchr::memchr(b'@', hay.as_bytes()).is_some());
         for f in findings {
-            let value = collapse_space(&text[f.start..f.end]);
-            if value.contains('@') && !*hay_has_at {
-                continue;
+            for raw in multi_line_parts(&text[f.start..f.end]) {
+                let value = collapse_space(raw);
+                if value.contains('@') && !*hay_has_at {
+                    continue;
+                }
+                let key = placeholder::casefold(&value);
+                if value.is_empty()
+                    || self.allow_lookup.contains_folded(&key)
+                    || RESERVED_PLACEHOLDER_WORDS.contains(&key.as_str())
+                    || categories.contains_key(&key)
+                {
+                    continue;
+                }
+                categories.insert(key, f.category);
+                values.push(value);
             }
-            let key = placeholder::casefold(&value);
-            if value.is_empty()
-                || self.allow_lookup.contains_folded(&key)
-                || RESERVED_PLACEHOLDER_WORDS.contains(&key.as_str())
-                || categories.contains_key(&key)
-            {
-                continue;
-            }
-            categories.insert(key, f.category);
-            values.push(value);
         }
         if values.is_empty() {
             return None;

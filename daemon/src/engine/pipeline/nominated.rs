@@ -312,6 +312,25 @@ pub(super) fn rest_of_value(hay: &str, mut at: usize, words: &[&str]) -> Option<
     Some(at)
 }
 
+/// A finding's value, and for one over several lines also its lines after the first and
+/// (from three lines) those between the first and the last: the baseline's stages may
+/// have rewritten a first or last line (`-----BEGIN RSA PRIVATE KEY-----` reads as a
+/// name to the heuristics), and the value whole would no longer be found, leaving a
+/// key's body raw. Parts shorter than 20 characters are not nominated.
+pub(super) fn multi_line_parts(raw: &str) -> impl Iterator<Item = &str> {
+    const MIN_PART_CHARS: usize = 20;
+    let after_first = raw.split_once('\n').map(|(_, rest)| rest.trim_end());
+    let middle = after_first
+        .and_then(|rest| rest.rsplit_once('\n'))
+        .map(|(middle, _)| middle.trim_end());
+    std::iter::once(raw).chain(
+        [after_first, middle]
+            .into_iter()
+            .flatten()
+            .filter(|part| part.trim().chars().count() >= MIN_PART_CHARS),
+    )
+}
+
 /// Whitespace runs collapsed to one space, trimmed (the key of a nominated value).
 pub(super) fn collapse_space(value: &str) -> String {
     // Most values: a token without spaces, most often ASCII (read by bytes then).

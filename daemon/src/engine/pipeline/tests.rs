@@ -1331,3 +1331,74 @@ fn category_counts_hold_what_a_sorted_map_would() {
         }
     }
 }
+
+/// The words of `text` outside placeholders, in order (line breaks do not count).
+fn shown_words(text: &str) -> Vec<String> {
+    crate::engine::placeholder::PLACEHOLDER_RE
+        .replace_all(text, " ")
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The line-keeping and plain variants of one file hide the same values: lining them up
+/// must not tell the agent what a placeholder stands for. A two-line name moves
+/// `Henrik` onto a line of its own in the line-keeping run, where the `Attendees:` rule
+/// no longer reaches it; a text after a key's END line becomes a speaker label there.
+#[test]
+fn both_variants_of_a_file_hide_the_same_values() {
+    let notes = "# Weekly sync\n\nAttendees: Priya Raman, Avery\nExampleson, Henrik\n\n\
+                 Henrik: I will ship the fix on Friday.\nReviewers: Henrik\n";
+    let key = "Keys:\n-----BEGIN EC PRIVATE KEY-----\n\
+               MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oBNJRvmQhyq5oAoGCCqGSM49\n\
+               AwEHoUQDQgAEz7ZVbKkbk2LFGS3JZmW2YBxZx0PdKWmUKqXJPVkThQ0y6QwwhKTa\n\
+               -----END EC PRIVATE KEY----- Sandoval: we agreed\n";
+    for mode in [Mode::Code, Mode::Balanced, Mode::Strict] {
+        let engine = layer_engine("variants-salt", mode);
+        for text in [notes, key] {
+            let options = RedactOptions {
+                preserve_line_count: true,
+                prose: true,
+                path: "notes.md",
+            };
+            let (preserved, plain) = engine.redact_variants(text, options).unwrap();
+            let plain = plain.expect("a value spanned a line break");
+            assert_eq!(
+                preserved.text.lines().count(),
+                text.lines().count(),
+                "{mode:?}: {}",
+                preserved.text
+            );
+            assert_eq!(
+                shown_words(&preserved.text),
+                shown_words(&plain.text),
+                "{mode:?}:\n{}\n---\n{}",
+                preserved.text,
+                plain.text
+            );
+        }
+    }
+}
+
+/// A private key without its END line (cut short, or written badly) is hidden in every
+/// mode: in strict and balanced the baseline's heuristics read `RSA PRIVATE KEY` on the
+/// BEGIN line as a name, and the detector's block, nominated whole, was then no longer
+/// found, so every body line stayed raw.
+#[test]
+fn a_key_without_its_end_line_is_hidden_in_every_mode() {
+    let line = "MIIEowIBAAKCAQEAq1w8mJ3kQ7bX9fZ2Lr5Tn0sVy4Wc6Hd8Ge1Pa3Ku7Mi9Ob2Nj";
+    let body = format!("{line}\n").repeat(6);
+    let texts = [
+        format!("-----BEGIN RSA PRIVATE KEY-----\n{body}"),
+        format!("-----BEGIN RSA PRIVATE KEY-----\n{body}-----END RSA PRIVATE KEY\n"),
+    ];
+    for mode in [Mode::Code, Mode::Balanced, Mode::Strict] {
+        let engine = layer_engine("pem-salt", mode);
+        for text in &texts {
+            let out = redact_as(&engine, text, "key.txt");
+            assert!(!out.text.contains(&line[..20]), "{mode:?}:\n{}", out.text);
+            assert_eq!(out.text.lines().count(), text.lines().count(), "{mode:?}");
+        }
+    }
+}
