@@ -79,6 +79,7 @@ pub fn scan(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
             }
         }
     }
+    der_keys(text, literals, out);
     if [
         &literals::SECRET_KEY_SPEC,
         &literals::CREATE_SECRET_KEY,
@@ -198,6 +199,108 @@ fn body_end(text: &str, from: usize) -> usize {
         pos += line.len();
     }
     end
+}
+
+/// The literals that may begin base64 of a DER private key.
+const DER_STARTS: [&literals::Literal; 5] = [
+    &literals::DER_LONG,
+    &literals::DER_MID_G,
+    &literals::DER_MID_H,
+    &literals::DER_SEC1_P256,
+    &literals::DER_ED25519,
+];
+
+/// Shortest base64 of a DER private key: an Ed25519 key in PKCS #8 is 48 bytes.
+const MIN_DER_BASE64: usize = 64;
+
+/// A private key's DER in base64 without PEM armour: a YAML block (`tls_key: |` and
+/// indented lines), an assignment (`key_b64 = MIIE…`), a continued INI value. Found by
+/// the DER grammar of its first bytes, not by the name it is given: an outer SEQUENCE
+/// whose first member is the version INTEGER of a private key structure ([`is_private_key_der`]).
+/// The block runs over its first run of base64 and the following lines made only of
+/// base64. Public keys and certificates start otherwise and stay readable.
+fn der_keys(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
+    if !DER_STARTS.iter().any(|l| literals.has(l)) {
+        return;
+    }
+    let b = text.as_bytes();
+    let mut starts: Vec<usize> = DER_STARTS
+        .iter()
+        .flat_map(|l| literals.starts_ignore_ascii_case(l))
+        .collect();
+    starts.sort_unstable();
+    let mut done_to = 0;
+    for start in starts {
+        if start < done_to || (start > 0 && is_base64_byte(b[start - 1])) {
+            continue;
+        }
+        let run_end = start
+            + b[start..]
+                .iter()
+                .take_while(|&&c| is_base64_byte(c))
+                .count();
+        let head = &text[start..run_end.min(start + 24)];
+        let is_key = super::decode::base64_decode(head).is_some_and(|d| is_private_key_der(&d))
+            && multi_line_len(text, start) >= MIN_DER_BASE64;
+        if !is_key {
+            continue;
+        }
+        let end = base64_lines_end(text, run_end);
+        out.push(cand(start, end, "S1.der-key"));
+        done_to = end;
+    }
+}
+
+/// Base64 characters from `start` over its line and the base64-only lines after it.
+fn multi_line_len(text: &str, start: usize) -> usize {
+    let end = base64_lines_end(text, start);
+    text[start..end]
+        .bytes()
+        .filter(|&c| is_base64_byte(c))
+        .count()
+}
+
+/// Where a base64 block that reaches `from` on its first line ends: after the following
+/// lines whose trimmed content is base64 only (four characters or more).
+fn base64_lines_end(text: &str, from: usize) -> usize {
+    let b = text.as_bytes();
+    let mut end = from + b[from..].iter().take_while(|&&c| is_base64_byte(c)).count();
+    let mut pos = match text[end..].find('\n') {
+        Some(i) => end + i + 1,
+        None => return end,
+    };
+    for line in text[pos..].split_inclusive('\n') {
+        let trimmed = line.trim();
+        if trimmed.len() < 4 || !trimmed.bytes().all(is_base64_byte) {
+            break;
+        }
+        end = pos + line.find(trimmed).unwrap_or(0) + trimmed.len();
+        pos += line.len();
+    }
+    end
+}
+
+fn is_base64_byte(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=')
+}
+
+/// Whether `der` (a key's first bytes) opens a private key: a SEQUENCE, then the
+/// version INTEGER 0 followed by an INTEGER (PKCS #1 RSA, DSA) or a SEQUENCE (PKCS #8's
+/// algorithm), or the version INTEGER 1 followed by an OCTET STRING (SEC1 EC) or a
+/// SEQUENCE (PKCS #8 v2). A public key or a certificate opens with a nested SEQUENCE.
+fn is_private_key_der(der: &[u8]) -> bool {
+    let header = match der.get(1) {
+        Some(0x81) => 3,
+        Some(0x82) => 4,
+        Some(n) if *n < 0x80 => 2,
+        _ => return false,
+    };
+    der.first() == Some(&0x30)
+        && match der.get(header..header + 4) {
+            Some([0x02, 0x01, 0x00, next]) => matches!(next, 0x02 | 0x30),
+            Some([0x02, 0x01, 0x01, next]) => matches!(next, 0x04 | 0x30),
+            _ => false,
+        }
 }
 
 fn putty(text: &str, out: &mut Vec<Candidate>) {

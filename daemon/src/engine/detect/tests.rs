@@ -157,8 +157,15 @@ fn key_forms_next_to_multibyte_characters_never_panic() {
 // ---- S1 private keys -------------------------------------------------------------
 
 fn pem(label: &str) -> String {
-    let body = "MIIEowIBAAKCAQEAq1w8mJ3kQ7bX9fZ2Lr5Tn0sVy4Wc6Hd8Ge1Pa3Ku7Mi9Ob2Nj\n".repeat(5);
-    format!("-----BEGIN {label}-----\n{body}-----END {label}-----\n")
+    // A private key's DER opens with its version INTEGER; a certificate's with the
+    // nested SEQUENCE of its signed part.
+    let first = if label == "CERTIFICATE" {
+        "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJ\n"
+    } else {
+        "MIIEowIBAAKCAQEAq1w8mJ3kQ7bX9fZ2Lr5Tn0sVy4Wc6Hd8Ge1Pa3Ku7Mi9Ob2Nj\n"
+    };
+    let body = "q1w8mJ3kQ7bX9fZ2Lr5Tn0sVy4Wc6Hd8Ge1Pa3Ku7Mi9Ob2NjMIEowIBAAKCAQEA\n".repeat(4);
+    format!("-----BEGIN {label}-----\n{first}{body}-----END {label}-----\n")
 }
 
 #[test]
@@ -235,7 +242,7 @@ fn s1_a_key_cut_short_with_an_ellipsis_is_still_a_key() {
 
 #[test]
 fn s1_public_material_and_stubs_stay_readable() {
-    let cert = pem("RSA PRIVATE KEY").replace("RSA PRIVATE KEY", "CERTIFICATE");
+    let cert = pem("CERTIFICATE");
     assert!(spans("c.pem", &cert).is_empty());
     let stub =
         "-----BEGIN RSA PRIVATE KEY-----\nMIIEpQIBAAKCAQEAuyf...\n-----END RSA PRIVATE KEY-----";
@@ -2230,4 +2237,79 @@ fn a_key_holding_a_label_name_is_a_name() {
         ),
         ("c.yaml", "key: Kx9mQ2vLw8Zt5Rp1", "Kx9mQ2vLw8Zt5Rp1"),
     ]);
+}
+
+/// Base64 of a DER private key without PEM armour, wherever it is written, is a key;
+/// base64 of a public key or a certificate is not. Bodies are built from the DER
+/// grammar: an outer SEQUENCE and the version INTEGER of each private key structure.
+#[test]
+fn s1_der_private_keys_without_armour() {
+    // Standard base64 (RFC 4648), with padding.
+    let b64 = |der: &[u8]| -> String {
+        const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in der.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+                } else {
+                    out.push('=');
+                }
+            }
+        }
+        out
+    };
+    let filler: Vec<u8> = (0u8..=255).cycle().skip(7).take(300).collect();
+    let der = |head: &[u8]| [head, &filler[..]].concat();
+    // PKCS #1 RSA, PKCS #8 RSA, SEC1 P-256, PKCS #8 Ed25519 (48 bytes).
+    let rsa = b64(&der(&[
+        0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82,
+    ]));
+    let pkcs8 = b64(&der(&[
+        0x30, 0x82, 0x04, 0xbe, 0x02, 0x01, 0x00, 0x30, 0x0d,
+    ]));
+    let sec1 = b64(&der(&[0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20])[..119]);
+    let ed = b64(&[
+        &[
+            0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70,
+        ][..],
+        &filler[..36],
+    ]
+    .concat());
+    let block = |s: &str| {
+        s.as_bytes()
+            .chunks(64)
+            .map(|c| format!("  {}\n", std::str::from_utf8(c).unwrap()))
+            .collect::<String>()
+    };
+    for (path, text, body) in [
+        (
+            "k.yaml",
+            format!("tls_key_body: |\n{}next: 1\n", block(&rsa)),
+            &rsa,
+        ),
+        ("k.txt", format!("ssh_key_b64 = {pkcs8}\n"), &pkcs8),
+        ("k.env", format!("EC_KEY={sec1}\n"), &sec1),
+        ("k.json", format!("{{\"seed\": \"{ed}\"}}"), &ed),
+    ] {
+        let got = values(path, &text);
+        let flat: String = got.concat().split_whitespace().collect();
+        assert!(flat.contains(body.as_str()), "{path}: {got:?}");
+        assert!(!got.concat().contains("next"), "{path}: {got:?}");
+    }
+    // A public key (SubjectPublicKeyInfo) and a certificate open with a nested SEQUENCE.
+    let public = b64(&der(&[0x30, 0x82, 0x01, 0x22, 0x30, 0x0d, 0x06, 0x09]));
+    let cert = b64(&der(&[0x30, 0x82, 0x03, 0x0a, 0x30, 0x82, 0x01, 0xf2]));
+    for text in [format!("pub = {public}\n"), format!("cert: {cert}\n")] {
+        assert!(
+            spans("k.txt", &text)
+                .iter()
+                .all(|(_, d)| *d != "S1.der-key"),
+            "{text}"
+        );
+    }
 }

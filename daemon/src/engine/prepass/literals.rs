@@ -41,6 +41,15 @@ pub const CREATE_SECRET_KEY: Literal = Literal(22, "createSecretKey");
 pub const SIGNED_STRING: Literal = Literal(23, "SignedString");
 pub const CREATE_HMAC: Literal = Literal(24, "createHmac");
 pub const HMAC_NEW: Literal = Literal(25, "hmac.new");
+/// How base64 of a DER private key begins, by the length form of its outer SEQUENCE
+/// (see `detect::keys`): two length bytes (`MII`, RSA and most PKCS #8), one (`MIG`,
+/// `MIH`: EC keys in PKCS #8 or SEC1 of P-384/P-521), or none (`MHcC`: SEC1 P-256;
+/// `MC4C`: Ed25519 in PKCS #8).
+pub const DER_LONG: Literal = Literal(26, "MII");
+pub const DER_MID_G: Literal = Literal(27, "MIG");
+pub const DER_MID_H: Literal = Literal(28, "MIH");
+pub const DER_SEC1_P256: Literal = Literal(29, "MHcC");
+pub const DER_ED25519: Literal = Literal(30, "MC4C");
 
 /// Every literal, in index order (the words registered in the shared scan).
 pub const ALL: &[&Literal] = &[
@@ -70,6 +79,11 @@ pub const ALL: &[&Literal] = &[
     &SIGNED_STRING,
     &CREATE_HMAC,
     &HMAC_NEW,
+    &DER_LONG,
+    &DER_MID_G,
+    &DER_MID_H,
+    &DER_SEC1_P256,
+    &DER_ED25519,
 ];
 
 /// The literals' texts, in index order.
