@@ -240,8 +240,14 @@ fn der_keys(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
                 .take_while(|&&c| is_base64_byte(c))
                 .count();
         let head = &text[start..run_end.min(start + 24)];
-        let is_key = super::decode::base64_decode(head).is_some_and(|d| is_private_key_der(&d))
-            && multi_line_len(text, start) >= MIN_DER_BASE64;
+        // Most of the key must be there: a documentation stub shows its first line and
+        // elides the rest (`MIIEpQIBAAKCAQEAuyf/…iieR\n.-----END`).
+        let is_key = super::decode::base64_decode(head)
+            .and_then(|d| private_key_der_len(&d))
+            .is_some_and(|len| {
+                let present = multi_line_len(text, start);
+                present >= MIN_DER_BASE64 && present * 3 >= len * 2
+            });
         if !is_key {
             continue;
         }
@@ -284,23 +290,28 @@ fn is_base64_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=')
 }
 
-/// Whether `der` (a key's first bytes) opens a private key: a SEQUENCE, then the
-/// version INTEGER 0 followed by an INTEGER (PKCS #1 RSA, DSA) or a SEQUENCE (PKCS #8's
-/// algorithm), or the version INTEGER 1 followed by an OCTET STRING (SEC1 EC) or a
-/// SEQUENCE (PKCS #8 v2). A public key or a certificate opens with a nested SEQUENCE.
-fn is_private_key_der(der: &[u8]) -> bool {
-    let header = match der.get(1) {
-        Some(0x81) => 3,
-        Some(0x82) => 4,
-        Some(n) if *n < 0x80 => 2,
-        _ => return false,
+/// When `der` (a key's first bytes) opens a private key, the base64 characters the whole
+/// key takes: a SEQUENCE, then the version INTEGER 0 followed by an INTEGER (PKCS #1
+/// RSA, DSA) or a SEQUENCE (PKCS #8's algorithm), or the version INTEGER 1 followed by
+/// an OCTET STRING (SEC1 EC) or a SEQUENCE (PKCS #8 v2). A public key or a certificate
+/// opens with a nested SEQUENCE.
+fn private_key_der_len(der: &[u8]) -> Option<usize> {
+    let (header, len) = match der.get(1)? {
+        0x81 => (3, usize::from(*der.get(2)?)),
+        0x82 => (
+            4,
+            usize::from(*der.get(2)?) << 8 | usize::from(*der.get(3)?),
+        ),
+        n if *n < 0x80 => (2, usize::from(*n)),
+        _ => return None,
     };
-    der.first() == Some(&0x30)
+    let private = der.first() == Some(&0x30)
         && match der.get(header..header + 4) {
             Some([0x02, 0x01, 0x00, next]) => matches!(next, 0x02 | 0x30),
             Some([0x02, 0x01, 0x01, next]) => matches!(next, 0x04 | 0x30),
             _ => false,
-        }
+        };
+    private.then_some((header + len).div_ceil(3) * 4)
 }
 
 fn putty(text: &str, out: &mut Vec<Candidate>) {

@@ -2267,10 +2267,10 @@ fn s1_der_private_keys_without_armour() {
     let der = |head: &[u8]| [head, &filler[..]].concat();
     // PKCS #1 RSA, PKCS #8 RSA, SEC1 P-256, PKCS #8 Ed25519 (48 bytes).
     let rsa = b64(&der(&[
-        0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82,
+        0x30, 0x82, 0x01, 0x31, 0x02, 0x01, 0x00, 0x02, 0x82,
     ]));
     let pkcs8 = b64(&der(&[
-        0x30, 0x82, 0x04, 0xbe, 0x02, 0x01, 0x00, 0x30, 0x0d,
+        0x30, 0x82, 0x01, 0x31, 0x02, 0x01, 0x00, 0x30, 0x0d,
     ]));
     let sec1 = b64(&der(&[0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20])[..119]);
     let ed = b64(&[
@@ -2301,6 +2301,16 @@ fn s1_der_private_keys_without_armour() {
         assert!(flat.contains(body.as_str()), "{path}: {got:?}");
         assert!(!got.concat().contains("next"), "{path}: {got:?}");
     }
+    // A stub: a 1,193-byte RSA key's first line, the rest elided.
+    let stub = b64(&der(&[
+        0x30, 0x82, 0x04, 0xa5, 0x02, 0x01, 0x00, 0x02, 0x82,
+    ]));
+    let stub = format!("private_key: `{}\\n...`\n", &stub[..64]);
+    assert!(
+        spans("doc.rb", &stub)
+            .iter()
+            .all(|(_, d)| *d != "S1.der-key")
+    );
     // A public key (SubjectPublicKeyInfo) and a certificate open with a nested SEQUENCE.
     let public = b64(&der(&[0x30, 0x82, 0x01, 0x22, 0x30, 0x0d, 0x06, 0x09]));
     let cert = b64(&der(&[0x30, 0x82, 0x03, 0x0a, 0x30, 0x82, 0x01, 0xf2]));
