@@ -26,6 +26,9 @@ use tokio::sync::{mpsc, oneshot};
 
 /// How long `connect_or_start` waits for a freshly started daemon.
 pub const START_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a daemon this client started, still running but not answering yet, is
+/// waited for in all.
+const START_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Environment variable naming the `redctxd` executable to start (packaging and tests).
 pub const DAEMON_EXE_ENV: &str = "REDCTX_DAEMON";
@@ -279,7 +282,9 @@ pub async fn connect(ep: &Endpoint) -> Result<Conn, ClientError> {
 }
 
 /// Connect, starting `redctxd` first if no daemon answers, and wait for it up to
-/// `timeout`. The boolean is `true` when this call started the daemon.
+/// `timeout`, or up to [`START_PATIENCE`] while the daemon started is still running (a
+/// loaded machine, a cache repaired after a crash). The boolean is `true` when this call
+/// started the daemon.
 ///
 /// Starts are serialised: "connect, else spawn and wait until it answers" runs under an
 /// exclusive `flock` on [`start_lock_path`], so of many shims launched at once one starts
@@ -295,7 +300,8 @@ pub async fn connect_or_start(
         Err(ClientError::NotRunning(_)) => {}
         Err(e) => return Err(e),
     }
-    let _lock = StartLock::acquire(ep, Instant::now() + timeout).await?;
+    // The holder may wait up to START_PATIENCE for a slow daemon: so may we.
+    let _lock = StartLock::acquire(ep, Instant::now() + timeout.max(START_PATIENCE)).await?;
     // Whoever held the lock before us may have started it.
     match connect(ep).await {
         Ok(c) => return Ok((c, false)),
@@ -303,7 +309,7 @@ pub async fn connect_or_start(
         Err(e) => return Err(e),
     }
     let mut child = spawn_daemon(ep)?;
-    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
     let mut delay = Duration::from_millis(2);
     let mut exited: Option<String> = None;
     loop {
@@ -331,11 +337,16 @@ pub async fn connect_or_start(
             }
             exited = Some(why);
         }
-        if Instant::now() >= deadline {
+        // A daemon still starting on a loaded machine (its cache repaired after a crash,
+        // other daemons indexing) is given up to START_PATIENCE; one that exited, or that
+        // did not start through us, only `timeout`.
+        let still_starting = exited.is_none() && matches!(child.process.try_wait(), Ok(None));
+        let waited = started.elapsed();
+        if waited >= timeout && (!still_starting || waited >= START_PATIENCE) {
             let detail = format!(
                 "redctxd did not answer on {} within {} s",
                 ep.socket.display(),
-                timeout.as_secs()
+                waited.as_secs()
             );
             return Err(ClientError::StartFailed {
                 detail,
