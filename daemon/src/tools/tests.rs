@@ -1734,30 +1734,40 @@ fn a_file_that_keeps_failing_or_vanishes_is_left_out_of_every_scan() {
         ViewError::Unsafe,
     ] {
         let view = three_needles().fail_reads("b.txt", error.clone(), u32::MAX);
-        for regex in [false, true] {
-            let args = SearchArgs {
-                regex,
-                ..grep("needle")
-            };
-            let out = search(&view, &args, &Stop::never());
-            assert!(!out.is_error, "{error:?}: {}", out.text);
-            assert!(out.text.contains("one needle") && out.text.contains("three needle"));
-            assert!(!out.text.contains("two needle"));
-        }
-        let out = retrieve(
-            &view,
-            &RetrieveArgs {
-                query: "needle".into(),
-                ..RetrieveArgs::default()
-            },
-            &Stop::never(),
-        );
-        assert!(!out.is_error, "{error:?}: {}", out.text);
-        assert_eq!(out.text.matches("--- @p_").count(), 2, "{}", out.text);
-        let out = bundle(&view, &BundleArgs::default(), &Stop::never());
-        assert!(!out.is_error, "{error:?}: {}", out.text);
-        assert_eq!(out.text.matches("--- BEGIN").count(), 2, "{}", out.text);
+        assert_scans_leave_b_out(&view, &error);
     }
+}
+
+/// Search (literal and regex), retrieve and bundle over `view` (`three_needles`, with
+/// `b.txt` failing by `error`) answer without `b.txt`. Returns the search answers and
+/// the bundle's.
+fn assert_scans_leave_b_out(view: &FakeView, error: &ViewError) -> (Vec<String>, String) {
+    let mut searches = Vec::new();
+    for regex in [false, true] {
+        let args = SearchArgs {
+            regex,
+            ..grep("needle")
+        };
+        let out = search(view, &args, &Stop::never());
+        assert!(!out.is_error, "{error:?}: {}", out.text);
+        assert!(out.text.contains("one needle") && out.text.contains("three needle"));
+        assert!(!out.text.contains("two needle"));
+        searches.push(out.text);
+    }
+    let out = retrieve(
+        view,
+        &RetrieveArgs {
+            query: "needle".into(),
+            ..RetrieveArgs::default()
+        },
+        &Stop::never(),
+    );
+    assert!(!out.is_error, "{error:?}: {}", out.text);
+    assert_eq!(out.text.matches("--- @p_").count(), 2, "{}", out.text);
+    let out = bundle(view, &BundleArgs::default(), &Stop::never());
+    assert!(!out.is_error, "{error:?}: {}", out.text);
+    assert_eq!(out.text.matches("--- BEGIN").count(), 2, "{}", out.text);
+    (searches, out.text)
 }
 
 #[test]
@@ -1794,34 +1804,13 @@ fn a_file_that_fails_on_its_own_is_left_out_of_scans_and_counted() {
         ViewError::Detector(crate::engine::plugged::PluggedError::Failed),
     ] {
         let view = three_needles().fail_reads("b.txt", error.clone(), u32::MAX);
-        for regex in [false, true] {
-            let args = SearchArgs {
-                regex,
-                ..grep("needle")
-            };
-            let out = search(&view, &args, &Stop::never());
-            assert!(!out.is_error, "{error:?}: {}", out.text);
-            assert!(out.text.contains("one needle") && out.text.contains("three needle"));
-            assert!(!out.text.contains("two needle"));
-            assert!(out.text.ends_with(NOTE), "{}", out.text);
-            // Nothing matched elsewhere: the answer says a file was left out.
-            let out = search(&view, &grep("two"), &Stop::never());
-            assert_eq!(out.text, format!("No matches.\n{NOTE}"));
+        let (searches, bundled) = assert_scans_leave_b_out(&view, &error);
+        for text in searches.iter().chain([&bundled]) {
+            assert!(text.ends_with(NOTE), "{text}");
         }
-        let out = retrieve(
-            &view,
-            &RetrieveArgs {
-                query: "needle".into(),
-                ..RetrieveArgs::default()
-            },
-            &Stop::never(),
-        );
-        assert!(!out.is_error, "{error:?}: {}", out.text);
-        assert_eq!(out.text.matches("--- @p_").count(), 2, "{}", out.text);
-        let out = bundle(&view, &BundleArgs::default(), &Stop::never());
-        assert!(!out.is_error, "{error:?}: {}", out.text);
-        assert_eq!(out.text.matches("--- BEGIN").count(), 2, "{}", out.text);
-        assert!(out.text.ends_with(NOTE), "{}", out.text);
+        // Nothing matched elsewhere: the answer says a file was left out.
+        let out = search(&view, &grep("two"), &Stop::never());
+        assert_eq!(out.text, format!("No matches.\n{NOTE}"));
         assert_eq!(read(&view, &read_args("b.txt")).text, error.to_string());
     }
 }

@@ -8,9 +8,9 @@
 //! name was raw in one variant and `[PERSON_…]` in the other, and lining the two up told
 //! the agent whose placeholder that was.
 //!
-//! So a value either run redacted is redacted in both: where the other variant still
-//! shows it, whole and on word boundaries, it becomes the placeholder the first run gave
-//! it (with its line breaks again in the line-keeping variant). The reference has the
+//! So a value either run redacted is redacted in both: wherever a variant still shows
+//! it, whole and on word boundaries, it becomes the placeholder a run gave it (with its
+//! line breaks again in the line-keeping variant). The reference has the
 //! same two runs and this leak (COMPAT.md).
 
 use super::{Engine, EngineError, Record, RedactOptions, Redacted};
@@ -55,7 +55,11 @@ impl Engine {
             ..options
         };
         let mut plain = self.redact_recording(text, plain_options, &mut made_plain)?;
-        cover(&mut preserved, &made_plain, true);
+        // Both runs' values, in both: a run can also leave raw elsewhere a value it
+        // redacted in one place (the heuristics decide per occurrence), and covering it
+        // in one variant only would show the difference again.
+        made_keep.0.append(&mut made_plain.0);
+        cover(&mut preserved, &made_keep, true);
         cover(&mut plain, &made_keep, false);
         Ok((preserved, Some(plain)))
     }
