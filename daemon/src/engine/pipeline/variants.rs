@@ -67,32 +67,70 @@ impl Engine {
 
 /// Replaces, in `redacted`, every whole occurrence outside placeholders of a raw value
 /// `made` holds by its placeholder (followed by the value's line breaks when
-/// `keep_breaks`), counting each.
+/// `keep_breaks`), counting each. One automaton pass over the text, whatever the number
+/// of values (a file of many placeholders has as many values).
 fn cover(redacted: &mut Redacted, made: &Made, keep_breaks: bool) {
-    let mut values: Vec<&(String, String)> = made
+    let mut values: Vec<(&str, &str, Category)> = made
         .0
         .iter()
         .filter(|(_, raw)| raw.trim().chars().count() >= MIN_VALUE_CHARS)
+        .filter_map(|(placeholder, raw)| {
+            Some((
+                raw.as_str(),
+                placeholder.as_str(),
+                category_of(placeholder)?,
+            ))
+        })
         .collect();
-    // Longest first, so a value is replaced before a shorter one inside it.
-    values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.1.cmp(&b.1)));
-    values.dedup_by(|a, b| a.1 == b.1);
-    for (placeholder, raw) in values {
-        if !redacted.text.contains(raw.as_str()) {
+    // One placeholder per value: the first a run made.
+    values.sort_by(|a, b| a.0.cmp(b.0));
+    values.dedup_by(|later, first| later.0 == first.0);
+    if values.is_empty() {
+        return;
+    }
+    let Ok(automaton) = aho_corasick::AhoCorasick::new(values.iter().map(|v| v.0)) else {
+        return;
+    };
+    let text = &redacted.text;
+    let placeholders: Vec<(usize, usize)> = PLACEHOLDER_RE
+        .find_iter(text)
+        .map(|m| (m.start(), m.end()))
+        .collect();
+    let inside_placeholder = |start: usize, end: usize| {
+        let i = placeholders.partition_point(|&(_, e)| e <= start);
+        placeholders.get(i).is_some_and(|&(s, _)| s < end)
+    };
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    // Every occurrence, then the longest of those that start first, one at a time.
+    let mut found: Vec<(usize, usize, usize)> = automaton
+        .find_overlapping_iter(text)
+        .map(|m| (m.start(), m.end(), m.pattern().as_usize()))
+        .filter(|&(start, end, v)| {
+            let raw = values[v].0;
+            let glued = (word(raw.chars().next()) && word(text[..start].chars().next_back()))
+                || (word(raw.chars().next_back()) && word(text[end..].chars().next()));
+            !glued && !inside_placeholder(start, end)
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end, v) in found {
+        if start < at {
             continue;
         }
-        let Some(category) = category_of(placeholder) else {
-            continue;
-        };
-        let mut shown = placeholder.clone();
+        let (raw, placeholder, category) = values[v];
+        out.push_str(&text[at..start]);
+        out.push_str(placeholder);
         if keep_breaks {
-            shown.extend(std::iter::repeat_n('\n', raw.matches('\n').count()));
+            out.extend(std::iter::repeat_n('\n', raw.matches('\n').count()));
         }
-        let (text, n) = replace_outside_placeholders(&redacted.text, raw, &shown);
-        if n > 0 {
-            redacted.text = text;
-            redacted.counts.add(category, n);
-        }
+        redacted.counts.add(category, 1);
+        at = end;
+    }
+    if at > 0 {
+        out.push_str(&text[at..]);
+        redacted.text = out;
     }
 }
 
@@ -102,73 +140,60 @@ fn category_of(placeholder: &str) -> Option<Category> {
     Category::from_name(name)
 }
 
-/// `text` with each occurrence of `raw` that lies outside every placeholder and is not
-/// part of a longer word replaced by `shown`, and how many there were.
-fn replace_outside_placeholders(text: &str, raw: &str, shown: &str) -> (String, u64) {
-    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    let first_word = word(raw.chars().next());
-    let last_word = word(raw.chars().next_back());
-    let mut out = String::with_capacity(text.len());
-    let mut n = 0;
-    let mut at = 0;
-    for placeholder in PLACEHOLDER_RE.find_iter(text) {
-        let (piece, k) = replace_in(
-            &text[at..placeholder.start()],
-            raw,
-            shown,
-            (first_word, last_word),
-            word,
-        );
-        out.push_str(&piece);
-        n += k;
-        out.push_str(placeholder.as_str());
-        at = placeholder.end();
-    }
-    let (piece, k) = replace_in(&text[at..], raw, shown, (first_word, last_word), word);
-    out.push_str(&piece);
-    (out, n + k)
-}
-
-fn replace_in(
-    piece: &str,
-    raw: &str,
-    shown: &str,
-    (first_word, last_word): (bool, bool),
-    word: impl Fn(Option<char>) -> bool,
-) -> (String, u64) {
-    let mut out = String::with_capacity(piece.len());
-    let mut n = 0;
-    let mut from = 0;
-    while let Some(i) = piece[from..].find(raw) {
-        let start = from + i;
-        let end = start + raw.len();
-        let glued = (first_word && word(piece[..start].chars().next_back()))
-            || (last_word && word(piece[end..].chars().next()));
-        out.push_str(&piece[from..start]);
-        if glued {
-            out.push_str(raw);
-        } else {
-            out.push_str(shown);
-            n += 1;
-        }
-        from = end;
-    }
-    out.push_str(&piece[from..]);
-    (out, n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Counts;
+
+    fn covered(text: &str, made: &[(&str, &str)], keep_breaks: bool) -> (String, Counts) {
+        let mut redacted = Redacted {
+            text: text.to_owned(),
+            ..Redacted::default()
+        };
+        let made = Made(
+            made.iter()
+                .map(|(p, r)| ((*p).to_owned(), (*r).to_owned()))
+                .collect(),
+        );
+        cover(&mut redacted, &made, keep_breaks);
+        (redacted.text, redacted.counts)
+    }
 
     #[test]
-    fn only_whole_values_outside_placeholders_are_replaced() {
-        let text = "Henrik, Henriksen, [PERSON_0123456789abcdef0123456789abcdef] Henrik.";
-        let (out, n) = replace_outside_placeholders(text, "Henrik", "[PERSON_x]");
+    fn only_whole_values_outside_placeholders_are_replaced_longest_first() {
+        let p = "[PERSON_0123456789abcdef0123456789abcdef]";
+        let text = format!("Henrik, Henriksen, {p} Henrik Larsen, Henrik Larsenx.");
+        let (out, counts) = covered(
+            &text,
+            &[("[PERSON_a]", "Henrik"), ("[PERSON_b]", "Henrik Larsen")],
+            false,
+        );
         assert_eq!(
             out,
-            "[PERSON_x], Henriksen, [PERSON_0123456789abcdef0123456789abcdef] [PERSON_x]."
+            format!("[PERSON_a], Henriksen, {p} [PERSON_b], [PERSON_a] Larsenx.")
         );
-        assert_eq!(n, 2);
+        assert_eq!(counts, {
+            let mut c = Counts::default();
+            c.add(Category::PERSON, 3);
+            c
+        });
+        // A value over two lines keeps its line break in the line-keeping variant.
+        let (out, _) = covered(
+            "x Avery\nExampleson y",
+            &[("[PERSON_c]", "Avery\nExampleson")],
+            true,
+        );
+        assert_eq!(out, "x [PERSON_c]\n y");
+    }
+
+    #[test]
+    fn many_values_are_all_covered() {
+        let made: Vec<(String, String)> = (0..20_000)
+            .map(|i| (format!("[EMAIL_{i:032x}]"), format!("user{i}@example.org")))
+            .collect();
+        let refs: Vec<(&str, &str)> = made.iter().map(|(p, r)| (p.as_str(), r.as_str())).collect();
+        let text = "contact user19999@example.org or user7@example.org\n".repeat(5_000);
+        let (out, _) = covered(&text, &refs, false);
+        assert!(!out.contains("@example.org"), "{}", &out[..200]);
     }
 }
