@@ -206,7 +206,9 @@ impl Markers {
 
     /// Replaces every marker with its stashed value.
     pub fn restore(&self, text: &str) -> String {
-        if self.values.is_empty() {
+        // A text without a marker (most values a recording redaction restores) is
+        // itself: no pass over the stash, which would make recording quadratic.
+        if self.values.is_empty() || !text.contains(self.prefix) {
             return text.to_owned();
         }
         // Each stashed value is usually restored once: room for all of them up front

@@ -42,13 +42,14 @@ impl Engine {
             preserve_line_count: true,
             ..options
         };
-        let preserved = self.redact(text, keep)?;
+        // Recorded from the start (it costs a copy of each value): a file whose
+        // placeholders kept line breaks needs it, and running again would cost more.
+        let mut made_keep = Made::default();
+        let mut preserved = self.redact_recording(text, keep, &mut made_keep)?;
         // Without a kept line break the two runs see the same text.
         if !preserved.kept_line_breaks {
             return Ok((preserved, None));
         }
-        let mut made_keep = Made::default();
-        let mut preserved = self.redact_recording(text, keep, &mut made_keep)?;
         let mut made_plain = Made::default();
         let plain_options = RedactOptions {
             preserve_line_count: false,
