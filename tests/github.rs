@@ -817,3 +817,35 @@ fn a_stalled_answer_fails_at_the_deadline() {
         );
     }
 }
+
+/// Full pages of pull requests only, for ever.
+fn endless_pull_requests(req: &Recorded) -> Reply {
+    let page: Vec<Value> = (0..100)
+        .map(|n| {
+            let mut v = item(n + 1);
+            v["pull_request"] = json!({"url": "x"});
+            v
+        })
+        .collect();
+    if req.path() == format!("{REPO_PATH}/issues") {
+        return Reply::json(200, &Value::Array(page));
+    }
+    Reply::json(404, &json!({}))
+}
+
+/// A list reads at most 100 pages, whatever `limit` asks: pull requests are fetched
+/// and dropped, so a repository of full pages of them (or a limit of 10^8) kept one call
+/// going until it was cancelled.
+#[test]
+fn a_list_reads_at_most_a_hundred_pages() {
+    let server = FakeGitHub::start(endless_pull_requests);
+    let env = Env::new();
+    let root = make_root(&env, &server);
+    let mut ours = ours_session(&env, &root, &[]);
+    let r = ours.call(
+        "redctx_github_list_issues",
+        json!({"limit": 100_000_000, "state": "all"}),
+    );
+    assert_eq!(r["isError"], false, "{}", text(&r));
+    assert_eq!(server.requests().len(), 100);
+}

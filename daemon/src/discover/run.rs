@@ -163,6 +163,21 @@ fn extract(ollama: &Ollama, rel: &str, text: &str, raw: bool) -> Result<Discover
     }
 }
 
+/// Writes `text` at `path`, never through a symlink at its last component (`O_NOFOLLOW`:
+/// the open fails), replacing a regular file only with `force`.
+fn write_no_follow(path: &std::path::Path, text: &str, force: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).custom_flags(libc::O_NOFOLLOW);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    options.open(path)?.write_all(text.as_bytes())
+}
+
 /// `redctx discover`: the draft printed, or written under the root.
 pub fn discover(cx: &Context, params: &DiscoverParams) -> Result<Discovered, String> {
     let drafter = Drafter::of(&params.model, &params.detectors)?;
@@ -217,10 +232,14 @@ pub fn discover(cx: &Context, params: &DiscoverParams) -> Result<Discovered, Str
             ..Discovered::default()
         });
     };
-    if path.exists() && !params.force {
+    // Checked again (the model calls took minutes), and written without following a
+    // symlink at the name: a dangling link in the root passes `exists()` and the root
+    // check, and `fs::write` would create its target, anywhere.
+    let path = under_root(root, &path.to_string_lossy(), true)?;
+    if path.symlink_metadata().is_ok() && !params.force {
         return Err("Output file already exists. Use --force to overwrite.".into());
     }
-    if std::fs::write(&path, output).is_err() {
+    if write_no_follow(&path, &output, params.force).is_err() {
         return Err("Could not write discovery output.".into());
     }
     let rel = path.strip_prefix(root).unwrap_or(&path);
@@ -538,6 +557,25 @@ mod tests {
             max_total_raw_bytes: 1_000,
             ..DiscoverParams::default()
         }
+    }
+
+    /// A draft is never written through a symlink at its name: a dangling link in the
+    /// root (pointing anywhere) passed the root check and `fs::write` created its target.
+    #[test]
+    fn the_draft_is_never_written_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.toml");
+        let link = dir.path().join("draft.toml");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        for force in [false, true] {
+            assert!(write_no_follow(&link, "x", force).is_err(), "force {force}");
+        }
+        assert!(!outside.exists());
+        let plain = dir.path().join("plain.toml");
+        write_no_follow(&plain, "one", false).unwrap();
+        assert!(write_no_follow(&plain, "two", false).is_err());
+        write_no_follow(&plain, "three", true).unwrap();
+        assert_eq!(std::fs::read_to_string(&plain).unwrap(), "three");
     }
 
     #[test]

@@ -11,6 +11,9 @@ use crate::engine::policy::GitHubRepo;
 use serde_json::Value;
 use std::sync::Arc;
 
+/// Pages one `list` reads at most: 10,000 issues and pull requests.
+pub const MAX_PAGES: i64 = 100;
+
 /// One alias's requests under one engine.
 pub struct Repo<'a> {
     pub engine: &'a Engine,
@@ -152,7 +155,8 @@ impl Repo<'_> {
     }
 
     /// Up to `limit` issues: pages of `min(100, what is missing)` until a page is short,
-    /// empty or not an array; pull requests and non-objects are skipped.
+    /// empty or not an array, or [`MAX_PAGES`] were read; pull requests and non-objects
+    /// are skipped.
     pub fn list(
         &self,
         state: &str,
@@ -161,7 +165,10 @@ impl Repo<'_> {
     ) -> Result<Vec<Summary>, GitHubError> {
         let mut issues: Vec<Summary> = Vec::new();
         let mut page: i64 = 1;
-        while (issues.len() as i64) < limit {
+        // Bounded by pages as well as by `limit`: pull requests are fetched and dropped,
+        // so a server answering full pages of them (or an agent asking for 10^8 issues)
+        // kept the loop going until the call was cancelled.
+        while (issues.len() as i64) < limit && page <= MAX_PAGES {
             let url = Self::url(
                 format!("{}/issues", self.repo_path()),
                 &[
