@@ -111,26 +111,18 @@ fn counts(pairs: &[(Category, u64)]) -> Counts {
 #[test]
 fn tree_matches_the_reference() {
     let view = corpus_a();
-    assert_golden(
-        "tree_default",
-        tree(&view, &tree_args(".", Some(3)), &Stop::never()),
-    );
-    assert_golden(
-        "tree_depth5",
-        tree(&view, &tree_args(".", Some(5)), &Stop::never()),
-    );
-    assert_golden(
-        "tree_depth0",
-        tree(&view, &tree_args(".", Some(0)), &Stop::never()),
-    );
-    assert_golden(
-        "tree_docs",
-        tree(&view, &tree_args("docs", Some(3)), &Stop::never()),
-    );
-    assert_golden(
-        "tree_file",
-        tree(&view, &tree_args("docs/readme.md", Some(3)), &Stop::never()),
-    );
+    for (golden, path, depth) in [
+        ("tree_default", ".", 3),
+        ("tree_depth5", ".", 5),
+        ("tree_depth0", ".", 0),
+        ("tree_docs", "docs", 3),
+        ("tree_file", "docs/readme.md", 3),
+    ] {
+        assert_golden(
+            golden,
+            tree(&view, &tree_args(path, Some(depth)), &Stop::never()),
+        );
+    }
 }
 
 #[test]
