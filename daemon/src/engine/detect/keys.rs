@@ -240,30 +240,22 @@ fn der_keys(text: &str, literals: &Literals, out: &mut Vec<Candidate>) {
                 .take_while(|&&c| is_base64_byte(c))
                 .count();
         let head = &text[start..run_end.min(start + 24)];
+        let end = base64_lines_end(text, run_end);
         // Most of the key must be there: a documentation stub shows its first line and
         // elides the rest (`MIIEpQIBAAKCAQEAuyf/…iieR\n.-----END`).
+        let present = text[start..end]
+            .bytes()
+            .filter(|&c| is_base64_byte(c))
+            .count();
         let is_key = super::decode::base64_decode(head)
             .and_then(|d| private_key_der_len(&d))
-            .is_some_and(|len| {
-                let present = multi_line_len(text, start);
-                present >= MIN_DER_BASE64 && present * 3 >= len * 2
-            });
+            .is_some_and(|len| present >= MIN_DER_BASE64 && present * 3 >= len * 2);
         if !is_key {
             continue;
         }
-        let end = base64_lines_end(text, run_end);
         out.push(cand(start, end, "S1.der-key"));
         done_to = end;
     }
-}
-
-/// Base64 characters from `start` over its line and the base64-only lines after it.
-fn multi_line_len(text: &str, start: usize) -> usize {
-    let end = base64_lines_end(text, start);
-    text[start..end]
-        .bytes()
-        .filter(|&c| is_base64_byte(c))
-        .count()
 }
 
 /// Where a base64 block that reaches `from` on its first line ends: after the following
